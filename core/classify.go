@@ -1,0 +1,176 @@
+package core
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"io"
+	"net"
+	"reflect"
+	"syscall"
+)
+
+// numbered is implemented by go-mssqldb's mssql.Error (and any driver error
+// that carries a SQL Server error number).
+type numbered interface{ SQLErrorNumber() int32 }
+
+// stated is implemented by pgx's *pgconn.PgError and lib/pq's *pq.Error.
+type stated interface{ SQLState() string }
+
+// Windows socket error numbers that SQL Server users know from error
+// messages; network failures map to them.
+const (
+	wsaConnAborted = 10053
+	wsaConnReset   = 10054
+	wsaTimedOut    = 10060
+	wsaConnRefused = 10061
+)
+
+// ErrorNumber returns the error number of err or of any error it wraps:
+//   - a server error through SQLErrorNumber() int32 (go-mssqldb's mssql.Error);
+//   - the MySQL driver's error number (github.com/go-sql-driver/mysql's
+//     *MySQLError, recognised without importing the driver);
+//   - a network failure as the Windows socket number SQL Server users know:
+//     ECONNRESET → 10054, ECONNABORTED → 10053, ECONNREFUSED → 10061,
+//     ETIMEDOUT → 10060.
+//
+// It reports false for an error without a number, and for nil.
+func ErrorNumber(err error) (int32, bool) {
+	if err == nil {
+		return 0, false
+	}
+	var n numbered
+	if errors.As(err, &n) {
+		return n.SQLErrorNumber(), true
+	}
+	if num, ok := mysqlNumber(err); ok {
+		return num, true
+	}
+	switch {
+	case errors.Is(err, syscall.ECONNRESET):
+		return wsaConnReset, true
+	case errors.Is(err, syscall.ECONNABORTED):
+		return wsaConnAborted, true
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return wsaConnRefused, true
+	case errors.Is(err, syscall.ETIMEDOUT):
+		return wsaTimedOut, true
+	}
+	return 0, false
+}
+
+// SQLState returns the five-character SQLSTATE of err or of any error it
+// wraps, through SQLState() string (pgx, lib/pq).
+func SQLState(err error) (string, bool) {
+	var s stated
+	if err != nil && errors.As(err, &s) {
+		if st := s.SQLState(); st != "" {
+			return st, true
+		}
+	}
+	return "", false
+}
+
+// mysqlNumber reads the Number field of github.com/go-sql-driver/mysql's
+// *MySQLError anywhere in the chain, without importing the driver.
+func mysqlNumber(err error) (int32, bool) {
+	found := int32(0)
+	ok := false
+	walk(err, func(e error) bool {
+		v := reflect.ValueOf(e)
+		if v.Kind() != reflect.Pointer || v.IsNil() {
+			return false
+		}
+		t := v.Type().Elem()
+		if t.Kind() != reflect.Struct || t.Name() != "MySQLError" || t.PkgPath() != "github.com/go-sql-driver/mysql" {
+			return false
+		}
+		f := v.Elem().FieldByName("Number")
+		if !f.IsValid() || !f.CanUint() {
+			return false
+		}
+		found, ok = int32(f.Uint()), true
+		return true
+	})
+	return found, ok
+}
+
+// walk visits err and every error it wraps, depth first, until visit
+// returns true.
+func walk(err error, visit func(error) bool) bool {
+	for err != nil {
+		if visit(err) {
+			return true
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				if walk(e, visit) {
+					return true
+				}
+			}
+			return false
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// class is what the loops know of an error: its number, SQLSTATE and the
+// named conditions it meets.
+type class struct {
+	number    int32
+	hasNumber bool
+	state     token // 0 when none, or when it equals the number
+	timeout   bool
+	badConn   bool
+}
+
+// classify describes err. attemptTimedOut says that the attempt's own
+// time limit (queryTimeout) ran out while the caller's context is alive.
+func classify(err error, attemptTimedOut bool) class {
+	var c class
+	c.number, c.hasNumber = ErrorNumber(err)
+	if st, ok := SQLState(err); ok {
+		if t, ok := stateToken(st); ok {
+			c.state = t
+		}
+	}
+	c.timeout = attemptTimedOut || IsTimeout(err)
+	c.badConn = IsBadConn(err)
+	return c
+}
+
+// IsTimeout reports whether err is a time limit that ran out: a network
+// time-out (net.Error.Timeout) or context.DeadlineExceeded.
+func IsTimeout(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, syscall.ETIMEDOUT) {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// IsBadConn reports whether err means that the connection broke:
+// driver.ErrBadConn, sql.ErrConnDone, an unexpected end of stream, a reset,
+// aborted or broken-pipe socket, or the MySQL driver's "invalid connection".
+func IsBadConn(err error) bool {
+	if err == nil {
+		return false
+	}
+	switch {
+	case errors.Is(err, driver.ErrBadConn), errors.Is(err, sql.ErrConnDone),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNABORTED),
+		errors.Is(err, syscall.EPIPE), errors.Is(err, net.ErrClosed):
+		return true
+	}
+	return walk(err, func(e error) bool { return e.Error() == "invalid connection" })
+}

@@ -1,0 +1,112 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// Sentinel errors. Every error that core returns for one of these reasons
+// matches it with errors.Is; errors that come from a failed statement also
+// unwrap to the driver's error, so errors.As(err, &mssql.Error{}) holds too.
+var (
+	// ErrInvalidParameterNumber reports a token of a rule that is not a valid
+	// number: an error number, a retry count above 255, a time or a factor
+	// (the JDBC driver's R_invalidParameterNumber).
+	ErrInvalidParameterNumber = errors.New("core: invalid parameter number")
+
+	// ErrInvalidRuleFormat reports a rule of the wrong shape: too many
+	// sections, a statement rule without timings, a connection rule with
+	// timings (the JDBC driver's R_InvalidRuleFormat).
+	ErrInvalidRuleFormat = errors.New("core: invalid rule format")
+
+	// ErrInvalidRetryInterval reports a statement retry refused because its
+	// wait is longer than queryTimeout (the JDBC driver's
+	// R_InvalidRetryInterval). Unlike the JDBC driver, the error still
+	// unwraps to the driver's error.
+	ErrInvalidRetryInterval = errors.New("core: retry wait exceeds queryTimeout")
+
+	// ErrRetryBudgetExceeded reports a retry refused by the retry budget. The
+	// error still unwraps to the driver's error.
+	ErrRetryBudgetExceeded = errors.New("core: retry budget exceeded")
+
+	// ErrRetriesExhausted reports that every retry a rule allows has run and
+	// the last attempt failed too.
+	ErrRetriesExhausted = errors.New("core: retries exhausted")
+
+	// ErrDeadline reports a retry that was not attempted because the
+	// context's deadline would pass during the wait, or because the
+	// context ended during the wait (the error then also matches
+	// context.Canceled or context.DeadlineExceeded).
+	ErrDeadline = errors.New("core: context deadline leaves no time to retry")
+
+	// ErrNotRetryable reports that, after at least one retry, an attempt
+	// failed with an error that no rule retries (or whose rule's query
+	// filter does not match). A first attempt that fails so is returned
+	// unchanged, not wrapped.
+	ErrNotRetryable = errors.New("core: error not retryable")
+
+	// ErrLoginTimeout reports a connection retry that was not attempted
+	// because elapsed time plus connectRetryInterval reaches loginTimeout.
+	ErrLoginTimeout = errors.New("core: loginTimeout leaves no time to retry the connection")
+
+	// ErrCommitUnknown marks a failed COMMIT whose outcome is unknown: the
+	// transaction may or may not have been applied, so it is never retried.
+	// Adapters wrap such failures with it.
+	ErrCommitUnknown = errors.New("core: commit outcome unknown, the transaction was not retried")
+)
+
+// RuleError is a parse error of a rule string: it names the rule and the
+// offending token, and matches ErrInvalidParameterNumber or
+// ErrInvalidRuleFormat with errors.Is.
+type RuleError struct {
+	Rule   string // the rule as written, braces included
+	Token  string // the offending token ("" when the whole rule is at fault)
+	Reason string // what is wrong and what was expected
+	Err    error  // ErrInvalidParameterNumber or ErrInvalidRuleFormat
+}
+
+// Error implements error: core: rule "{1205:3,2AND2}": "2AND2" is not a number.
+func (e *RuleError) Error() string {
+	return "core: rule " + strconv.Quote(e.Rule) + ": " + e.Reason
+}
+
+// Unwrap returns the sentinel.
+func (e *RuleError) Unwrap() error { return e.Err }
+
+// RetryError is returned when a loop stops after at least one retry, or
+// refuses a retry for a reason of its own (queryTimeout, budget, deadline,
+// loginTimeout). It unwraps both to its reason (a sentinel such as
+// ErrRetriesExhausted) and to the last error of the attempt, so errors.Is
+// and errors.As see both.
+type RetryError struct {
+	Attempts int   // attempts that ran, the first one included
+	Reason   error // a sentinel: ErrRetriesExhausted, ErrInvalidRetryInterval, ...
+	Err      error // the last attempt's error, as the driver returned it
+	Context  error // the context's error when the context ended the loop, else nil
+	Detail   string
+}
+
+// Error implements error.
+func (e *RetryError) Error() string {
+	msg := e.Reason.Error()
+	if e.Detail != "" {
+		msg += " (" + e.Detail + ")"
+	}
+	return fmt.Sprintf("%s after %d %s: %v", msg, e.Attempts, plural(e.Attempts, "attempt", "attempts"), e.Err)
+}
+
+// Unwrap returns the reason and the driver's error.
+func (e *RetryError) Unwrap() []error {
+	if e.Context != nil {
+		return []error{e.Reason, e.Err, e.Context}
+	}
+	return []error{e.Reason, e.Err}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,91 @@
+package core
+
+import (
+	"fmt"
+	"time"
+)
+
+// Defaults of the JDBC driver, used where a Policy field is zero.
+const (
+	DefaultConnectRetryCount    = 1
+	DefaultConnectRetryInterval = 10 * time.Second
+	DefaultLoginTimeout         = 30 * time.Second
+)
+
+// Disabled, as ConnectRetryCount, turns connection retries off. It exists
+// so that "off" is not the ambiguous zero, which means the default (1).
+const Disabled = -1
+
+// QueryTimeoutZero, as Policy.QueryTimeout, is the JDBC driver's
+// queryTimeout=0: no attempt is bounded, and every retry whose wait is
+// longer than zero is refused with ErrInvalidRetryInterval (0 ≥ 0 turns the
+// JDBC check on). It exists because the zero value means "not set".
+const QueryTimeoutZero time.Duration = -1
+
+// Policy is what the loops obey. The zero value is the JDBC defaults: no
+// statement rules, the builtin connection list, one connection retry after
+// no wait, connectRetryInterval 10 s, loginTimeout 30 s, no queryTimeout,
+// no jitter. A Policy is immutable once handed to a Retrier.
+type Policy struct {
+	// Statement is the retryExec rules. Zero: no statement is retried.
+	Statement StatementRules
+	// Connection is the retryConn rules. Zero: the builtin list.
+	Connection ConnectionRules
+	// QueryTimeout is the JDBC queryTimeout. Zero means not set (the JDBC
+	// default -1): waits are not checked and attempts are not bounded. A
+	// positive value bounds each statement attempt and refuses a retry
+	// whose wait is longer (ErrInvalidRetryInterval). QueryTimeoutZero is
+	// JDBC's queryTimeout=0.
+	QueryTimeout time.Duration
+	// ConnectRetryCount is the number of extra connection attempts, 0..255.
+	// Zero means the default 1; Disabled turns connection retries off.
+	ConnectRetryCount int
+	// ConnectRetryInterval is the wait between connection retries after
+	// the first, which is immediate; 1 s..60 s. Zero means 10 s.
+	ConnectRetryInterval time.Duration
+	// LoginTimeout bounds the whole connection loop. Zero means 30 s.
+	LoginTimeout time.Duration
+	// Jitter randomises statement and transaction waits. Zero: none.
+	Jitter Jitter
+}
+
+// Validate reports a field out of its range, naming it and its value.
+func (p *Policy) Validate() error {
+	switch {
+	case p.ConnectRetryCount < Disabled || p.ConnectRetryCount > MaxRetryCount:
+		return fmt.Errorf("core: connectRetryCount %d: expected 0 to 255", p.ConnectRetryCount)
+	case p.ConnectRetryInterval != 0 && (p.ConnectRetryInterval < time.Second || p.ConnectRetryInterval > time.Minute):
+		return fmt.Errorf("core: connectRetryInterval %v: expected 1s to 60s", p.ConnectRetryInterval)
+	case p.LoginTimeout < 0:
+		return fmt.Errorf("core: loginTimeout %v: expected a time that is not negative", p.LoginTimeout)
+	case p.QueryTimeout < QueryTimeoutZero:
+		return fmt.Errorf("core: queryTimeout %v: expected a time that is not negative", p.QueryTimeout)
+	case p.Jitter > JitterEqual:
+		return fmt.Errorf("core: jitter %d: expected none, full or equal", p.Jitter)
+	}
+	return nil
+}
+
+func (p *Policy) connectRetryCount() int {
+	switch {
+	case p.ConnectRetryCount == 0:
+		return DefaultConnectRetryCount
+	case p.ConnectRetryCount < 0:
+		return 0
+	}
+	return p.ConnectRetryCount
+}
+
+func (p *Policy) connectRetryInterval() time.Duration {
+	if p.ConnectRetryInterval <= 0 {
+		return DefaultConnectRetryInterval
+	}
+	return p.ConnectRetryInterval
+}
+
+func (p *Policy) loginTimeout() time.Duration {
+	if p.LoginTimeout <= 0 {
+		return DefaultLoginTimeout
+	}
+	return p.LoginTimeout
+}

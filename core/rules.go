@@ -1,0 +1,522 @@
+package core
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// MaxRetryCount is the largest retryCount (and connectRetryCount) accepted.
+const MaxRetryCount = 255
+
+// Rule is one compiled statement rule for one error token: how many retries,
+// the waits before each, and the query filter. It is immutable.
+type Rule struct {
+	tok     token
+	count   int
+	initial time.Duration
+	op      byte          // '+' or '*'
+	change  time.Duration // the additive change, for '+'
+	factor  float64       // the factor, for '*'
+	waits   []time.Duration
+	filter  []string // lower-case keywords; nil matches every statement
+}
+
+// Count returns the retry count: how many retries after the first failure.
+func (r Rule) Count() int { return r.count }
+
+// Token returns the error token the rule is for, as written in a rule:
+// an error number, a SQLSTATE, "timeout" or "badconn".
+func (r Rule) Token() string { return r.tok.String() }
+
+// WaitTimes returns the wait before each retry, one per retry: len is the
+// retry count. The slice is a copy.
+func (r Rule) WaitTimes() []time.Duration {
+	return append([]time.Duration(nil), r.waits...)
+}
+
+// Filter returns the rule's query filter words, lower-cased (nil: none).
+func (r Rule) Filter() []string { return append([]string(nil), r.filter...) }
+
+// Matches reports whether the rule applies to the statement: true when the
+// rule has no filter, or when the statement's first keyword (after white
+// space, comments and opening parentheses), lower-cased, equals one of the
+// filter words. It does not allocate.
+func (r Rule) Matches(query string) bool {
+	if len(r.filter) == 0 {
+		return true
+	}
+	kw := firstKeyword(query)
+	for _, w := range r.filter {
+		if equalFoldASCII(kw, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// wait returns the wait before retry i (0-based).
+func (r *Rule) wait(i int) time.Duration {
+	if i < len(r.waits) {
+		return r.waits[i]
+	}
+	return MaxWait
+}
+
+// String prints the rule in a form that ParseStatementRules reads back to
+// the same rule.
+func (r Rule) String() string {
+	var b strings.Builder
+	b.WriteByte('{')
+	b.WriteString(r.tok.String())
+	b.WriteByte(':')
+	b.WriteString(strconv.Itoa(r.count))
+	b.WriteByte(',')
+	b.WriteString(formatTime(r.initial))
+	b.WriteByte(r.op)
+	if r.op == '*' {
+		b.WriteString(strconv.FormatFloat(r.factor, 'f', -1, 64))
+	} else {
+		b.WriteString(formatTime(r.change))
+	}
+	if len(r.filter) > 0 {
+		b.WriteByte(':')
+		b.WriteString(strings.Join(r.filter, ","))
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+// formatTime prints a duration so that parseTime reads it back exactly.
+func formatTime(d time.Duration) string {
+	if d == 0 {
+		return "0"
+	}
+	return d.String()
+}
+
+// StatementRules is a compiled retryExec value: one Rule per error token,
+// later rules for the same token replacing earlier ones. The zero value has
+// no rules (no statement is retried). It is immutable and safe for
+// concurrent use.
+type StatementRules struct {
+	byToken map[token]*Rule
+}
+
+// Lookup returns the rule for a server error number (or an all-digit
+// SQLSTATE). It does not allocate.
+func (s StatementRules) Lookup(errorNumber int32) (Rule, bool) {
+	r, ok := s.byToken[token(errorNumber)]
+	if !ok || errorNumber < 0 {
+		return Rule{}, false
+	}
+	return *r, true
+}
+
+// LookupState returns the rule for a SQLSTATE such as 40P01 or 40001.
+func (s StatementRules) LookupState(sqlState string) (Rule, bool) {
+	t, ok := stateToken(sqlState)
+	if !ok {
+		return Rule{}, false
+	}
+	r, ok := s.byToken[t]
+	if !ok {
+		return Rule{}, false
+	}
+	return *r, true
+}
+
+// LookupCondition returns the rule for a named condition, "timeout" or
+// "badconn".
+func (s StatementRules) LookupCondition(name string) (Rule, bool) {
+	var t token
+	switch strings.ToLower(name) {
+	case conditionTimeout:
+		t = tokenTimeout
+	case conditionBadConn:
+		t = tokenBadConn
+	default:
+		return Rule{}, false
+	}
+	r, ok := s.byToken[t]
+	if !ok {
+		return Rule{}, false
+	}
+	return *r, true
+}
+
+// lookup finds the rule for a classified error: its number first, then its
+// SQLSTATE, then the named conditions.
+func (s StatementRules) lookup(c class) *Rule {
+	if len(s.byToken) == 0 {
+		return nil
+	}
+	if c.hasNumber {
+		if r, ok := s.byToken[token(c.number)]; ok {
+			return r
+		}
+	}
+	if c.state != 0 {
+		if r, ok := s.byToken[c.state]; ok {
+			return r
+		}
+	}
+	if c.timeout {
+		if r, ok := s.byToken[tokenTimeout]; ok {
+			return r
+		}
+	}
+	if c.badConn {
+		if r, ok := s.byToken[tokenBadConn]; ok {
+			return r
+		}
+	}
+	return nil
+}
+
+// Len returns the number of error tokens that have a rule.
+func (s StatementRules) Len() int { return len(s.byToken) }
+
+// Rules returns the rules, ordered by token.
+func (s StatementRules) Rules() []Rule {
+	out := make([]Rule, 0, len(s.byToken))
+	for _, t := range sortedTokens(s.byToken) {
+		out = append(out, *s.byToken[t])
+	}
+	return out
+}
+
+// String prints the rules, one {…} per token separated by ';', in a form
+// that ParseStatementRules reads back to the same rules.
+func (s StatementRules) String() string {
+	rules := s.Rules()
+	parts := make([]string, len(rules))
+	for i, r := range rules {
+		parts[i] = r.String()
+	}
+	return strings.Join(parts, ";")
+}
+
+func sortedTokens[V any](m map[token]V) []token {
+	ts := make([]token, 0, len(m))
+	for t := range m {
+		ts = append(ts, t)
+	}
+	sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
+	return ts
+}
+
+// ParseStatementRules compiles a retryExec value such as
+// {1205,1222:3,2*2:select,update}. Rules are separated by ';', each may be
+// wrapped in braces, and white space around any token is ignored. An empty
+// value (or "{}") has no rules. Every error names the rule and the token.
+func ParseStatementRules(s string) (StatementRules, error) {
+	out := StatementRules{}
+	for _, raw := range splitRules(s) {
+		body, err := ruleBody(raw)
+		if err != nil {
+			return StatementRules{}, err
+		}
+		if body == "" {
+			continue
+		}
+		rule, toks, err := parseStatementRule(raw, body)
+		if err != nil {
+			return StatementRules{}, err
+		}
+		if out.byToken == nil {
+			out.byToken = make(map[token]*Rule)
+		}
+		for _, t := range toks {
+			r := rule
+			r.tok = t
+			out.byToken[t] = &r
+		}
+	}
+	return out, nil
+}
+
+func parseStatementRule(raw, body string) (Rule, []token, error) {
+	sections := strings.Split(body, ":")
+	switch {
+	case len(sections) == 1:
+		return Rule{}, nil, &RuleError{Rule: raw, Err: ErrInvalidRuleFormat,
+			Reason: "a statement rule needs timings, expected {errors:count[,initial[op change]][:filter]} such as {1205:3,2*2}"}
+	case len(sections) > 3:
+		return Rule{}, nil, &RuleError{Rule: raw, Err: ErrInvalidRuleFormat,
+			Reason: strconv.Itoa(len(sections)) + " sections separated by ':', expected at most 3: errors:timings:filter"}
+	}
+	toks, err := parseTokens(raw, sections[0], false)
+	if err != nil {
+		return Rule{}, nil, err
+	}
+	r := Rule{op: '+', change: defaultChange}
+	timings := strings.Split(sections[1], ",")
+	if len(timings) > 2 {
+		return Rule{}, nil, numberError(raw, strings.TrimSpace(sections[1]),
+			"has "+strconv.Itoa(len(timings)-1)+" commas, expected count[,initial[op change]] with at most one comma")
+	}
+	countTok := strings.TrimSpace(timings[0])
+	n, convErr := strconv.Atoi(countTok)
+	if !isDigits(countTok) || convErr != nil || n > MaxRetryCount {
+		return Rule{}, nil, numberError(raw, countTok, "is not a retry count, expected a whole number from 0 to 255")
+	}
+	r.count = n
+	if len(timings) == 2 {
+		if err := parseTimings(raw, strings.TrimSpace(timings[1]), &r); err != nil {
+			return Rule{}, nil, err
+		}
+	}
+	if len(sections) == 3 {
+		f, err := parseFilter(raw, sections[2])
+		if err != nil {
+			return Rule{}, nil, err
+		}
+		r.filter = f
+	}
+	r.waits = waitSchedule(r.count, r.initial, r.op, r.change, r.factor)
+	return r, toks, nil
+}
+
+// parseTimings reads initial[op change] into r.
+func parseTimings(raw, t string, r *Rule) error {
+	opAt := strings.IndexAny(t, "*+")
+	if opAt < 0 {
+		d, err := parseTime(t)
+		if err != nil {
+			return numberError(raw, t, err.Error())
+		}
+		r.initial = d
+		return nil
+	}
+	if strings.Count(t, "*")+strings.Count(t, "+") > 1 {
+		return numberError(raw, t, "has more than one operator, expected initial, initial+change or initial*factor")
+	}
+	initTok := strings.TrimSpace(t[:opAt])
+	changeTok := strings.TrimSpace(t[opAt+1:])
+	d, err := parseTime(initTok)
+	if err != nil {
+		return numberError(raw, initTok, err.Error())
+	}
+	r.initial = d
+	r.op = t[opAt]
+	if r.op == '*' {
+		if changeTok == "" {
+			// JDBC: an omitted factor equals the initial wait in seconds.
+			r.factor = d.Seconds()
+			return nil
+		}
+		f, err := parseFactor(changeTok)
+		if err != nil {
+			return numberError(raw, changeTok, err.Error())
+		}
+		r.factor = f
+		return nil
+	}
+	if changeTok == "" {
+		r.change = defaultChange
+		return nil
+	}
+	c, err := parseTime(changeTok)
+	if err != nil {
+		return numberError(raw, changeTok, err.Error())
+	}
+	r.change = c
+	return nil
+}
+
+func parseFilter(raw, f string) ([]string, error) {
+	f = strings.TrimSpace(f)
+	if f == "" || f == "0" { // JDBC writes an omitted filter as 0
+		return nil, nil
+	}
+	words := strings.Split(f, ",")
+	out := make([]string, 0, len(words))
+	for _, w := range words {
+		w = strings.TrimSpace(w)
+		ok := w != ""
+		for i := 0; i < len(w); i++ {
+			if !isWordByte(w[i]) {
+				ok = false
+			}
+		}
+		if !ok {
+			return nil, &RuleError{Rule: raw, Token: w, Err: ErrInvalidRuleFormat,
+				Reason: strconv.Quote(w) + " is not a keyword, expected a filter such as select,update"}
+		}
+		out = append(out, strings.ToLower(w))
+	}
+	return out, nil
+}
+
+// parseTokens reads a comma-separated error list. For a connection rule a
+// leading '+' is allowed and reported.
+func parseTokens(raw, list string, conn bool) ([]token, error) {
+	list = strings.TrimSpace(list)
+	parts := strings.Split(list, ",")
+	out := make([]token, 0, len(parts))
+	for i, p := range parts {
+		p = strings.TrimSpace(p)
+		if conn && i == 0 && strings.HasPrefix(p, "+") {
+			p = strings.TrimSpace(p[1:])
+		}
+		t, err := parseToken(p)
+		if err != nil {
+			return nil, numberError(raw, p, err.Error())
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func numberError(raw, tok, reason string) error {
+	if !strings.HasPrefix(reason, strconv.Quote(tok)) {
+		reason = strconv.Quote(tok) + " " + reason
+	}
+	return &RuleError{Rule: raw, Token: tok, Reason: reason, Err: ErrInvalidParameterNumber}
+}
+
+// splitRules splits a value on ';' into rules as written.
+func splitRules(s string) []string {
+	parts := strings.Split(s, ";")
+	out := parts[:0]
+	for _, p := range parts {
+		if strings.TrimSpace(p) != "" {
+			out = append(out, strings.TrimSpace(p))
+		}
+	}
+	return out
+}
+
+// ruleBody strips one optional leading '{' and one optional trailing '}'
+// (a list may be wrapped whole, so "{1205:3;1222:2}" splits into "{1205:3"
+// and "1222:2}"). A brace anywhere else is an error.
+func ruleBody(raw string) (string, error) {
+	b := strings.TrimSpace(raw)
+	b = strings.TrimPrefix(b, "{")
+	b = strings.TrimSuffix(b, "}")
+	if strings.ContainsAny(b, "{}") {
+		return "", &RuleError{Rule: raw, Err: ErrInvalidRuleFormat,
+			Reason: "a brace inside a rule, expected braces only around a rule or around the whole list"}
+	}
+	return strings.TrimSpace(b), nil
+}
+
+// ConnectionRules is a compiled retryConn value: the errors that the
+// connection loop retries. The zero value retries the builtin list
+// (TransientErrors). A value in which any rule lacks the '+' prefix replaces
+// the builtin list; otherwise its errors are added to it. It is immutable
+// and safe for concurrent use.
+type ConnectionRules struct {
+	replace bool
+	set     map[token]struct{}
+}
+
+// transientErrors is the JDBC driver's builtin list of transient login
+// errors.
+var transientErrors = [...]int32{64, 233, 4060, 4221, 10053, 10054, 10928, 10929,
+	40020, 40143, 40166, 40197, 40501, 40540, 40613, 42108, 42109, 49918, 49919, 49920}
+
+// TransientErrors returns the builtin list of transient connection errors,
+// the 20 numbers of the JDBC driver. The slice is a copy.
+func TransientErrors() []int32 {
+	out := make([]int32, len(transientErrors))
+	copy(out, transientErrors[:])
+	return out
+}
+
+func isTransient(n int32) bool {
+	for _, t := range transientErrors {
+		if t == n {
+			return true
+		}
+	}
+	return false
+}
+
+// Retryable reports whether the connection loop retries a login error with
+// this number: the builtin list unless replaced, plus the listed numbers.
+func (c ConnectionRules) Retryable(errorNumber int32) bool {
+	if errorNumber < 0 {
+		return false
+	}
+	if !c.replace && isTransient(errorNumber) {
+		return true
+	}
+	_, ok := c.set[token(errorNumber)]
+	return ok
+}
+
+// retryable decides for a classified connection error.
+func (c ConnectionRules) retryable(cl class) bool {
+	if cl.hasNumber && c.Retryable(cl.number) {
+		return true
+	}
+	for _, t := range [...]token{cl.state, tokenTimeout, tokenBadConn} {
+		if t == 0 || t == tokenTimeout && !cl.timeout || t == tokenBadConn && !cl.badConn {
+			continue
+		}
+		if _, ok := c.set[t]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Replaces reports whether the rules replace the builtin list.
+func (c ConnectionRules) Replaces() bool { return c.replace }
+
+// String prints the rules in a form that ParseConnectionRules reads back to
+// the same rules: "" for the zero value, {+n,...} to append, {n,...} to
+// replace.
+func (c ConnectionRules) String() string {
+	if !c.replace && len(c.set) == 0 {
+		return ""
+	}
+	ts := sortedTokens(c.set)
+	parts := make([]string, len(ts))
+	for i, t := range ts {
+		parts[i] = t.String()
+	}
+	prefix := "+"
+	if c.replace {
+		prefix = ""
+	}
+	return "{" + prefix + strings.Join(parts, ",") + "}"
+}
+
+// ParseConnectionRules compiles a retryConn value such as {+4060} or
+// {4060;40613}. A rule with timings is ErrInvalidRuleFormat. If any rule
+// lacks the '+' prefix, the value replaces the builtin list (the JDBC
+// driver's rule). An empty value keeps the builtin list.
+func ParseConnectionRules(s string) (ConnectionRules, error) {
+	out := ConnectionRules{}
+	for _, raw := range splitRules(s) {
+		body, err := ruleBody(raw)
+		if err != nil {
+			return ConnectionRules{}, err
+		}
+		if body == "" {
+			continue
+		}
+		if strings.Contains(body, ":") {
+			return ConnectionRules{}, &RuleError{Rule: raw, Err: ErrInvalidRuleFormat,
+				Reason: "a connection rule has no timings or filter, expected {[+]errors} such as {+4060}"}
+		}
+		if !strings.HasPrefix(body, "+") {
+			out.replace = true
+		}
+		toks, err := parseTokens(raw, body, true)
+		if err != nil {
+			return ConnectionRules{}, err
+		}
+		if out.set == nil {
+			out.set = make(map[token]struct{})
+		}
+		for _, t := range toks {
+			out.set[t] = struct{}{}
+		}
+	}
+	return out, nil
+}
