@@ -6,9 +6,8 @@ import (
 	"github.com/crl-go/crl/core"
 )
 
-// Observer records every event it receives. Safe for concurrent use.
-type Observer struct {
-	mu        sync.Mutex
+// Events is what an Observer recorded, in order of arrival.
+type Events struct {
 	Retries   []core.RetryScheduled
 	GiveUps   []core.GaveUp
 	Successes []core.Succeeded
@@ -16,40 +15,54 @@ type Observer struct {
 	Reloads   []core.RulesReloaded
 }
 
+// Observer records every event it receives. Safe for concurrent use.
+type Observer struct {
+	mu     sync.Mutex
+	events Events
+}
+
 var _ core.Observer = (*Observer)(nil)
 
 // RetryScheduled records e.
-func (o *Observer) RetryScheduled(e core.RetryScheduled) { o.locked(func() { o.Retries = append(o.Retries, e) }) }
+func (o *Observer) RetryScheduled(e core.RetryScheduled) {
+	o.locked(func(ev *Events) { ev.Retries = append(ev.Retries, e) })
+}
 
 // GaveUp records e.
-func (o *Observer) GaveUp(e core.GaveUp) { o.locked(func() { o.GiveUps = append(o.GiveUps, e) }) }
+func (o *Observer) GaveUp(e core.GaveUp) {
+	o.locked(func(ev *Events) { ev.GiveUps = append(ev.GiveUps, e) })
+}
 
 // Succeeded records e.
 func (o *Observer) Succeeded(e core.Succeeded) {
-	o.locked(func() { o.Successes = append(o.Successes, e) })
+	o.locked(func(ev *Events) { ev.Successes = append(ev.Successes, e) })
 }
 
 // ConnectionRetry records e.
-func (o *Observer) ConnectionRetry(e core.ConnectionRetry) { o.locked(func() { o.Conns = append(o.Conns, e) }) }
+func (o *Observer) ConnectionRetry(e core.ConnectionRetry) {
+	o.locked(func(ev *Events) { ev.Conns = append(ev.Conns, e) })
+}
 
 // RulesReloaded records e.
-func (o *Observer) RulesReloaded(e core.RulesReloaded) { o.locked(func() { o.Reloads = append(o.Reloads, e) }) }
+func (o *Observer) RulesReloaded(e core.RulesReloaded) {
+	o.locked(func(ev *Events) { ev.Reloads = append(ev.Reloads, e) })
+}
 
-// Snapshot returns a copy of what was recorded, safe to read.
-func (o *Observer) Snapshot() Observer {
+// Snapshot returns a copy of what was recorded so far.
+func (o *Observer) Snapshot() Events {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return Observer{
-		Retries:   append([]core.RetryScheduled(nil), o.Retries...),
-		GiveUps:   append([]core.GaveUp(nil), o.GiveUps...),
-		Successes: append([]core.Succeeded(nil), o.Successes...),
-		Conns:     append([]core.ConnectionRetry(nil), o.Conns...),
-		Reloads:   append([]core.RulesReloaded(nil), o.Reloads...),
+	return Events{
+		Retries:   append([]core.RetryScheduled(nil), o.events.Retries...),
+		GiveUps:   append([]core.GaveUp(nil), o.events.GiveUps...),
+		Successes: append([]core.Succeeded(nil), o.events.Successes...),
+		Conns:     append([]core.ConnectionRetry(nil), o.events.Conns...),
+		Reloads:   append([]core.RulesReloaded(nil), o.events.Reloads...),
 	}
 }
 
-func (o *Observer) locked(f func()) {
+func (o *Observer) locked(f func(*Events)) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	f()
+	f(&o.events)
 }

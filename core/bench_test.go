@@ -1,0 +1,76 @@
+package core_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/crl-go/crl/core"
+)
+
+func BenchmarkParseStatementRules(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := core.ParseStatementRules("{1205,1222:3,2*2:select,update};{40501:5,10+5};{40613:3,1s*2}"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecision is the error path's decision: look the number up and
+// check the query filter.
+func BenchmarkDecision(b *testing.B) {
+	rules, _ := core.ParseStatementRules("{1205,1222:3,2*2:select,update};{40501:5,10+5}")
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			r, ok := rules.Lookup(1205)
+			if !ok || !r.Matches("  /* hint */ SELECT * FROM t") {
+				b.Fatal("no match")
+			}
+		}
+	})
+}
+
+var sink error
+
+// BenchmarkDoSuccess is the success path through the statement loop,
+// compared with calling the statement directly; both must allocate nothing.
+func BenchmarkDoSuccess(b *testing.B) {
+	rules, _ := core.ParseStatementRules("{1205,1222:3,2*2:select,update}")
+	r, err := core.NewRetrier(core.Policy{Statement: rules}, core.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	stmt := func(context.Context) error { return nil }
+	b.Run("direct", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				sink = stmt(ctx)
+			}
+		})
+	})
+	b.Run("retrier", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				sink = r.Do(ctx, "select 1", stmt)
+			}
+		})
+	})
+}
+
+func TestDoSuccessAllocatesNothing(t *testing.T) {
+	rules, _ := core.ParseStatementRules("{1205:3,2*2}")
+	r, _ := core.NewRetrier(core.Policy{Statement: rules}, core.Options{})
+	ctx := context.Background()
+	n := 7
+	allocs := testing.AllocsPerRun(1000, func() {
+		_ = r.Do(ctx, "select 1", func(context.Context) error { n++; return nil })
+		_, _ = core.Retry(ctx, r, "select 1", func(context.Context) (int, error) { return n, nil })
+	})
+	if allocs != 0 {
+		t.Errorf("success path allocates %v times per run", allocs)
+	}
+}

@@ -1,0 +1,95 @@
+package core_test
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+
+	"github.com/go-sql-driver/mysql"
+	mssql "github.com/microsoft/go-mssqldb"
+
+	"github.com/crl-go/crl/core"
+)
+
+var econnreset = &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
+
+type pgLike struct{ state string }
+
+func (e *pgLike) Error() string    { return "ERROR: deadlock detected (SQLSTATE " + e.state + ")" }
+func (e *pgLike) SQLState() string { return e.state }
+
+func TestErrorNumber(t *testing.T) {
+	for name, tc := range map[string]struct {
+		err  error
+		want int32
+		ok   bool
+	}{
+		"mssql.Error":         {mssql.Error{Number: 1205, Class: 13, State: 51}, 1205, true},
+		"wrapped mssql.Error": {fmt.Errorf("exec: %w", mssql.Error{Number: 40613}), 40613, true},
+		"joined":              {errors.Join(errors.New("x"), mssql.Error{Number: 1222}), 1222, true},
+		"mysql":               {&mysql.MySQLError{Number: 1213, Message: "Deadlock found"}, 1213, true},
+		"wrapped mysql":       {fmt.Errorf("q: %w", &mysql.MySQLError{Number: 1205}), 1205, true},
+		"ECONNRESET":          {econnreset, 10054, true},
+		"ECONNABORTED":        {fmt.Errorf("w: %w", syscall.ECONNABORTED), 10053, true},
+		"ECONNREFUSED":        {&net.OpError{Op: "dial", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, 10061, true},
+		"ETIMEDOUT":           {syscall.ETIMEDOUT, 10060, true},
+		"plain":               {errors.New("boom"), 0, false},
+		"nil":                 {nil, 0, false},
+	} {
+		got, ok := core.ErrorNumber(tc.err)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%s: ErrorNumber = %d, %v; want %d, %v", name, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestConditionsAndStates(t *testing.T) {
+	if st, ok := core.SQLState(fmt.Errorf("x: %w", &pgLike{"40P01"})); !ok || st != "40P01" {
+		t.Errorf("SQLState = %q %v", st, ok)
+	}
+	for _, err := range []error{driver.ErrBadConn, sql.ErrConnDone, io.ErrUnexpectedEOF, econnreset, mysql.ErrInvalidConn, fmt.Errorf("w: %w", syscall.EPIPE)} {
+		if !core.IsBadConn(err) {
+			t.Errorf("IsBadConn(%v) = false", err)
+		}
+	}
+	if core.IsBadConn(errors.New("syntax error")) || core.IsBadConn(nil) {
+		t.Errorf("IsBadConn too broad")
+	}
+	for _, err := range []error{context.DeadlineExceeded, &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}} {
+		if !core.IsTimeout(err) {
+			t.Errorf("IsTimeout(%v) = false", err)
+		}
+	}
+	if core.IsTimeout(context.Canceled) {
+		t.Errorf("IsTimeout(Canceled) = true")
+	}
+}
+
+// The loop matches SQLSTATE tokens and named conditions.
+func TestLoopMatchesStatesAndConditions(t *testing.T) {
+	r, clock := newRetrier(t, core.Policy{Statement: mustRules(t, "{40P01:1,1};{badconn:2,100ms*2};{1213:1,3}")}, core.Options{})
+	for _, tc := range []struct {
+		err   error
+		calls int
+	}{
+		{&pgLike{"40P01"}, 2},
+		{driver.ErrBadConn, 3},
+		{mysql.ErrInvalidConn, 3},
+		{&mysql.MySQLError{Number: 1213}, 2},
+		{&pgLike{"23505"}, 1},
+	} {
+		clock.Reset()
+		calls := 0
+		_ = r.Do(context.Background(), "select 1", failing(&calls, repeat(tc.err, 5)...))
+		if calls != tc.calls {
+			t.Errorf("%v: %d calls, want %d (waits %v)", tc.err, calls, tc.calls, clock.Sleeps())
+		}
+	}
+}

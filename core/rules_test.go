@@ -1,0 +1,361 @@
+package core_test
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crl-go/crl/core"
+)
+
+func secs(v ...float64) []time.Duration {
+	out := make([]time.Duration, len(v))
+	for i, s := range v {
+		out[i] = time.Duration(s * float64(time.Second))
+	}
+	return out
+}
+
+// statementCase is one retryExec value with, for each error number, the
+// waits its rule must have (nil: no rule).
+type statementCase struct {
+	name   string
+	value  string
+	waits  map[int32][]time.Duration
+	filter map[int32][]string
+}
+
+// Every example of the JDBC documentation and of mssql-jdbc's own test
+// suite (ConfigurableRetryLogicTest) that the JDBC driver accepts.
+var validStatementCases = []statementCase{
+	// JDBC documentation: timing strings table.
+	{name: "doc timing 3", value: "{1205:3}", waits: map[int32][]time.Duration{1205: secs(0, 2, 4)}},
+	{name: "doc timing 3,5", value: "{1205:3,5}", waits: map[int32][]time.Duration{1205: secs(5, 7, 9)}},
+	{name: "doc timing 3,5+5", value: "{1205:3,5+5}", waits: map[int32][]time.Duration{1205: secs(5, 10, 15)}},
+	{name: "doc timing 3,2*2", value: "{1205:3,2*2}", waits: map[int32][]time.Duration{1205: secs(2, 4, 8)}},
+	{name: "doc timing 4,1*", value: "{1205:4,1*}", waits: map[int32][]time.Duration{1205: secs(1, 1, 1, 1)}},
+	{name: "doc constant wait", value: "{1205:3,5+0}", waits: map[int32][]time.Duration{1205: secs(5, 5, 5)}},
+	// JDBC documentation: statement examples.
+	{name: "doc url example", value: "{1205,1222:3,2*2:select,update}",
+		waits:  map[int32][]time.Duration{1205: secs(2, 4, 8), 1222: secs(2, 4, 8)},
+		filter: map[int32][]string{1205: {"select", "update"}, 1222: {"select", "update"}}},
+	{name: "doc properties form without braces", value: "1205,1222:3,2*2:select,update",
+		waits: map[int32][]time.Duration{1205: secs(2, 4, 8), 1222: secs(2, 4, 8)}},
+	{name: "doc 1205,1222:3,5+5", value: "{1205,1222:3,5+5}", waits: map[int32][]time.Duration{1205: secs(5, 10, 15), 1222: secs(5, 10, 15)}},
+	{name: "doc 2714:2,1*2", value: "{2714:2,1*2}", waits: map[int32][]time.Duration{2714: secs(1, 2)}},
+	{name: "doc filter select,update", value: "{1205:4,2+2:select,update}", waits: map[int32][]time.Duration{1205: secs(2, 4, 6, 8)},
+		filter: map[int32][]string{1205: {"select", "update"}}},
+	{name: "doc two rules", value: "{1205:3,5+5};{1222:2,2}", waits: map[int32][]time.Duration{1205: secs(5, 10, 15), 1222: secs(2, 4)}},
+	{name: "doc writes", value: "{1205,1222:4,2*2:insert,update,delete,merge}", waits: map[int32][]time.Duration{1205: secs(2, 4, 8, 16), 1222: secs(2, 4, 8, 16)},
+		filter: map[int32][]string{1222: {"insert", "update", "delete", "merge"}}},
+	{name: "doc schema", value: "{2714:2,1+1};{3702:2,1+1}", waits: map[int32][]time.Duration{2714: secs(1, 2), 3702: secs(1, 2)}},
+	{name: "doc properties file", value: "1205:3,5+5;1222:2,2", waits: map[int32][]time.Duration{1205: secs(5, 10, 15), 1222: secs(2, 4)}},
+	{name: "doc properties file filter", value: "1205:3,5+5:select,update", waits: map[int32][]time.Duration{1205: secs(5, 10, 15)}},
+	// mssql-jdbc test suite.
+	{name: "suite conn string option", value: "{2714:3,2*2:CREATE;2715:1,3}", waits: map[int32][]time.Duration{2714: secs(2, 4, 8), 2715: secs(3)},
+		filter: map[int32][]string{2714: {"create"}, 2715: nil}},
+	{name: "suite single immediate retry", value: "{2714:1;}", waits: map[int32][]time.Duration{2714: secs(0)}},
+	{name: "suite single 5s retry", value: "{2714:1,5;}", waits: map[int32][]time.Duration{2714: secs(5)}},
+	{name: "suite two retries 2*3", value: "{2714,2716:2,2*3:CREATE}", waits: map[int32][]time.Duration{2714: secs(2, 6), 2716: secs(2, 6)}},
+	{name: "suite two retries 3+4", value: "{2714,2716:2,3+4:CREATE}", waits: map[int32][]time.Duration{2714: secs(3, 7), 2716: secs(3, 7)}},
+	{name: "suite multiple rules", value: "{2716:1,2*2:CREATE;2714:1,2*2:CREATE}", waits: map[int32][]time.Duration{2714: secs(2), 2716: secs(2)}},
+	{name: "suite empty", value: "{}", waits: map[int32][]time.Duration{2714: nil}},
+	{name: "suite empty rule", value: "{;}", waits: map[int32][]time.Duration{2714: nil}},
+	{name: "suite length 2", value: "{2714:1,3;}", waits: map[int32][]time.Duration{2714: secs(3)}},
+	{name: "suite operand no change +", value: "{2714:1,3+;}", waits: map[int32][]time.Duration{2714: secs(3)}},
+	{name: "suite operand no change *", value: "{2714:1,3*;}", waits: map[int32][]time.Duration{2714: secs(3)}},
+	{name: "suite empty filter", value: "{2714:1,3:;}", waits: map[int32][]time.Duration{2714: secs(3)}, filter: map[int32][]string{2714: nil}},
+	{name: "suite multi errors *", value: "{2714,2716:1,2*2:CREATE}", waits: map[int32][]time.Duration{2714: secs(2), 2716: secs(2)}},
+	{name: "suite multi errors +", value: "{2714,2716:1,2+2:CREATE}", waits: map[int32][]time.Duration{2716: secs(2)}},
+	{name: "suite multi errors no filter", value: "{2714,2716:1,2+2}", waits: map[int32][]time.Duration{2716: secs(2)}},
+	{name: "suite long count", value: "{2714,2716:11,2+2:CREATE}", waits: map[int32][]time.Duration{2714: secs(2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22)}},
+	{name: "suite big initial", value: "{2714,2716:4,100+1:CREATE}", waits: map[int32][]time.Duration{2714: secs(100, 101, 102, 103)}},
+	// crl extensions.
+	{name: "white space", value: " { 1205 , 1222 : 3 , 2 * 2 : select , update } ; { 40501 : 1 } ",
+		waits: map[int32][]time.Duration{1205: secs(2, 4, 8), 40501: secs(0)}, filter: map[int32][]string{1222: {"select", "update"}}},
+	{name: "units", value: "{1205:3,100ms*2}", waits: map[int32][]time.Duration{1205: secs(0.1, 0.2, 0.4)}},
+	{name: "unit change", value: "{1205:3,1.5s+250ms}", waits: map[int32][]time.Duration{1205: secs(1.5, 1.75, 2)}},
+	{name: "minutes", value: "{1205:2,2m}", waits: map[int32][]time.Duration{1205: secs(120, 122)}},
+	{name: "fractional factor", value: "{1205:3,1*1.5}", waits: map[int32][]time.Duration{1205: secs(1, 1.5, 2.25)}},
+	{name: "count 0 disables", value: "{1205:0}", waits: map[int32][]time.Duration{1205: {}}},
+	{name: "count 255", value: "{1205:255,0+0}", waits: map[int32][]time.Duration{1205: make([]time.Duration, 255)}},
+	{name: "later rule wins", value: "{1205:3};{1205:1,7}", waits: map[int32][]time.Duration{1205: secs(7)}},
+	{name: "whole list in braces", value: "{1205:3;1222:1,1}", waits: map[int32][]time.Duration{1205: secs(0, 2, 4), 1222: secs(1)}},
+	{name: "upper-case filter lowered", value: "{1205:1:SELECT}", filter: map[int32][]string{1205: {"select"}}},
+	{name: "saturation *", value: "{1205:5,1000000000*1000000000}",
+		waits: map[int32][]time.Duration{1205: {1e9 * time.Second, core.MaxWait, core.MaxWait, core.MaxWait, core.MaxWait}}},
+	{name: "saturation +", value: "{1205:3,2147483000+1000}",
+		waits: map[int32][]time.Duration{1205: {2147483000 * time.Second, core.MaxWait, core.MaxWait}}},
+	{name: "jdbc trailing colon", value: "{1205:2,1:}", waits: map[int32][]time.Duration{1205: secs(1, 3)}},
+}
+
+func TestParseStatementRulesValid(t *testing.T) {
+	for _, tc := range validStatementCases {
+		t.Run(tc.name, func(t *testing.T) {
+			rules, err := core.ParseStatementRules(tc.value)
+			if err != nil {
+				t.Fatalf("ParseStatementRules(%q): %v", tc.value, err)
+			}
+			for n, want := range tc.waits {
+				r, ok := rules.Lookup(n)
+				if want == nil {
+					if ok {
+						t.Fatalf("Lookup(%d) found %v, want no rule", n, r)
+					}
+					continue
+				}
+				if !ok {
+					t.Fatalf("Lookup(%d): no rule", n)
+				}
+				if got := r.WaitTimes(); !slices.Equal(got, want) {
+					t.Errorf("Lookup(%d).WaitTimes() = %v, want %v", n, got, want)
+				}
+				if r.Count() != len(want) {
+					t.Errorf("Count() = %d, want %d", r.Count(), len(want))
+				}
+			}
+			for n, want := range tc.filter {
+				r, _ := rules.Lookup(n)
+				if got := r.Filter(); !slices.Equal(got, want) {
+					t.Errorf("Lookup(%d).Filter() = %q, want %q", n, got, want)
+				}
+			}
+			// Printed back, the rules parse to the same rules.
+			again, err := core.ParseStatementRules(rules.String())
+			if err != nil {
+				t.Fatalf("reparse %q: %v", rules.String(), err)
+			}
+			if again.String() != rules.String() {
+				t.Errorf("round trip: %q became %q", rules.String(), again.String())
+			}
+			assertSameStatementRules(t, rules, again)
+		})
+	}
+}
+
+func assertSameStatementRules(t *testing.T, a, b core.StatementRules) {
+	t.Helper()
+	ra, rb := a.Rules(), b.Rules()
+	if len(ra) != len(rb) {
+		t.Fatalf("%d rules vs %d", len(ra), len(rb))
+	}
+	for i := range ra {
+		if ra[i].Token() != rb[i].Token() || !slices.Equal(ra[i].WaitTimes(), rb[i].WaitTimes()) || !slices.Equal(ra[i].Filter(), rb[i].Filter()) {
+			t.Errorf("rule %d: %v vs %v", i, ra[i], rb[i])
+		}
+	}
+}
+
+// Every rejection of the JDBC test suite and documentation, plus crl's
+// stricter ones, with the exact sentinel and the token the message names.
+var invalidStatementCases = []struct {
+	value string
+	want  error
+	names string // the message must quote this
+}{
+	{"{2714,2716:1,2*2:CREATE:4}", core.ErrInvalidRuleFormat, "4 sections"},
+	{"{2714,2716:1,2*2,1:CREATE}", core.ErrInvalidParameterNumber, `"1,2*2,1"`},
+	{"{TEST:TEST}", core.ErrInvalidParameterNumber, `"TEST"`},
+	{"{:1,2*2:CREATE}", core.ErrInvalidParameterNumber, `""`},
+	{"{2714,2716:-1,2+2:CREATE}", core.ErrInvalidParameterNumber, `"-1"`},
+	{"{2714,2716:4,-1+1:CREATE}", core.ErrInvalidParameterNumber, `"-1"`},
+	{"{2714,2716:1,2AND2:CREATE}", core.ErrInvalidParameterNumber, `"2AND2"`},
+	{"{1205,1222:3,2AND2}", core.ErrInvalidParameterNumber, `"2AND2"`},
+	// A statement rule without timings: JDBC silently makes it a connection rule.
+	{"{1205}", core.ErrInvalidRuleFormat, "needs timings"},
+	{"{1205:3};{1222}", core.ErrInvalidRuleFormat, `"{1222}"`},
+	// retryCount above 255: JDBC accepts any int.
+	{"{1205:256}", core.ErrInvalidParameterNumber, `"256"`},
+	{"{1205:99999999999}", core.ErrInvalidParameterNumber, `"99999999999"`},
+	{"{1205:3,2*2*2}", core.ErrInvalidParameterNumber, `"2*2*2"`},
+	{"{1205:3,2*2+1}", core.ErrInvalidParameterNumber, `"2*2+1"`},
+	{"{1205:3,2*x}", core.ErrInvalidParameterNumber, `"x"`},
+	{"{1205:3,2*-1}", core.ErrInvalidParameterNumber, `"-1"`},
+	{"{1205:3,5years}", core.ErrInvalidParameterNumber, `"5years"`},
+	{"{+1205:3}", core.ErrInvalidParameterNumber, `"+1205"`},
+	{"{12{05:3}", core.ErrInvalidRuleFormat, "brace"},
+	{"{1205:3:sel ect}", core.ErrInvalidRuleFormat, `"sel ect"`},
+	{"{1205:3:select,,update}", core.ErrInvalidRuleFormat, `""`},
+	{"{2147483648:1}", core.ErrInvalidParameterNumber, `"2147483648"`},
+	{"{40P0:1}", core.ErrInvalidParameterNumber, `"40P0"`},
+	{"{1205:}", core.ErrInvalidParameterNumber, `""`},
+}
+
+func TestParseStatementRulesInvalid(t *testing.T) {
+	for _, tc := range invalidStatementCases {
+		t.Run(tc.value, func(t *testing.T) {
+			_, err := core.ParseStatementRules(tc.value)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("ParseStatementRules(%q) = %v, want %v", tc.value, err, tc.want)
+			}
+			if !strings.HasPrefix(err.Error(), "core: rule ") || !strings.Contains(err.Error(), tc.names) {
+				t.Errorf("error %q should name %s", err, tc.names)
+			}
+			var re *core.RuleError
+			if !errors.As(err, &re) || re.Rule == "" {
+				t.Errorf("error %v is not a *RuleError naming its rule", err)
+			}
+		})
+	}
+}
+
+func TestTokens(t *testing.T) {
+	rules, err := core.ParseStatementRules("{40P01,40001:2,10ms};{timeout,badconn:2,100ms*2}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := rules.LookupState("40P01"); !ok || r.Token() != "40P01" {
+		t.Errorf("LookupState(40P01) = %v %v", r, ok)
+	}
+	if _, ok := rules.LookupState("40p01"); !ok {
+		t.Errorf("LookupState is case-insensitive")
+	}
+	// An all-digit SQLSTATE is the same token as the number.
+	if _, ok := rules.LookupState("40001"); !ok {
+		t.Errorf("LookupState(40001) not found")
+	}
+	if _, ok := rules.Lookup(40001); !ok {
+		t.Errorf("Lookup(40001) not found")
+	}
+	if r, ok := rules.LookupCondition("timeout"); !ok || !slices.Equal(r.WaitTimes(), secs(0.1, 0.2)) {
+		t.Errorf("LookupCondition(timeout) = %v %v", r, ok)
+	}
+	if _, ok := rules.LookupCondition("badconn"); !ok {
+		t.Errorf("LookupCondition(badconn) not found")
+	}
+	if _, ok := rules.Lookup(-1); ok {
+		t.Errorf("Lookup(-1) must not find the timeout condition")
+	}
+}
+
+func TestRuleMatches(t *testing.T) {
+	rules, err := core.ParseStatementRules("{1205:1:select,update}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := rules.Lookup(1205)
+	for q, want := range map[string]bool{
+		"SELECT 1":                            true,
+		"  select * from t":                   true,
+		"Update t set a=1":                    true,
+		"SELECT*FROM t":                       true,
+		"(SELECT 1) UNION (SELECT 2)":         true,
+		"-- note\nselect 1":                   true,
+		"/* a /* nested */ comment */ UPDATE": true,
+		"\ufeffselect 1":                      true,
+		// JDBC's substring test would match these: "select,update" contains "date" and "up".
+		"date":                                 false,
+		"up":                                   false,
+		"delete from t":                        false,
+		"insert into t select * from u":        false,
+		"selected":                             false,
+		"with c as (select 1) select * from c": false,
+		"":                                     false,
+		"-- only a comment":                    false,
+	} {
+		if got := r.Matches(q); got != want {
+			t.Errorf("Matches(%q) = %v, want %v", q, got, want)
+		}
+	}
+	all, _ := core.ParseStatementRules("{1205:1}")
+	r, _ = all.Lookup(1205)
+	if !r.Matches("anything at all") || !r.Matches("") {
+		t.Errorf("a rule without a filter matches every statement")
+	}
+}
+
+func TestConnectionRules(t *testing.T) {
+	builtin := core.TransientErrors()
+	want := []int32{64, 233, 4060, 4221, 10053, 10054, 10928, 10929, 40020, 40143, 40166, 40197, 40501, 40540, 40613, 42108, 42109, 49918, 49919, 49920}
+	if !slices.Equal(builtin, want) {
+		t.Fatalf("TransientErrors() = %v", builtin)
+	}
+	cases := []struct {
+		value    string
+		retry    []int32
+		notRetry []int32
+		replaces bool
+	}{
+		{"", want, []int32{1205, 18456, 9999}, false},
+		{"{}", want, []int32{18456}, false},
+		{"{+4060}", want, []int32{18456}, false},
+		{"{+18456}", append([]int32{18456}, want...), []int32{1205}, false},
+		{"{+18456,9999}", []int32{18456, 9999, 40613}, nil, false},
+		{"{9999}", []int32{9999}, append([]int32{4060}, want...), true},
+		{"{4060}", []int32{4060}, []int32{40613, 64}, true},
+		{"{+4060};{40143}", []int32{4060, 40143}, []int32{40613}, true},
+		{"{+4060};{+40143}", want, []int32{18456}, false},
+		{"+4060,40143", want, nil, false},
+		{" { + 18456 } ", []int32{18456, 64}, nil, false},
+		{"{+4060,4070}", []int32{4060, 4070, 40613}, nil, false},
+	}
+	for _, tc := range cases {
+		c, err := core.ParseConnectionRules(tc.value)
+		if err != nil {
+			t.Fatalf("ParseConnectionRules(%q): %v", tc.value, err)
+		}
+		for _, n := range tc.retry {
+			if !c.Retryable(n) {
+				t.Errorf("%q: Retryable(%d) = false", tc.value, n)
+			}
+		}
+		for _, n := range tc.notRetry {
+			if c.Retryable(n) {
+				t.Errorf("%q: Retryable(%d) = true", tc.value, n)
+			}
+		}
+		if c.Replaces() != tc.replaces {
+			t.Errorf("%q: Replaces() = %v", tc.value, c.Replaces())
+		}
+		again, err := core.ParseConnectionRules(c.String())
+		if err != nil || again.String() != c.String() || again.Replaces() != c.Replaces() {
+			t.Errorf("%q: round trip %q -> %q, %v", tc.value, c.String(), again.String(), err)
+		}
+	}
+}
+
+func TestParseConnectionRulesInvalid(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		want  error
+		names string
+	}{
+		{"{4060:3}", core.ErrInvalidRuleFormat, "no timings"},
+		{"{+4060:3,2}", core.ErrInvalidRuleFormat, "no timings"},
+		{"{abc}", core.ErrInvalidParameterNumber, `"abc"`},
+		{"{+}", core.ErrInvalidParameterNumber, `""`},
+		{"{+4060,+4070}", core.ErrInvalidParameterNumber, `"+4070"`},
+		{"{4060,,4070}", core.ErrInvalidParameterNumber, `""`},
+		{"{40{60}", core.ErrInvalidRuleFormat, "brace"},
+	} {
+		_, err := core.ParseConnectionRules(tc.value)
+		if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.names) {
+			t.Errorf("ParseConnectionRules(%q) = %v, want %v naming %s", tc.value, err, tc.want, tc.names)
+		}
+	}
+}
+
+func TestZeroValues(t *testing.T) {
+	var s core.StatementRules
+	if _, ok := s.Lookup(1205); ok || s.Len() != 0 || s.String() != "" {
+		t.Errorf("zero StatementRules has rules")
+	}
+	var c core.ConnectionRules
+	if !c.Retryable(40613) || c.Retryable(1205) || c.String() != "" {
+		t.Errorf("zero ConnectionRules is not the builtin list")
+	}
+}
+
+func TestParseJitter(t *testing.T) {
+	for in, want := range map[string]core.Jitter{"": core.JitterNone, "none": core.JitterNone, "FULL": core.JitterFull, " equal ": core.JitterEqual} {
+		got, err := core.ParseJitter(in)
+		if err != nil || got != want {
+			t.Errorf("ParseJitter(%q) = %v, %v", in, got, err)
+		}
+	}
+	if _, err := core.ParseJitter("half"); err == nil || !strings.Contains(err.Error(), `"half"`) {
+		t.Errorf("ParseJitter(half) = %v", err)
+	}
+}
