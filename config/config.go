@@ -1,0 +1,325 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/crl-go/crl/core"
+)
+
+// DefaultRetryRefresh is how often the properties file is looked at when
+// retryRefresh is not set.
+const DefaultRetryRefresh = 30 * time.Second
+
+// Config holds the settings of one database handle. The zero value means
+// the JDBC defaults: no statement rules, the builtin connection list,
+// connectRetryCount 1, connectRetryInterval 10 s, loginTimeout 30 s, no
+// queryTimeout, the default retry budget, no jitter.
+//
+// A field is "set" when it is not zero, or when an Option, a DSN parameter
+// or a properties line gave it a value (even a zero one); an unset field
+// takes its value from the next source in the order code > DSN > file >
+// defaults. The fields take the values of core.Policy, so "off" is never
+// the ambiguous zero.
+type Config struct {
+	// RetryExec is the retryExec rules. "" is not set (no rules unless a
+	// lower source has some); "{}" is explicitly no rules.
+	RetryExec string
+	// RetryConn is the retryConn rules. "" is not set (the builtin list
+	// unless a lower source has rules); "{}" is explicitly the builtin list.
+	RetryConn string
+	// ConnectRetryCount is the extra connection attempts, 1..255. Zero is
+	// not set (1); core.Disabled turns connection retries off.
+	ConnectRetryCount int
+	// ConnectRetryInterval is the wait between connection retries after the
+	// first, 1 s..60 s. Zero is not set (10 s).
+	ConnectRetryInterval time.Duration
+	// LoginTimeout bounds the connection loop. Zero is not set (30 s).
+	LoginTimeout time.Duration
+	// QueryTimeout bounds each statement attempt and refuses longer waits.
+	// Zero is not set (no bound); core.QueryTimeoutZero is JDBC's
+	// queryTimeout=0.
+	QueryTimeout time.Duration
+	// PropertiesPath is the properties file. "" is not set: the
+	// CRL_PROPERTIES environment variable, else mssql-jdbc.properties in the
+	// working directory, else next to the executable, else no file.
+	PropertiesPath string
+	// RetryRefresh is how often the properties file is looked at. Zero is
+	// not set (30 s); a negative value reads the file once, at start.
+	RetryRefresh time.Duration
+	// Budget is the retry budget's settings. The zero value is the default
+	// budget (core.BudgetSettings).
+	Budget core.BudgetSettings
+	// NoBudget turns the retry budget off.
+	NoBudget bool
+	// Jitter randomises statement waits. Zero: none (the JDBC schedule).
+	Jitter core.Jitter
+	// Clock is the time source of the loops and of the refresh. Nil means
+	// core.SystemClock. Only code sets it.
+	Clock core.Clock
+	// Observer receives the loops' events and the reload events. Nil means
+	// none. Only code sets it.
+	Observer core.Observer
+
+	set field // fields given a value by an Option, a DSN or a file, even a zero one
+}
+
+// field is one bit per setting, to tell "set to zero" from "not set".
+type field uint16
+
+const (
+	fieldRetryExec field = 1 << iota
+	fieldRetryConn
+	fieldConnectRetryCount
+	fieldConnectRetryInterval
+	fieldLoginTimeout
+	fieldQueryTimeout
+	fieldProperties
+	fieldRetryRefresh
+	fieldBudget
+	fieldJitter
+	fieldClock
+	fieldObserver
+)
+
+// has reports whether f is set in c.
+func (c *Config) has(f field) bool {
+	if c.set&f != 0 {
+		return true
+	}
+	switch f {
+	case fieldRetryExec:
+		return c.RetryExec != ""
+	case fieldRetryConn:
+		return c.RetryConn != ""
+	case fieldConnectRetryCount:
+		return c.ConnectRetryCount != 0
+	case fieldConnectRetryInterval:
+		return c.ConnectRetryInterval != 0
+	case fieldLoginTimeout:
+		return c.LoginTimeout != 0
+	case fieldQueryTimeout:
+		return c.QueryTimeout != 0
+	case fieldProperties:
+		return c.PropertiesPath != ""
+	case fieldRetryRefresh:
+		return c.RetryRefresh != 0
+	case fieldBudget:
+		return c.NoBudget || c.Budget != core.BudgetSettings{}
+	case fieldJitter:
+		return c.Jitter != core.JitterNone
+	case fieldClock:
+		return c.Clock != nil
+	case fieldObserver:
+		return c.Observer != nil
+	}
+	return false
+}
+
+// Over returns c with every field that c does not set taken from lower:
+// c takes precedence. It is how code, DSN, file and defaults are layered.
+func (c Config) Over(lower Config) Config {
+	out := c
+	take := func(f field, copyField func()) {
+		if !c.has(f) && lower.has(f) {
+			copyField()
+			out.set |= f
+		}
+	}
+	take(fieldRetryExec, func() { out.RetryExec = lower.RetryExec })
+	take(fieldRetryConn, func() { out.RetryConn = lower.RetryConn })
+	take(fieldConnectRetryCount, func() { out.ConnectRetryCount = lower.ConnectRetryCount })
+	take(fieldConnectRetryInterval, func() { out.ConnectRetryInterval = lower.ConnectRetryInterval })
+	take(fieldLoginTimeout, func() { out.LoginTimeout = lower.LoginTimeout })
+	take(fieldQueryTimeout, func() { out.QueryTimeout = lower.QueryTimeout })
+	take(fieldProperties, func() { out.PropertiesPath = lower.PropertiesPath })
+	take(fieldRetryRefresh, func() { out.RetryRefresh = lower.RetryRefresh })
+	take(fieldBudget, func() { out.Budget, out.NoBudget = lower.Budget, lower.NoBudget })
+	take(fieldJitter, func() { out.Jitter = lower.Jitter })
+	take(fieldClock, func() { out.Clock = lower.Clock })
+	take(fieldObserver, func() { out.Observer = lower.Observer })
+	return out
+}
+
+// Policy compiles the rules and returns the core.Policy of c, unset fields
+// taking the JDBC defaults, or an error naming the first field out of its
+// range (and for a rule, the offending token).
+func (c Config) Policy() (core.Policy, error) {
+	if err := c.validate(""); err != nil {
+		return core.Policy{}, err
+	}
+	stmt, err := core.ParseStatementRules(c.RetryExec)
+	if err != nil {
+		return core.Policy{}, &ValueError{Key: keyRetryExec, Value: c.RetryExec, Reason: err.Error(), Err: err}
+	}
+	conn, err := core.ParseConnectionRules(c.RetryConn)
+	if err != nil {
+		return core.Policy{}, &ValueError{Key: keyRetryConn, Value: c.RetryConn, Reason: err.Error(), Err: err}
+	}
+	p := core.Policy{
+		Statement:            stmt,
+		Connection:           conn,
+		QueryTimeout:         c.QueryTimeout,
+		ConnectRetryCount:    c.ConnectRetryCount,
+		ConnectRetryInterval: c.ConnectRetryInterval,
+		LoginTimeout:         c.LoginTimeout,
+		Jitter:               c.Jitter,
+	}
+	if err := p.Validate(); err != nil { // unreachable after validate; kept as a guard
+		return core.Policy{}, fmt.Errorf("config: %w", err)
+	}
+	return p, nil
+}
+
+// RefreshInterval returns how often the properties file is looked at:
+// RetryRefresh, or DefaultRetryRefresh when it is zero; a negative value
+// means the file is read only at start.
+func (c Config) RefreshInterval() time.Duration {
+	if c.RetryRefresh == 0 {
+		return DefaultRetryRefresh
+	}
+	return c.RetryRefresh
+}
+
+// validate checks the ranges of the fields that are not rules. source
+// names where the values came from in errors ("option", "DSN" or "").
+func (c *Config) validate(source string) error {
+	bad := func(key, value, reason string) error {
+		return &ValueError{Source: source, Key: key, Value: value, Reason: reason}
+	}
+	switch n := c.ConnectRetryCount; {
+	case n < core.Disabled || n > core.MaxRetryCount:
+		return bad(keyConnectRetryCount, strconv.Itoa(n), "expected 0 (off) to 255, or core.Disabled")
+	}
+	if d := c.ConnectRetryInterval; d != 0 && (d < time.Second || d > time.Minute) {
+		return bad(keyConnectRetryInterval, d.String(), "expected 1s to 60s")
+	}
+	if d := c.LoginTimeout; d < 0 || d > maxLoginTimeout {
+		return bad(keyLoginTimeout, d.String(), "expected 0s (the default, 30s) to 65535s")
+	}
+	if d := c.QueryTimeout; d < core.QueryTimeoutZero {
+		return bad(keyQueryTimeout, d.String(), "expected a time that is not negative, or core.QueryTimeoutZero")
+	}
+	if c.Jitter > core.JitterEqual {
+		return bad(keyRetryJitter, strconv.Itoa(int(c.Jitter)), "expected none, full or equal")
+	}
+	if err := c.Budget.Validate(); err != nil {
+		return &ValueError{Source: source, Key: keyRetryBudget, Value: formatBudget(c.Budget), Reason: err.Error(), Err: err}
+	}
+	return nil
+}
+
+// Option sets one setting in code; options take precedence over the DSN
+// and the properties file. Options are applied in order, a later one
+// replacing an earlier one for the same setting.
+type Option func(*Config)
+
+// WithConfig sets every field that c sets (see Config), as if by the
+// matching options.
+func WithConfig(c Config) Option {
+	return func(dst *Config) { *dst = c.Over(*dst) }
+}
+
+// WithRetryExec sets the retryExec rules, such as "{1205,1222:3,2*2}".
+// "" or "{}" means no statement is retried, whatever the DSN or the file
+// say.
+func WithRetryExec(rules string) Option {
+	return func(c *Config) { c.RetryExec, c.set = rules, c.set|fieldRetryExec }
+}
+
+// WithRetryConn sets the retryConn rules, such as "{+4060}" (added to the
+// builtin list) or "{4060}" (replacing it). "" or "{}" means the builtin
+// list, whatever the DSN or the file say.
+func WithRetryConn(rules string) Option {
+	return func(c *Config) { c.RetryConn, c.set = rules, c.set|fieldRetryConn }
+}
+
+// WithConnectRetryCount sets connectRetryCount, the extra connection
+// attempts: 0 turns connection retries off (as in JDBC), 1..255 allow that
+// many. core.Disabled is accepted as off too.
+func WithConnectRetryCount(n int) Option {
+	return func(c *Config) {
+		if n == 0 {
+			n = core.Disabled
+		}
+		c.ConnectRetryCount, c.set = n, c.set|fieldConnectRetryCount
+	}
+}
+
+// WithConnectRetryInterval sets connectRetryInterval, 1s..60s: the wait
+// between connection retries after the first, which is immediate. Zero
+// means the default, 10s.
+func WithConnectRetryInterval(d time.Duration) Option {
+	return func(c *Config) { c.ConnectRetryInterval, c.set = d, c.set|fieldConnectRetryInterval }
+}
+
+// WithLoginTimeout sets loginTimeout, which bounds the whole connection
+// loop, 0..65535s. Zero means the default, 30s.
+func WithLoginTimeout(d time.Duration) Option {
+	return func(c *Config) { c.LoginTimeout, c.set = d, c.set|fieldLoginTimeout }
+}
+
+// WithQueryTimeout sets queryTimeout. A positive d bounds each statement
+// attempt and refuses a retry whose wait is longer. Zero means no
+// queryTimeout (JDBC's -1), whatever the DSN or the file say;
+// core.QueryTimeoutZero is JDBC's queryTimeout=0 (no bound, but every
+// retry with a wait is refused).
+func WithQueryTimeout(d time.Duration) Option {
+	return func(c *Config) { c.QueryTimeout, c.set = d, c.set|fieldQueryTimeout }
+}
+
+// WithPropertiesFile names the properties file. A file named here must
+// exist when New runs. "" means the usual lookup (CRL_PROPERTIES, then the
+// working directory, then next to the executable).
+func WithPropertiesFile(path string) Option {
+	return func(c *Config) { c.PropertiesPath, c.set = path, c.set|fieldProperties }
+}
+
+// WithRetryRefresh sets how often the properties file is looked at (its
+// modification time compared, and the file re-read when it changed). Zero
+// means the default, 30s; a negative d reads the file once, at start.
+func WithRetryRefresh(d time.Duration) Option {
+	return func(c *Config) { c.RetryRefresh, c.set = d, c.set|fieldRetryRefresh }
+}
+
+// WithRetryBudget turns the retry budget on with settings s (the zero
+// value is the default budget).
+func WithRetryBudget(s core.BudgetSettings) Option {
+	return func(c *Config) { c.Budget, c.NoBudget, c.set = s, false, c.set|fieldBudget }
+}
+
+// WithoutRetryBudget turns the retry budget off: every retry a rule allows
+// runs.
+func WithoutRetryBudget() Option {
+	return func(c *Config) { c.Budget, c.NoBudget, c.set = core.BudgetSettings{}, true, c.set|fieldBudget }
+}
+
+// WithJitter sets how statement waits are randomised: core.JitterNone
+// (exactly the JDBC schedule), core.JitterFull or core.JitterEqual.
+func WithJitter(j core.Jitter) Option {
+	return func(c *Config) { c.Jitter, c.set = j, c.set|fieldJitter }
+}
+
+// WithClock sets the time source of the retry loops, of the budget and of
+// the properties file's refresh (tests pass a coretest.Clock).
+func WithClock(clock core.Clock) Option {
+	return func(c *Config) { c.Clock, c.set = clock, c.set|fieldClock }
+}
+
+// WithObserver sets the receiver of the retry events and of the reload
+// events of the properties file.
+func WithObserver(o core.Observer) Option {
+	return func(c *Config) { c.Observer, c.set = o, c.set|fieldObserver }
+}
+
+// NewConfig returns the Config that the options set.
+func NewConfig(opts ...Option) Config {
+	var c Config
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	return c
+}

@@ -1,0 +1,456 @@
+package config
+
+import (
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// ParseDSN reads the retry settings of a DSN and returns them, with the
+// DSN for the driver: the same text with those settings removed (the
+// driver's own keys are left byte for byte as written). driverName says
+// how to read dsn:
+//
+//   - "sqlserver", "mssql", "azuresql" (go-mssqldb): the URL form
+//     sqlserver://…?retryExec=…, the ADO form server=…;retryExec={…}, and
+//     the odbc: form;
+//   - "mysql" (go-sql-driver/mysql): user:pass@tcp(host)/db?retryExec=…;
+//   - "pgx", "pgx/v5", "postgres", "postgresql" (pgx, lib/pq): the URL forms
+//     postgres:// and postgresql://, and the key=value form host=… retryExec=….
+//
+// For any other driver the DSN is returned unchanged, or an error if it
+// seems to carry a retry setting, which this package cannot remove safely.
+//
+// Keys are matched case-insensitively. In the ADO and key=value forms a
+// value that holds ';' (or a space) is wrapped in braces:
+// retryExec={1205:3;1222:2,1}. In the URL and MySQL forms values are
+// percent-decoded, but a literal '+' stays '+' (it is not a space, unlike
+// url.ParseQuery), so retryConn=+4060 and retryConn=%2B4060 are the same.
+// A key given twice is an error, and so is a malformed or out-of-range
+// value; errors name the key and the value.
+func ParseDSN(driverName, dsn string) (Config, string, error) {
+	var (
+		params []param
+		out    string
+		err    error
+	)
+	switch strings.ToLower(driverName) {
+	case "sqlserver", "mssql", "azuresql":
+		switch {
+		case strings.HasPrefix(dsn, "sqlserver://"):
+			params, out, err = stripURLQuery(dsn)
+		case strings.HasPrefix(dsn, "odbc:"):
+			params, out, err = stripADO(dsn[len("odbc:"):], true)
+			out = "odbc:" + out
+		default:
+			params, out, err = stripADO(dsn, false)
+		}
+	case "mysql":
+		params, out, err = stripMySQL(dsn)
+	case "pgx", "pgx/v5", "postgres", "postgresql":
+		if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+			params, out, err = stripURLQuery(dsn)
+		} else {
+			params, out, err = stripKeywordValue(dsn)
+		}
+	default:
+		if k, ok := mentionsKey(dsn); ok {
+			return Config{}, "", &dsnError{reason: "driver " + strconv.Quote(driverName) +
+				" is not one whose DSN this package can read, and the DSN seems to set " + k +
+				"; set it in code (config.With…) or in the properties file"}
+		}
+		return Config{}, dsn, nil
+	}
+	if err != nil {
+		return Config{}, "", err
+	}
+	if len(params) == 0 {
+		out = dsn // nothing of ours: the driver gets the DSN byte for byte
+	}
+	var c Config
+	for _, p := range params {
+		if c.set&p.key.field != 0 {
+			return Config{}, "", &dsnError{reason: p.key.name + " given twice (keys are case-insensitive)", err: ErrDuplicateKey}
+		}
+		if err := c.setValue(p.key, p.value, "DSN"); err != nil {
+			return Config{}, "", err
+		}
+	}
+	return c, out, nil
+}
+
+// param is one retry setting found in a DSN.
+type param struct {
+	key   key
+	value string
+}
+
+// stripADO reads an ADO connection string (odbc: the ODBC form, without its
+// prefix). The driver's parts are split exactly as go-mssqldb splits them
+// (a double quote toggles quoting; in the ODBC form a value in braces runs
+// to its closing brace, }} escaping one) and kept as written. Our values
+// may be wrapped in braces (balanced, so {{1205:3};{1222:2}} works) or in
+// double quotes ("" escaping one).
+func stripADO(s string, odbc bool) ([]param, string, error) {
+	var (
+		params   []param
+		kept     []string
+		afterOur string // the key of the previous part, when it was ours with a bare value
+	)
+	i := 0
+	for i < len(s) {
+		start := i
+		inQuote := false
+		for i < len(s) {
+			ch := s[i]
+			if !odbc && ch == '"' {
+				inQuote = !inQuote
+			} else if !inQuote && (ch == '=' || ch == ';') {
+				break
+			}
+			i++
+		}
+		if i >= len(s) || s[i] == ';' { // a part without '='
+			part := s[start:i]
+			if t := strings.TrimSpace(part); t != "" {
+				if afterOur != "" {
+					return nil, "", &dsnError{err: ErrMalformed, reason: afterOur + ": the value is cut at ';' before " +
+						strconv.Quote(t) + ", expected a value that holds ';' wrapped in braces, such as " + afterOur + "={1205:3;1222:2}"}
+				}
+				if strings.HasPrefix(t, "{") {
+					return nil, "", &dsnError{err: ErrMalformed, reason: strconv.Quote(t) +
+						" has no key, expected a whole rule list in one pair of braces, such as retryExec={1205:3;1222:2}"}
+				}
+			}
+			kept = append(kept, part)
+			afterOur = ""
+			i++
+			continue
+		}
+		k, ours := lookupKey(s[start:i])
+		i++ // the '='
+		afterOur = ""
+		if !ours {
+			i = driverValueEnd(s, i, odbc, inQuote)
+			kept = append(kept, s[start:i])
+			i++
+			continue
+		}
+		v, end, bare, err := ourADOValue(s, i, k.name)
+		if err != nil {
+			return nil, "", err
+		}
+		if bare {
+			afterOur = k.name
+		}
+		params = append(params, param{k, v})
+		i = end + 1
+	}
+	return params, strings.Join(kept, ";"), nil
+}
+
+// driverValueEnd returns the index of the ';' (or len) that ends the
+// driver's value starting at i.
+func driverValueEnd(s string, i int, odbc, inQuote bool) int {
+	if odbc {
+		j := skipSpace(s, i)
+		if j < len(s) && s[j] == '{' {
+			for j++; j < len(s); j++ {
+				if s[j] == '}' {
+					if j+1 < len(s) && s[j+1] == '}' {
+						j++
+						continue
+					}
+					break
+				}
+			}
+			i = j
+		}
+		for i < len(s) && s[i] != ';' {
+			i++
+		}
+		return i
+	}
+	for i < len(s) {
+		if s[i] == '"' {
+			inQuote = !inQuote
+		} else if !inQuote && s[i] == ';' {
+			break
+		}
+		i++
+	}
+	return i
+}
+
+// ourADOValue reads one of our values starting at i: {braced}, "quoted" or
+// bare up to ';'. It returns the value, the index of the ';' (or len) after
+// it, and whether it was bare.
+func ourADOValue(s string, i int, name string) (string, int, bool, error) {
+	j := skipSpace(s, i)
+	var v string
+	switch {
+	case j < len(s) && s[j] == '{':
+		end, ok := closingBrace(s, j)
+		if !ok {
+			return "", 0, false, &dsnError{err: ErrMalformed, reason: name + ": the brace opened at " +
+				strconv.Quote(abbreviate(s[j:])) + " is not closed, expected a value such as {1205:3;1222:2}"}
+		}
+		v, j = s[j+1:end], end+1
+	case j < len(s) && s[j] == '"':
+		var b strings.Builder
+		for j++; ; j++ {
+			if j >= len(s) {
+				return "", 0, false, &dsnError{err: ErrMalformed, reason: name + ": the double quote is not closed"}
+			}
+			if s[j] == '"' {
+				if j+1 < len(s) && s[j+1] == '"' {
+					b.WriteByte('"')
+					j++
+					continue
+				}
+				break
+			}
+			b.WriteByte(s[j])
+		}
+		v, j = b.String(), j+1
+	default:
+		end := strings.IndexByte(s[i:], ';')
+		if end < 0 {
+			end = len(s)
+		} else {
+			end += i
+		}
+		return strings.TrimSpace(s[i:end]), end, true, nil
+	}
+	j = skipSpace(s, j)
+	if j < len(s) && s[j] != ';' {
+		return "", 0, false, &dsnError{err: ErrMalformed, reason: name + ": " + strconv.Quote(abbreviate(s[j:])) +
+			" follows the closing brace or quote, expected ';'"}
+	}
+	return v, j, false, nil
+}
+
+// closingBrace returns the index of the brace that closes the one at
+// s[open], counting nested braces.
+func closingBrace(s string, open int) (int, bool) {
+	depth := 0
+	for j := open; j < len(s); j++ {
+		switch s[j] {
+		case '{':
+			depth++
+		case '}':
+			depth--
+			if depth == 0 {
+				return j, true
+			}
+		}
+	}
+	return 0, false
+}
+
+func skipSpace(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n' || s[i] == '\v' || s[i] == '\f') {
+		i++
+	}
+	return i
+}
+
+func abbreviate(s string) string {
+	if len(s) > 20 {
+		return s[:20] + "…"
+	}
+	return s
+}
+
+// stripURLQuery reads the query of a URL DSN (sqlserver://, postgres://,
+// postgresql://): the text after the first '?' up to a '#', pairs split on
+// '&' only (never ';', which rules use).
+func stripURLQuery(s string) ([]param, string, error) {
+	q := strings.IndexByte(s, '?')
+	if q < 0 {
+		return nil, s, nil
+	}
+	base, query, frag := s[:q], s[q+1:], ""
+	if h := strings.IndexByte(query, '#'); h >= 0 {
+		query, frag = query[:h], query[h:]
+	}
+	var (
+		params []param
+		kept   []string
+	)
+	for _, pair := range strings.Split(query, "&") {
+		p, ours, err := ourQueryParam(pair)
+		if err != nil {
+			return nil, "", err
+		}
+		if ours {
+			params = append(params, p)
+		} else {
+			kept = append(kept, pair)
+		}
+	}
+	out := base
+	if len(kept) > 0 {
+		out += "?" + strings.Join(kept, "&")
+	}
+	return params, out + frag, nil
+}
+
+// ourQueryParam reads one key=value pair of a URL query, reporting whether
+// the key is ours. Our values are percent-decoded as a path is, so a
+// literal '+' stays '+'.
+func ourQueryParam(pair string) (param, bool, error) {
+	rawKey, rawValue, _ := strings.Cut(pair, "=")
+	name, err := url.PathUnescape(rawKey)
+	if err != nil {
+		return param{}, false, nil // not ours; the driver judges it
+	}
+	k, ours := lookupKey(name)
+	if !ours {
+		return param{}, false, nil
+	}
+	v, err := url.PathUnescape(rawValue)
+	if err != nil {
+		return param{}, false, &ValueError{Source: "DSN", Key: k.name, Value: rawValue, Err: err,
+			Reason: "not valid percent-encoding, expected %XX escapes such as %2B for '+'"}
+	}
+	return param{k, v}, true, nil
+}
+
+// stripMySQL reads a go-sql-driver/mysql DSN,
+// [user[:password]@][net[(addr)]]/dbname[?param1=value1&paramN=valueN].
+// Our parameters are found by name after a '?' or '&', so that their
+// values may hold a '/' (a path), which the driver itself cannot parse.
+func stripMySQL(s string) ([]param, string, error) {
+	var params []param
+	for pos := 0; pos < len(s); {
+		i := strings.IndexAny(s[pos:], "?&")
+		if i < 0 {
+			break
+		}
+		i += pos
+		end := strings.IndexByte(s[i+1:], '&')
+		if end < 0 {
+			end = len(s)
+		} else {
+			end += i + 1
+		}
+		p, ours, err := ourQueryParam(s[i+1 : end])
+		if err != nil {
+			return nil, "", err
+		}
+		if !ours || !strings.Contains(s[i+1:end], "=") {
+			pos = i + 1
+			continue
+		}
+		params = append(params, p)
+		switch {
+		case s[i] == '&':
+			s = s[:i] + s[end:]
+		case end < len(s): // '?' ours '&' rest: keep the '?'
+			s = s[:i+1] + s[end+1:]
+		default:
+			s = s[:i]
+		}
+		pos = i
+	}
+	return params, s, nil
+}
+
+// stripKeywordValue reads a libpq key=value DSN, as pgx does: values may be
+// 'quoted' with backslash escapes, or bare up to white space; our values
+// may also be wrapped in braces. The driver's pairs are kept as written,
+// joined by one space.
+func stripKeywordValue(s string) ([]param, string, error) {
+	var (
+		params []param
+		kept   []string
+	)
+	i := skipSpace(s, 0)
+	for i < len(s) {
+		start := i
+		eq := strings.IndexByte(s[i:], '=')
+		if eq < 0 { // malformed; the driver reports it
+			kept = append(kept, s[i:])
+			break
+		}
+		name := strings.TrimSpace(s[i : i+eq])
+		k, ours := lookupKey(name)
+		if strings.ContainsAny(name, " \t\r\n\v\f") {
+			ours = false
+		}
+		i = skipSpace(s, i+eq+1)
+		var (
+			v   string
+			end int
+		)
+		switch {
+		case i < len(s) && s[i] == '\'':
+			var b strings.Builder
+			j := i + 1
+			for ; j < len(s) && s[j] != '\''; j++ {
+				if s[j] == '\\' && j+1 < len(s) {
+					j++
+				}
+				b.WriteByte(s[j])
+			}
+			if j >= len(s) {
+				if ours {
+					return nil, "", &dsnError{err: ErrMalformed, reason: k.name + ": the quote is not closed"}
+				}
+				kept = append(kept, s[start:])
+				return params, strings.Join(kept, " "), nil
+			}
+			v, end = b.String(), j+1
+		case ours && i < len(s) && s[i] == '{':
+			c, ok := closingBrace(s, i)
+			if !ok {
+				return nil, "", &dsnError{err: ErrMalformed, reason: k.name + ": the brace opened at " +
+					strconv.Quote(abbreviate(s[i:])) + " is not closed"}
+			}
+			v, end = s[i+1:c], c+1
+		default:
+			var b strings.Builder
+			j := i
+			for ; j < len(s) && !isSpace(s[j]); j++ {
+				if s[j] == '\\' && j+1 < len(s) {
+					j++
+				}
+				b.WriteByte(s[j])
+			}
+			v, end = b.String(), j
+		}
+		if ours {
+			params = append(params, param{k, v})
+		} else {
+			kept = append(kept, s[start:end])
+		}
+		i = skipSpace(s, end)
+	}
+	return params, strings.Join(kept, " "), nil
+}
+
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'
+}
+
+// mentionsKey reports whether s seems to set one of our keys: the name,
+// case-insensitively, followed by optional white space and '='.
+func mentionsKey(s string) (string, bool) {
+	lower := strings.ToLower(s)
+	for _, k := range keys {
+		name := strings.ToLower(k.name)
+		for from := 0; ; {
+			i := strings.Index(lower[from:], name)
+			if i < 0 {
+				break
+			}
+			j := skipSpace(lower, from+i+len(name))
+			if j < len(lower) && lower[j] == '=' {
+				return k.name, true
+			}
+			from += i + 1
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,357 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crl-go/crl/core"
+	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
+	"github.com/microsoft/go-mssqldb/msdsn"
+)
+
+func TestParseDSN(t *testing.T) {
+	tests := []struct {
+		name   string
+		driver string
+		dsn    string
+		want   Config // only the exported fields are compared
+		out    string
+	}{
+		{
+			name: "ADO braces hold ';'", driver: "sqlserver",
+			dsn:  "server=h;retryExec={1205:3;1222:2,1};user id=sa",
+			want: Config{RetryExec: "1205:3;1222:2,1"}, out: "server=h;user id=sa",
+		},
+		{
+			name: "ADO nested braces", driver: "sqlserver",
+			dsn:  "server=h;retryExec={{1205:3};{1222:2,1}}",
+			want: Config{RetryExec: "{1205:3};{1222:2,1}"}, out: "server=h",
+		},
+		{
+			name: "ADO keys are case-insensitive, white space around them ignored", driver: "mssql",
+			dsn:  "Server=h; RETRYEXEC = {1205:3} ;RetryConn={+4060};Database=d",
+			want: Config{RetryExec: "1205:3", RetryConn: "+4060"}, out: "Server=h;Database=d",
+		},
+		{
+			name: "ADO double quotes", driver: "sqlserver",
+			dsn:  `server=h;retryExec="{1205:3;1222:2}";password="a;b"`,
+			want: Config{RetryExec: "{1205:3;1222:2}"}, out: `server=h;password="a;b"`,
+		},
+		{
+			name: "ADO a driver value in quotes that mentions our key is the driver's", driver: "sqlserver",
+			dsn:  `server=h;password="x;retryExec={1205:3}";retryConn={4060}`,
+			want: Config{RetryConn: "4060"}, out: `server=h;password="x;retryExec={1205:3}"`,
+		},
+		{
+			name: "ADO bare value", driver: "sqlserver",
+			dsn:  "retryExec=1205:3;server=h;connectRetryCount=0",
+			want: Config{RetryExec: "1205:3", ConnectRetryCount: core.Disabled}, out: "server=h",
+		},
+		{
+			name: "ODBC form keeps its braces", driver: "sqlserver",
+			dsn:  "odbc:server=h;password={a;b}}c};retryExec={1205:3};user id=sa",
+			want: Config{RetryExec: "1205:3"}, out: "odbc:server=h;password={a;b}}c};user id=sa",
+		},
+		{
+			name: "URL", driver: "sqlserver",
+			dsn:  "sqlserver://sa:p%40ss@h:1433/inst?database=db&retryExec={1205:3;1222:2}&retryConn=+4060&encrypt=disable",
+			want: Config{RetryExec: "{1205:3;1222:2}", RetryConn: "+4060"},
+			out:  "sqlserver://sa:p%40ss@h:1433/inst?database=db&encrypt=disable",
+		},
+		{
+			name: "URL percent-encoded values, %2B is '+'", driver: "sqlserver",
+			dsn:  "sqlserver://h?retryConn=%2B4060&retryExec=%7B1205%3A3%2C1%2B1%7D&RetryJitter=full",
+			want: Config{RetryConn: "+4060", RetryExec: "{1205:3,1+1}", Jitter: core.JitterFull},
+			out:  "sqlserver://h",
+		},
+		{
+			name: "URL fragment kept", driver: "azuresql",
+			dsn:  "sqlserver://h?retryExec={1205:3}&database=d#frag",
+			want: Config{RetryExec: "{1205:3}"}, out: "sqlserver://h?database=d#frag",
+		},
+		{
+			name: "MySQL", driver: "mysql",
+			dsn:  "user:pass@tcp(127.0.0.1:3306)/db?parseTime=true&retryExec={1213:3,100ms}&retryProperties=/etc/crl/my.properties&loc=UTC",
+			want: Config{RetryExec: "{1213:3,100ms}", PropertiesPath: "/etc/crl/my.properties"},
+			out:  "user:pass@tcp(127.0.0.1:3306)/db?parseTime=true&loc=UTC",
+		},
+		{
+			name: "MySQL ours first", driver: "mysql",
+			dsn:  "u@tcp(h)/db?retryExec={1213:3,1}&timeout=5s",
+			want: Config{RetryExec: "{1213:3,1}"}, out: "u@tcp(h)/db?timeout=5s",
+		},
+		{
+			name: "MySQL only ours, password with ? and &", driver: "mysql",
+			dsn:  "u:p?a&s@tcp(h)/db?retryConn=+1040&retryBudget=off",
+			want: Config{RetryConn: "+1040", NoBudget: true}, out: "u:p?a&s@tcp(h)/db",
+		},
+		{
+			name: "PostgreSQL URL", driver: "pgx",
+			dsn:  "postgres://u:p@h:5432/db?sslmode=disable&retryExec={40001,40P01:3,100ms}&queryTimeout=0",
+			want: Config{RetryExec: "{40001,40P01:3,100ms}", QueryTimeout: core.QueryTimeoutZero},
+			out:  "postgres://u:p@h:5432/db?sslmode=disable",
+		},
+		{
+			name: "PostgreSQL postgresql URL", driver: "postgres",
+			dsn:  "postgresql://h/db?retryExec={40001:2,1}",
+			want: Config{RetryExec: "{40001:2,1}"}, out: "postgresql://h/db",
+		},
+		{
+			name: "PostgreSQL key=value", driver: "pgx/v5",
+			dsn:  "host=h user=u retryExec='{40001:3,1}' retryBudget={max=10, earn=0.5} dbname=d password='a b'",
+			want: Config{RetryExec: "{40001:3,1}", Budget: core.BudgetSettings{Max: 10, EarnPerAttempt: 0.5}},
+			out:  "host=h user=u dbname=d password='a b'",
+		},
+		{
+			name: "no settings", driver: "sqlserver",
+			dsn: "server=h;user id=sa", out: "server=h;user id=sa",
+		},
+		{
+			name: "unknown driver without settings", driver: "sqlite3",
+			dsn: "file:test.db?cache=shared", out: "file:test.db?cache=shared",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, out, err := ParseDSN(tt.driver, tt.dsn)
+			if err != nil {
+				t.Fatalf("ParseDSN: %v", err)
+			}
+			got.set = 0
+			if got != tt.want {
+				t.Errorf("settings\n got %+v\nwant %+v", got, tt.want)
+			}
+			if out != tt.out {
+				t.Errorf("driver DSN\n got %q\nwant %q", out, tt.out)
+			}
+		})
+	}
+}
+
+// TestParseDSNEveryKey sets each key in both forms and checks the field.
+func TestParseDSNEveryKey(t *testing.T) {
+	tests := []struct {
+		key, value string
+		check      func(Config) bool
+	}{
+		{"retryExec", "{1205:3,2*2:select}", func(c Config) bool { return c.RetryExec == "{1205:3,2*2:select}" }},
+		{"retryConn", "{+4060,40613}", func(c Config) bool { return c.RetryConn == "{+4060,40613}" }},
+		{"connectRetryCount", "5", func(c Config) bool { return c.ConnectRetryCount == 5 }},
+		{"connectRetryCount", "0", func(c Config) bool { return c.ConnectRetryCount == core.Disabled }},
+		{"connectRetryInterval", "15", func(c Config) bool { return c.ConnectRetryInterval == 15*time.Second }},
+		{"connectRetryInterval", "1500ms", func(c Config) bool { return c.ConnectRetryInterval == 1500*time.Millisecond }},
+		{"loginTimeout", "45", func(c Config) bool { return c.LoginTimeout == 45*time.Second }},
+		{"loginTimeout", "0", func(c Config) bool { return c.LoginTimeout == 0 && c.has(fieldLoginTimeout) }},
+		{"queryTimeout", "-1", func(c Config) bool { return c.QueryTimeout == 0 && c.has(fieldQueryTimeout) }},
+		{"queryTimeout", "0", func(c Config) bool { return c.QueryTimeout == core.QueryTimeoutZero }},
+		{"queryTimeout", "30", func(c Config) bool { return c.QueryTimeout == 30*time.Second }},
+		{"queryTimeout", "2.5", func(c Config) bool { return c.QueryTimeout == 2500*time.Millisecond }},
+		{"retryRefresh", "5", func(c Config) bool { return c.RetryRefresh == 5*time.Second }},
+		{"retryRefresh", "250ms", func(c Config) bool { return c.RetryRefresh == 250*time.Millisecond }},
+		{"retryRefresh", "off", func(c Config) bool { return c.RetryRefresh < 0 }},
+		{"retryBudget", "off", func(c Config) bool { return c.NoBudget }},
+		{"retryBudget", "on", func(c Config) bool { return !c.NoBudget && c.has(fieldBudget) }},
+		{"retryBudget", "max=100,earn=0.1,refill=1,timeoutCost=2", func(c Config) bool {
+			return c.Budget == core.BudgetSettings{Max: 100, EarnPerAttempt: 0.1, RefillPerSecond: 1, TimeoutCost: 2}
+		}},
+		{"retryBudget", "earn=0,refill=0", func(c Config) bool { return c.Budget.EarnPerAttempt < 0 && c.Budget.RefillPerSecond < 0 }},
+		{"retryJitter", "equal", func(c Config) bool { return c.Jitter == core.JitterEqual }},
+		{"retryJitter", "NONE", func(c Config) bool { return c.Jitter == core.JitterNone && c.has(fieldJitter) }},
+		{"retryProperties", "/etc/crl/mssql-jdbc.properties", func(c Config) bool { return c.PropertiesPath == "/etc/crl/mssql-jdbc.properties" }},
+	}
+	for _, tt := range tests {
+		for _, form := range []struct{ driver, dsn string }{
+			{"sqlserver", "server=h;" + tt.key + "={" + tt.value + "};database=d"},
+			{"sqlserver", "sqlserver://h?database=d&" + strings.ToUpper(tt.key) + "=" + tt.value},
+		} {
+			t.Run(form.dsn, func(t *testing.T) {
+				c, out, err := ParseDSN(form.driver, form.dsn)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !tt.check(c) {
+					t.Errorf("%s=%s gave %+v", tt.key, tt.value, c)
+				}
+				if strings.Contains(strings.ToLower(out), strings.ToLower(tt.key)) {
+					t.Errorf("driver DSN %q still holds %s", out, tt.key)
+				}
+				if _, err := c.Policy(); err != nil {
+					t.Errorf("Policy: %v", err)
+				}
+			})
+		}
+	}
+}
+
+func TestParseDSNBadValues(t *testing.T) {
+	tests := []struct {
+		dsn  string
+		want []string // substrings of the error
+		is   error
+	}{
+		{"server=h;connectRetryCount=300", []string{"config: ", `connectRetryCount="300"`, "0", "255"}, ErrInvalidValue},
+		{"server=h;connectRetryCount=-1", []string{`connectRetryCount="-1"`}, ErrInvalidValue},
+		{"server=h;loginTimeout=abc", []string{`loginTimeout="abc"`, "seconds"}, ErrInvalidValue},
+		{"server=h;loginTimeout=70000", []string{`loginTimeout="70000"`, "65535"}, ErrInvalidValue},
+		{"server=h;connectRetryInterval=0", []string{`connectRetryInterval="0"`, "1 to 60"}, ErrInvalidValue},
+		{"server=h;connectRetryInterval=61", []string{`connectRetryInterval="61"`}, ErrInvalidValue},
+		{"server=h;queryTimeout=-2", []string{`queryTimeout="-2"`}, ErrInvalidValue},
+		{"server=h;retryRefresh=0", []string{`retryRefresh="0"`}, ErrInvalidValue},
+		{"server=h;retryBudget=max=x", []string{`retryBudget="max=x"`, "max"}, ErrInvalidValue},
+		{"server=h;retryBudget={max=0}", []string{`retryBudget="max=0"`}, ErrInvalidValue},
+		{"server=h;retryBudget={size=3}", []string{`"size" is not a budget setting`}, ErrInvalidValue},
+		{"server=h;retryJitter=wild", []string{`retryJitter="wild"`, "none, full or equal"}, ErrInvalidValue},
+		{"server=h;retryExec={1205:x}", []string{`retryExec="1205:x"`, `"x"`}, core.ErrInvalidParameterNumber},
+		{"server=h;retryExec={1205}", []string{`retryExec="1205"`}, core.ErrInvalidRuleFormat},
+		{"server=h;retryConn={4060:3}", []string{`retryConn="4060:3"`}, core.ErrInvalidRuleFormat},
+		{"server=h;retryExec=1205:3;1222:2", []string{"retryExec", `"1222:2"`, "braces"}, ErrMalformed},
+		{"server=h;retryExec={1205:3};{1222:2}", []string{`"{1222:2}"`, "one pair of braces"}, ErrMalformed},
+		{"server=h;retryExec={1205:3", []string{"retryExec", "not closed"}, ErrMalformed},
+		{"server=h;retryExec={1205:3}x", []string{"retryExec", `"x"`, "expected ';'"}, ErrMalformed},
+		{"server=h;retryExec={1205:3};RETRYEXEC={1222:2}", []string{"retryExec given twice"}, ErrDuplicateKey},
+		{"sqlserver://h?retryExec=%ZZ", []string{`retryExec="%ZZ"`, "percent"}, ErrInvalidValue},
+		{"sqlserver://h?connectRetryCount=300", []string{`connectRetryCount="300"`}, ErrInvalidValue},
+		{"sqlserver://h?loginTimeout=abc", []string{`loginTimeout="abc"`}, ErrInvalidValue},
+	}
+	for _, tt := range tests {
+		t.Run(tt.dsn, func(t *testing.T) {
+			_, _, err := ParseDSN("sqlserver", tt.dsn)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			if !errors.Is(err, tt.is) {
+				t.Errorf("error %q does not match %v", err, tt.is)
+			}
+		})
+	}
+	if _, _, err := ParseDSN("mysql", "u@tcp(h)/db?connectRetryCount=300"); err == nil || !strings.Contains(err.Error(), `connectRetryCount="300"`) {
+		t.Errorf("mysql: %v", err)
+	}
+	if _, _, err := ParseDSN("pgx", "host=h loginTimeout=abc"); err == nil || !strings.Contains(err.Error(), `loginTimeout="abc"`) {
+		t.Errorf("pgx: %v", err)
+	}
+	if _, _, err := ParseDSN("sqlite3", "file:x.db?retryExec={1205:3}"); err == nil || !strings.Contains(err.Error(), "sqlite3") {
+		t.Errorf("unknown driver: %v", err)
+	}
+}
+
+// allKeysQuery sets every key; values hold ';', '/', '+', ',' and '='.
+const allKeysQuery = "retryExec={1205:3;1222:2,1+1}&retryConn=+4060&connectRetryCount=3&connectRetryInterval=2" +
+	"&loginTimeout=20&queryTimeout=5&retryRefresh=10&retryBudget=max=50,earn=0.2&retryJitter=full" +
+	"&retryProperties=/etc/crl/mssql-jdbc.properties"
+
+// TestDriverDSN checks that each driver's own parser accepts the DSN
+// without our keys, sees its own keys, and sees none of ours.
+func TestDriverDSN(t *testing.T) {
+	t.Run("go-mssqldb URL", func(t *testing.T) {
+		_, out, err := ParseDSN("sqlserver", "sqlserver://sa:secret@db.example:1433/inst?database=shop&"+allKeysQuery+"&encrypt=disable&app+name=svc")
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkMSSQL(t, out, "db.example", "shop")
+	})
+	t.Run("go-mssqldb ADO", func(t *testing.T) {
+		ado := "server=db.example,1433;user id=sa;password=secret;database=shop;" +
+			strings.NewReplacer("&", ";", "retryExec={1205:3;1222:2,1+1}", "retryExec={1205:3;1222:2,1+1}").Replace(allKeysQuery) +
+			";encrypt=disable"
+		c, out, err := ParseDSN("sqlserver", ado)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.ConnectRetryCount != 3 || c.RetryExec != "1205:3;1222:2,1+1" {
+			t.Errorf("settings %+v", c)
+		}
+		checkMSSQL(t, out, "db.example", "shop")
+	})
+	t.Run("go-mssqldb ODBC", func(t *testing.T) {
+		_, out, err := ParseDSN("sqlserver", "odbc:server=db.example;user id=sa;password={se;cret};database=shop;retryExec={1205:3;1222:2};encrypt=disable")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := checkMSSQL(t, out, "db.example", "shop")
+		if cfg.Password != "se;cret" {
+			t.Errorf("password %q", cfg.Password)
+		}
+	})
+	t.Run("go-sql-driver/mysql", func(t *testing.T) {
+		_, out, err := ParseDSN("mysql", "app:s3cr/t@tcp(db.example:3306)/shop?parseTime=true&"+allKeysQuery+"&loc=UTC")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := mysql.ParseDSN(out)
+		if err != nil {
+			t.Fatalf("mysql.ParseDSN(%q): %v", out, err)
+		}
+		if cfg.Addr != "db.example:3306" || cfg.DBName != "shop" || cfg.Passwd != "s3cr/t" || !cfg.ParseTime {
+			t.Errorf("mysql config %+v", cfg)
+		}
+		if len(cfg.Params) != 0 { // unknown keys would be sent to the server as SET
+			t.Errorf("params reach the server: %v", cfg.Params)
+		}
+	})
+	for _, scheme := range []string{"postgres", "postgresql"} {
+		t.Run("pgx "+scheme, func(t *testing.T) {
+			_, out, err := ParseDSN("pgx", scheme+"://app:secret@db.example:5432/shop?sslmode=disable&"+allKeysQuery+"&application_name=svc")
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkPgx(t, out)
+		})
+	}
+	t.Run("pgx key=value", func(t *testing.T) {
+		kv := "host=db.example port=5432 user=app password='se cret' dbname=shop sslmode=disable application_name=svc " +
+			"retryExec={40001,40P01:3;1222:2} retryConn='+4060' connectRetryCount=3 loginTimeout=20 retryBudget={max=50, earn=0.2}"
+		c, out, err := ParseDSN("pgx", kv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.RetryExec != "40001,40P01:3;1222:2" || c.RetryConn != "+4060" || c.Budget.Max != 50 {
+			t.Errorf("settings %+v", c)
+		}
+		checkPgx(t, out)
+	})
+}
+
+func checkMSSQL(t *testing.T, dsn, host, db string) msdsn.Config {
+	t.Helper()
+	cfg, err := msdsn.Parse(dsn)
+	if err != nil {
+		t.Fatalf("msdsn.Parse(%q): %v", dsn, err)
+	}
+	if cfg.Host != host || cfg.Database != db || cfg.User != "sa" {
+		t.Errorf("msdsn config host %q database %q user %q", cfg.Host, cfg.Database, cfg.User)
+	}
+	for k := range cfg.Parameters {
+		if _, ours := lookupKey(k); ours {
+			t.Errorf("go-mssqldb sees %s in %q", k, dsn)
+		}
+	}
+	return cfg
+}
+
+func checkPgx(t *testing.T, dsn string) {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatalf("pgx.ParseConfig(%q): %v", dsn, err)
+	}
+	if cfg.Host != "db.example" || cfg.Database != "shop" || cfg.User != "app" {
+		t.Errorf("pgx config host %q database %q user %q", cfg.Host, cfg.Database, cfg.User)
+	}
+	if cfg.RuntimeParams["application_name"] != "svc" {
+		t.Errorf("runtime params %v", cfg.RuntimeParams)
+	}
+	for k := range cfg.RuntimeParams { // sent to the server at startup
+		if _, ours := lookupKey(k); ours {
+			t.Errorf("pgx sends %s to the server: %q", k, dsn)
+		}
+	}
+}

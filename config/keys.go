@@ -1,0 +1,281 @@
+package config
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/crl-go/crl/core"
+)
+
+// The keys, as the JDBC driver spells them (matched case-insensitively),
+// and this project's own.
+const (
+	keyRetryExec            = "retryExec"
+	keyRetryConn            = "retryConn"
+	keyConnectRetryCount    = "connectRetryCount"
+	keyConnectRetryInterval = "connectRetryInterval"
+	keyLoginTimeout         = "loginTimeout"
+	keyQueryTimeout         = "queryTimeout"
+	keyRetryRefresh         = "retryRefresh"
+	keyRetryBudget          = "retryBudget"
+	keyRetryJitter          = "retryJitter"
+	keyRetryProperties      = "retryProperties"
+)
+
+// Keys returns the names of every setting that the DSN and the properties
+// file accept (retryProperties only in the DSN), as the JDBC driver spells
+// them; they are matched case-insensitively.
+func Keys() []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k.name
+	}
+	return out
+}
+
+// EnvProperties is the environment variable that names the properties file.
+const EnvProperties = "CRL_PROPERTIES"
+
+// DefaultPropertiesFile is the file name looked for in the working
+// directory and next to the executable.
+const DefaultPropertiesFile = "mssql-jdbc.properties"
+
+const maxLoginTimeout = 65535 * time.Second
+
+type key struct {
+	name   string
+	field  field
+	inFile bool // accepted in the properties file
+}
+
+var keys = [...]key{
+	{keyRetryExec, fieldRetryExec, true},
+	{keyRetryConn, fieldRetryConn, true},
+	{keyConnectRetryCount, fieldConnectRetryCount, true},
+	{keyConnectRetryInterval, fieldConnectRetryInterval, true},
+	{keyLoginTimeout, fieldLoginTimeout, true},
+	{keyQueryTimeout, fieldQueryTimeout, true},
+	{keyRetryRefresh, fieldRetryRefresh, true},
+	{keyRetryBudget, fieldBudget, true},
+	{keyRetryJitter, fieldJitter, true},
+	{keyRetryProperties, fieldProperties, false},
+}
+
+// lookupKey finds a key by name, case-insensitively, ignoring surrounding
+// white space. It does not allocate.
+func lookupKey(name string) (key, bool) {
+	name = strings.TrimSpace(name)
+	for _, k := range keys {
+		if strings.EqualFold(name, k.name) {
+			return k, true
+		}
+	}
+	return key{}, false
+}
+
+// setValue parses value for k and sets it in c. source names where the
+// value comes from, for errors.
+func (c *Config) setValue(k key, value, source string) error {
+	v := strings.TrimSpace(value)
+	bad := func(reason string, err error) error {
+		return &ValueError{Source: source, Key: k.name, Value: value, Reason: reason, Err: err}
+	}
+	switch k.field {
+	case fieldRetryExec:
+		if _, err := core.ParseStatementRules(v); err != nil {
+			return bad(err.Error(), err)
+		}
+		c.RetryExec = v
+	case fieldRetryConn:
+		if _, err := core.ParseConnectionRules(v); err != nil {
+			return bad(err.Error(), err)
+		}
+		c.RetryConn = v
+	case fieldConnectRetryCount:
+		n, err := strconv.Atoi(v)
+		if !isDigits(v) || err != nil || n > core.MaxRetryCount {
+			return bad("expected a whole number from 0 (off) to 255", nil)
+		}
+		if n == 0 {
+			n = core.Disabled
+		}
+		c.ConnectRetryCount = n
+	case fieldConnectRetryInterval:
+		d, ok := parseSeconds(v)
+		if !ok || d < time.Second || d > time.Minute {
+			return bad("expected seconds from 1 to 60, such as 10 or 10s", nil)
+		}
+		c.ConnectRetryInterval = d
+	case fieldLoginTimeout:
+		d, ok := parseSeconds(v)
+		if !ok || d > maxLoginTimeout {
+			return bad("expected seconds from 0 (the default, 30) to 65535, such as 30 or 30s", nil)
+		}
+		c.LoginTimeout = d
+	case fieldQueryTimeout:
+		switch v {
+		case "-1":
+			c.QueryTimeout = 0 // explicitly not set, as in JDBC
+		case "0":
+			c.QueryTimeout = core.QueryTimeoutZero
+		default:
+			d, ok := parseSeconds(v)
+			if !ok || d == 0 {
+				return bad("expected -1 (none), 0, or seconds such as 30 or 1.5s", nil)
+			}
+			c.QueryTimeout = d
+		}
+	case fieldRetryRefresh:
+		if strings.EqualFold(v, "off") {
+			c.RetryRefresh = -1
+			break
+		}
+		d, ok := parseSeconds(v)
+		if !ok || d == 0 {
+			return bad("expected a time greater than zero such as 30 (seconds), 500ms or 1m, or off", nil)
+		}
+		c.RetryRefresh = d
+	case fieldBudget:
+		s, off, err := parseBudget(v)
+		if err != nil {
+			return bad(err.Error(), nil)
+		}
+		c.Budget, c.NoBudget = s, off
+	case fieldJitter:
+		j, err := core.ParseJitter(v)
+		if err != nil {
+			return bad("expected none, full or equal", err)
+		}
+		c.Jitter = j
+	case fieldProperties:
+		if v == "" {
+			return bad("expected the path of a properties file", nil)
+		}
+		c.PropertiesPath = v
+	}
+	c.set |= k.field
+	return nil
+}
+
+// parseSeconds reads a time that is not negative: a bare number is seconds
+// (the JDBC unit, possibly fractional), else a Go duration such as 500ms.
+func parseSeconds(s string) (time.Duration, bool) {
+	if s == "" {
+		return 0, false
+	}
+	if isDecimal(s) {
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return 0, false
+		}
+		ns := f * float64(time.Second)
+		if ns >= float64(core.MaxWait) {
+			return core.MaxWait, true
+		}
+		return time.Duration(math.Round(ns)), true
+	}
+	if s[0] == '-' || s[0] == '+' {
+		return 0, false
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, false
+	}
+	return d, true
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func isDecimal(s string) bool {
+	if s == "" || s == "." || strings.Count(s, ".") > 1 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if (s[i] < '0' || s[i] > '9') && s[i] != '.' {
+			return false
+		}
+	}
+	return true
+}
+
+// parseBudget reads a retryBudget value: off, on (or default), or
+// comma-separated settings max=100,earn=0.1,refill=1,timeoutCost=2, any
+// subset, each name case-insensitive. earn=0 and refill=0 mean nothing is
+// earned or refilled.
+func parseBudget(v string) (core.BudgetSettings, bool, error) {
+	switch strings.ToLower(v) {
+	case "off", "none", "false":
+		return core.BudgetSettings{}, true, nil
+	case "on", "default", "true":
+		return core.BudgetSettings{}, false, nil
+	}
+	const want = "expected off, on, or settings such as max=100,earn=0.1,refill=1,timeoutCost=2"
+	var s core.BudgetSettings
+	seen := map[string]bool{}
+	for _, part := range strings.Split(v, ",") {
+		name, num, ok := strings.Cut(part, "=")
+		name, num = strings.ToLower(strings.TrimSpace(name)), strings.TrimSpace(num)
+		if !ok {
+			return s, false, errorf("%q is not name=number, %s", strings.TrimSpace(part), want)
+		}
+		if seen[name] {
+			return s, false, errorf("%s given twice, %s", name, want)
+		}
+		seen[name] = true
+		f, err := strconv.ParseFloat(num, 64)
+		if !isDecimal(num) || err != nil || math.IsInf(f, 0) {
+			return s, false, errorf("%s=%q is not a number that is not negative, %s", name, num, want)
+		}
+		switch name {
+		case "max":
+			if f == 0 {
+				return s, false, errorf("max=%s: expected a capacity greater than zero", num)
+			}
+			s.Max = f
+		case "earn":
+			s.EarnPerAttempt = orNothing(f)
+		case "refill":
+			s.RefillPerSecond = orNothing(f)
+		case "timeoutcost":
+			if f == 0 {
+				return s, false, errorf("timeoutCost=%s: expected a cost greater than zero", num)
+			}
+			s.TimeoutCost = f
+		default:
+			return s, false, errorf("%q is not a budget setting, %s", name, want)
+		}
+	}
+	return s, false, nil
+}
+
+// orNothing maps 0 to the core's "nothing" (a negative rate), since the
+// core's zero means the default.
+func orNothing(f float64) float64 {
+	if f == 0 {
+		return -1
+	}
+	return f
+}
+
+// formatBudget prints budget settings as parseBudget reads them.
+func formatBudget(s core.BudgetSettings) string {
+	f := func(v float64) string {
+		if v < 0 {
+			v = 0
+		}
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	return "max=" + f(s.Max) + ",earn=" + f(s.EarnPerAttempt) + ",refill=" + f(s.RefillPerSecond) + ",timeoutCost=" + f(s.TimeoutCost)
+}

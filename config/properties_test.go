@@ -1,0 +1,124 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crl-go/crl/core"
+)
+
+func TestParseProperties(t *testing.T) {
+	src := "\uFEFF# mssql-jdbc.properties\r\n" +
+		"! a comment too\n" +
+		"\n" +
+		"retryExec={1205:3,1}\n" +
+		"  RetryExec = {1222:2,1}; {40613:1,5}\n" +
+		"retryConn : {+4060}\n" +
+		"connectRetryCount 3\n" +
+		"retryExec=\\\n" +
+		"     {49918:1,1}\n" +
+		"loginTimeout=45\n" +
+		"queryTimeout=0\n" +
+		"connectRetryInterval=5s\n" +
+		"retryRefresh=10\n" +
+		"retryBudget=max=20,timeoutCost=3\n" +
+		"retryJitter=full\n" +
+		"retryConn={+4221}\n" +
+		"retryExec=\n"
+	c, err := ParseProperties("test.properties", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{
+		RetryExec:            "{1205:3,1};{1222:2,1}; {40613:1,5};{49918:1,1}",
+		RetryConn:            "{+4060};{+4221}",
+		ConnectRetryCount:    3,
+		ConnectRetryInterval: 5 * time.Second,
+		LoginTimeout:         45 * time.Second,
+		QueryTimeout:         core.QueryTimeoutZero,
+		RetryRefresh:         10 * time.Second,
+		Budget:               core.BudgetSettings{Max: 20, TimeoutCost: 3},
+		Jitter:               core.JitterFull,
+	}
+	got := c
+	got.set = 0
+	if got != want {
+		t.Fatalf("got  %+v\nwant %+v", got, want)
+	}
+	p, err := c.Policy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int32{1205, 1222, 40613, 49918} {
+		if _, ok := p.Statement.Lookup(n); !ok {
+			t.Errorf("no rule for %d", n)
+		}
+	}
+	if !p.Connection.Retryable(4060) || !p.Connection.Retryable(4221) || !p.Connection.Retryable(40613) {
+		t.Error("retryConn lines do not add up to the builtin list plus 4060 and 4221")
+	}
+}
+
+func TestParsePropertiesErrors(t *testing.T) {
+	tests := []struct {
+		src  string
+		line int
+		want []string
+		is   error
+	}{
+		{"retryExec={1205:3,1}\n# fine\nretryExce={1222:2,1}\n", 3, []string{`"retryExce"`, "retryExec", "f.properties:3"}, ErrUnknownKey},
+		{"# c\nretryExec={1205:3,1}\nretryExec={1222:two}\n", 3, []string{`"two"`, "f.properties:3"}, core.ErrInvalidParameterNumber},
+		{"retryConn={4060:1}\n", 1, []string{"retryConn"}, core.ErrInvalidRuleFormat},
+		{"connectRetryCount=300\n", 1, []string{`connectRetryCount="300"`, "255"}, ErrInvalidValue},
+		{"loginTimeout=abc\n", 1, []string{`loginTimeout="abc"`}, ErrInvalidValue},
+		{"connectRetryCount=1\n\nconnectRetryCount=2\n", 3, []string{"first on line 1"}, ErrDuplicateKey},
+		{"retryProperties=/x\n", 1, []string{"retryProperties"}, ErrUnknownKey},
+		{"retryExec={1205:3,1}\nretryExec=\\\n  {1205:x}\n", 2, []string{`"x"`}, core.ErrInvalidParameterNumber},
+	}
+	for _, tt := range tests {
+		t.Run(tt.src, func(t *testing.T) {
+			_, err := ParseProperties("f.properties", []byte(tt.src))
+			var fe *FileError
+			if !errors.As(err, &fe) {
+				t.Fatalf("error %v is not a *FileError", err)
+			}
+			if fe.Line != tt.line {
+				t.Errorf("line %d, want %d (%v)", fe.Line, tt.line, err)
+			}
+			if !errors.Is(err, tt.is) {
+				t.Errorf("error %q does not match %v", err, tt.is)
+			}
+			if !strings.HasPrefix(err.Error(), "config: ") {
+				t.Errorf("error %q does not start with config: ", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestSplitPropertyEscapes(t *testing.T) {
+	for _, tt := range []struct{ line, key, value string }{
+		{"a=b", "a", "b"},
+		{"a = b", "a", "b"},
+		{"a:b", "a", "b"},
+		{"a b", "a", "b"},
+		{`a\=b=c`, `a\=b`, "c"},
+		{"a", "a", ""},
+		{"a=", "a", ""},
+		{`a\`, `a\`, ""},
+	} {
+		k, v := splitProperty(tt.line)
+		if k != tt.key || v != tt.value {
+			t.Errorf("splitProperty(%q) = %q, %q; want %q, %q", tt.line, k, v, tt.key, tt.value)
+		}
+	}
+	if got := unescapeProperty(`\u0041\t\\x`); got != "A\t\\x" {
+		t.Errorf("unescape: %q", got)
+	}
+}

@@ -1,0 +1,242 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/crl-go/crl/core"
+)
+
+// Runtime is the configuration of one database handle at run time: its
+// core.Retrier, and the properties file it keeps looking at. Each handle
+// has its own Runtime; nothing is shared between them. It is safe for
+// concurrent use.
+type Runtime struct {
+	retrier  *core.Retrier
+	fixed    Config // code over DSN: what the file cannot override
+	path     string // absolute; "" when there is no file
+	clock    core.Clock
+	observer core.Observer
+	current  atomic.Pointer[Config] // fixed over the last good file
+
+	interval  atomic.Int64 // nanoseconds between looks at the file; ≤ 0: never
+	nextCheck atomic.Int64 // unix nanoseconds of the next look
+
+	mu       sync.Mutex // held by the one goroutine that looks at the file
+	stamp    fileStamp  // of the file whose content is in effect, or was last reported bad
+	reported bool       // the file's absence was reported
+}
+
+// fileStamp identifies a version of the file.
+type fileStamp struct {
+	modTime time.Time
+	size    int64
+}
+
+// New builds the Runtime of one database handle and returns it with the
+// DSN for the driver (dsn without the retry settings; see ParseDSN).
+// Settings are layered code (opts) > DSN > properties file > defaults.
+//
+// The properties file is the one given by WithPropertiesFile or the DSN's
+// retryProperties, else the one that $CRL_PROPERTIES names (such a file
+// must exist), else mssql-jdbc.properties in the working directory or next
+// to the executable when there is one. A file that does not parse is an
+// error naming the line. The file is then looked at lazily, when a
+// statement or connection starts, at most every retryRefresh.
+func New(driverName, dsn string, opts ...Option) (*Runtime, string, error) {
+	code := NewConfig(opts...)
+	if err := code.validate("option"); err != nil {
+		return nil, "", err
+	}
+	fromDSN, driverDSN, err := ParseDSN(driverName, dsn)
+	if err != nil {
+		return nil, "", err
+	}
+	r := &Runtime{fixed: code.Over(fromDSN), clock: code.Clock, observer: code.Observer}
+	if r.clock == nil {
+		r.clock = core.SystemClock{}
+	}
+	path, _, err := findProperties(r.fixed.PropertiesPath)
+	if err != nil {
+		return nil, "", err
+	}
+	r.path = path
+	var file Config
+	if path != "" {
+		stamp, err := statFile(path)
+		if err != nil {
+			return nil, "", &FileError{Path: path, Err: err}
+		}
+		if file, err = ReadProperties(path); err != nil {
+			return nil, "", err
+		}
+		r.stamp = stamp
+	}
+	merged := r.fixed.Over(file)
+	policy, err := merged.Policy()
+	if err != nil {
+		return nil, "", err
+	}
+	o := core.Options{Clock: r.clock, Observer: r.observer, NoBudget: merged.NoBudget}
+	if !merged.NoBudget {
+		o.Budget = core.NewBudget(merged.Budget, r.clock)
+	}
+	if path != "" && merged.RefreshInterval() > 0 {
+		o.Refresh = r.refresh
+	}
+	r.current.Store(&merged)
+	r.setInterval(merged.RefreshInterval(), r.clock.Now())
+	if r.retrier, err = core.NewRetrier(policy, o); err != nil {
+		return nil, "", fmt.Errorf("config: %w", err)
+	}
+	return r, driverDSN, nil
+}
+
+// Retrier returns the retrier that the adapters run statements and
+// connections with. Its policy changes when the properties file does.
+func (r *Runtime) Retrier() *core.Retrier { return r.retrier }
+
+// PropertiesPath returns the absolute path of the properties file in use,
+// or "" when there is none.
+func (r *Runtime) PropertiesPath() string { return r.path }
+
+// Config returns the settings in effect now: code over DSN over the last
+// good properties file. Unset fields mean the defaults.
+func (r *Runtime) Config() Config { return *r.current.Load() }
+
+// Reload reads the properties file now, whatever its modification time and
+// retryRefresh, and swaps its rules in; on failure it keeps the last good
+// rules and returns the error. Either way it emits core.RulesReloaded. It
+// is for a SIGHUP handler or a test; without it, the file is looked at
+// lazily.
+func (r *Runtime) Reload() error {
+	if r.path == "" {
+		return nil
+	}
+	r.mu.Lock()
+	ev, changed := r.look(true)
+	r.mu.Unlock()
+	if changed {
+		r.emit(ev)
+	}
+	return ev.Err
+}
+
+// refresh is core.Options.Refresh, called when every operation starts: a
+// clock read and an atomic load when nothing is due, no lock and no
+// allocation. The goroutine that wins the compare-and-swap on the next
+// check time looks at the file; the others go on with the rules in effect.
+func (r *Runtime) refresh() {
+	now := r.clock.Now().UnixNano()
+	next := r.nextCheck.Load()
+	if now < next {
+		return
+	}
+	iv := r.interval.Load()
+	if iv <= 0 || !r.nextCheck.CompareAndSwap(next, addSaturating(now, iv)) {
+		return
+	}
+	if !r.mu.TryLock() { // a slow look still runs
+		return
+	}
+	ev, changed := r.look(false)
+	r.mu.Unlock()
+	if changed {
+		r.emit(ev)
+	}
+}
+
+// look stats the file and, when it changed (or force), reads it and swaps
+// the policy. It reports the event to emit, if any. r.mu is held.
+func (r *Runtime) look(force bool) (core.RulesReloaded, bool) {
+	ev := core.RulesReloaded{Path: r.path}
+	stamp, err := statFile(r.path)
+	if err != nil {
+		if r.reported && !force {
+			return ev, false
+		}
+		r.reported = true
+		r.stamp = fileStamp{}
+		if errors.Is(err, fs.ErrNotExist) {
+			ev.Err = &FileError{Path: r.path, Err: fmt.Errorf("the properties file was deleted; the last rules stay in effect: %w", err)}
+		} else {
+			ev.Err = &FileError{Path: r.path, Err: fmt.Errorf("the properties file cannot be read; the last rules stay in effect: %w", err)}
+		}
+		return ev, true
+	}
+	r.reported = false
+	if stamp == r.stamp && !force {
+		return ev, false
+	}
+	r.stamp = stamp // a bad version is reported once, not at every look
+	file, err := ReadProperties(r.path)
+	if err == nil {
+		err = r.apply(file)
+	}
+	if err != nil {
+		ev.Err = err
+		var fe *FileError
+		if errors.As(err, &fe) {
+			ev.Line = fe.Line
+		}
+	}
+	return ev, true
+}
+
+// apply swaps in the policy of fixed over file.
+func (r *Runtime) apply(file Config) error {
+	merged := r.fixed.Over(file)
+	policy, err := merged.Policy()
+	if err == nil {
+		err = r.retrier.SetPolicy(policy)
+	}
+	if err != nil {
+		return &FileError{Path: r.path, Err: err}
+	}
+	r.current.Store(&merged)
+	r.setInterval(merged.RefreshInterval(), r.clock.Now())
+	return nil
+}
+
+// setInterval sets how often the file is looked at, from now on.
+func (r *Runtime) setInterval(d time.Duration, now time.Time) {
+	if r.path == "" {
+		d = -1
+	}
+	r.interval.Store(int64(d))
+	if d <= 0 {
+		r.nextCheck.Store(math.MaxInt64)
+		return
+	}
+	r.nextCheck.Store(addSaturating(now.UnixNano(), int64(d)))
+}
+
+func (r *Runtime) emit(ev core.RulesReloaded) {
+	if r.observer != nil {
+		r.observer.RulesReloaded(ev)
+	}
+}
+
+func statFile(path string) (fileStamp, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}, err
+	}
+	if fi.IsDir() {
+		return fileStamp{}, fmt.Errorf("%s is a directory, expected a properties file", path)
+	}
+	return fileStamp{modTime: fi.ModTime(), size: fi.Size()}, nil
+}
+
+func addSaturating(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}

@@ -1,0 +1,161 @@
+// Package adapter holds what the sqlxcrl and gormcrl adapters share: the
+// connector that runs the connection loop for every new pooled connection,
+// and the whole-transaction loop.
+package adapter
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/crl-go/crl/config"
+	"github.com/crl-go/crl/core"
+)
+
+// Connector runs the connection loop around every Connect of the driver's
+// connector, so every new pooled connection gets it, not only the first.
+type Connector struct {
+	inner   driver.Connector
+	retrier *core.Retrier
+}
+
+var (
+	_ driver.Connector = (*Connector)(nil)
+	_ io.Closer        = (*Connector)(nil)
+)
+
+// NewConnector wraps inner.
+func NewConnector(inner driver.Connector, r *core.Retrier) *Connector {
+	return &Connector{inner: inner, retrier: r}
+}
+
+// Connect opens one connection under the connection loop.
+func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
+	var conn driver.Conn
+	err := c.retrier.Connect(ctx, func(ctx context.Context) error {
+		var err error
+		conn, err = c.inner.Connect(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return conn, nil
+}
+
+// Driver returns the wrapped driver.
+func (c *Connector) Driver() driver.Driver { return c.inner.Driver() }
+
+// Close closes the wrapped connector when it can be closed.
+func (c *Connector) Close() error {
+	if cl, ok := c.inner.(io.Closer); ok {
+		return cl.Close()
+	}
+	return nil
+}
+
+// dsnConnector is the connector of a driver without driver.DriverContext.
+type dsnConnector struct {
+	dsn string
+	drv driver.Driver
+}
+
+func (c dsnConnector) Connect(context.Context) (driver.Conn, error) { return c.drv.Open(c.dsn) }
+func (c dsnConnector) Driver() driver.Driver                        { return c.drv }
+
+// DriverConnector returns the connector of a registered driver for dsn.
+func DriverConnector(driverName, dsn string) (driver.Connector, error) {
+	probe, err := sql.Open(driverName, dsn)
+	if err != nil {
+		return nil, err
+	}
+	drv := probe.Driver()
+	if err := probe.Close(); err != nil {
+		return nil, err
+	}
+	if dc, ok := drv.(driver.DriverContext); ok {
+		return dc.OpenConnector(dsn)
+	}
+	return dsnConnector{dsn: dsn, drv: drv}, nil
+}
+
+// OpenDB builds the Runtime of a new handle from the options and the DSN,
+// and opens a *sql.DB whose every new connection runs the connection loop.
+// It does not connect.
+func OpenDB(pkg, driverName, dsn string, opts ...config.Option) (*sql.DB, *config.Runtime, error) {
+	rt, driverDSN, err := config.New(driverName, dsn, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	inner, err := DriverConnector(driverName, driverDSN)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: open %q: %w", pkg, driverName, err)
+	}
+	return sql.OpenDB(NewConnector(inner, rt.Retrier())), rt, nil
+}
+
+// Finish ends a transaction attempt: it rolls back when fnErr is not nil
+// and commits otherwise. failed is the statement that failed, for the
+// rule's query filter. A COMMIT that fails because the connection broke or
+// the context ended has an unknown outcome: the error then matches
+// core.ErrCommitUnknown and is never retried. A COMMIT refused by the
+// server (an error number) did not commit and is reported as the failed
+// statement "COMMIT".
+func Finish(pkg string, fnErr error, rollback, commit func() error) (string, error) {
+	if fnErr != nil {
+		if rbErr := rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) && !core.IsBadConn(rbErr) {
+			// The server may already have rolled the transaction back (a
+			// deadlock victim's is); report both, the closure's first.
+			return "", errors.Join(fnErr, fmt.Errorf("%s: rollback after the error above: %w", pkg, rbErr))
+		}
+		return "", fnErr
+	}
+	if err := commit(); err != nil {
+		if outcomeUnknown(err) {
+			return "", fmt.Errorf("%s: COMMIT failed and its outcome is unknown, so the transaction was not retried: %w: %w", pkg, core.ErrCommitUnknown, err)
+		}
+		return "COMMIT", err
+	}
+	return "", nil
+}
+
+// outcomeUnknown reports whether a failed COMMIT may have been applied:
+// unless the server answered with an error (a number that is not a mapped
+// socket error, or a SQLSTATE), it may have been.
+func outcomeUnknown(err error) bool {
+	if n, ok := core.ErrorNumber(err); ok {
+		switch n {
+		case 10053, 10054, 10060, 10061: // socket errors: no answer
+			return true
+		}
+		return false
+	}
+	_, answered := core.SQLState(err)
+	return !answered
+}
+
+// Recover rolls back and re-panics when the closure panicked. Use it as
+// defer adapter.Recover(rollback).
+func Recover(rollback func() error) {
+	if p := recover(); p != nil {
+		_ = rollback() // the panic is what the caller must see
+		panic(p)
+	}
+}
+
+// FailingConnector returns a connector whose every Connect fails with err:
+// a handle built on it reports a configuration error on every statement
+// instead of panicking or running without its rules.
+func FailingConnector(err error) driver.Connector { return failingConnector{err} }
+
+type failingConnector struct{ err error }
+
+func (c failingConnector) Connect(context.Context) (driver.Conn, error) { return nil, c.err }
+func (c failingConnector) Driver() driver.Driver                        { return failingDriver(c) }
+
+type failingDriver struct{ err error }
+
+func (d failingDriver) Open(string) (driver.Conn, error) { return nil, d.err }

@@ -1,0 +1,341 @@
+package sqlxcrl
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/crl-go/crl/config"
+	"github.com/crl-go/crl/core"
+	"github.com/crl-go/crl/internal/adapter"
+)
+
+// DB is a *sqlx.DB whose statements run under the statement loop and whose
+// new connections run under the connection loop. It is safe for
+// concurrent use; its rules are its own.
+type DB struct {
+	*sqlx.DB
+	retrier *core.Retrier
+	runtime *config.Runtime
+}
+
+// Compile-time checks: *DB is still usable wherever sqlx takes a handle.
+var (
+	_ sqlx.ExtContext     = (*DB)(nil)
+	_ sqlx.Ext            = (*DB)(nil)
+	_ sqlx.QueryerContext = (*DB)(nil)
+	_ sqlx.Preparer       = (*DB)(nil)
+)
+
+// Open opens a database like sqlx.Open: driverName is a registered driver
+// ("sqlserver", "mysql", "pgx"), dsn its DSN with the retry settings in it
+// (retryExec, retryConn, connectRetryCount, …; they are removed before the
+// driver sees the DSN). It does not connect.
+func Open(driverName, dsn string, opts ...Option) (*DB, error) {
+	sqlDB, rt, err := adapter.OpenDB("sqlxcrl", driverName, dsn, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &DB{DB: sqlx.NewDb(sqlDB, driverName), retrier: rt.Retrier(), runtime: rt}, nil
+}
+
+// Connect is Open and Ping; the ping runs the connection loop.
+func Connect(driverName, dsn string, opts ...Option) (*DB, error) {
+	return ConnectContext(context.Background(), driverName, dsn, opts...)
+}
+
+// ConnectContext is Open and PingContext.
+func ConnectContext(ctx context.Context, driverName, dsn string, opts ...Option) (*DB, error) {
+	db, err := Open(driverName, dsn, opts...)
+	if err != nil {
+		return nil, err
+	}
+	if err := db.PingContext(ctx); err != nil {
+		if cerr := db.Close(); cerr != nil {
+			return nil, fmt.Errorf("sqlxcrl: connect: %w (and close: %w)", err, cerr)
+		}
+		return nil, err
+	}
+	return db, nil
+}
+
+// NewDb wraps an existing *sql.DB, like sqlx.NewDb. Statements get the
+// statement loop; connections are not wrapped (the *sql.DB already has its
+// connector), so the connection loop does not apply — use Open for it.
+// Settings come from opts, the properties file and the defaults.
+//
+// NewDb cannot return an error (its signature is sqlx's) and does not
+// panic: when an option or the properties file is invalid, every statement
+// of the returned DB, and its Ping, fails with the error that names the
+// bad value. NewDbE returns that error instead.
+func NewDb(db *sql.DB, driverName string, opts ...Option) *DB {
+	out, err := NewDbE(db, driverName, opts...)
+	if err != nil {
+		r, _ := core.NewRetrier(core.Policy{}, core.Options{NoBudget: true})
+		return &DB{DB: sqlx.NewDb(sql.OpenDB(adapter.FailingConnector(err)), driverName), retrier: r}
+	}
+	return out
+}
+
+// NewDbE is NewDb that returns the error of an invalid option or
+// properties file.
+func NewDbE(db *sql.DB, driverName string, opts ...Option) (*DB, error) {
+	rt, _, err := config.New(driverName, "", opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &DB{DB: sqlx.NewDb(db, driverName), retrier: rt.Retrier(), runtime: rt}, nil
+}
+
+// Retrier returns the retry engine of this DB.
+func (db *DB) Retrier() *core.Retrier { return db.retrier }
+
+// Runtime returns this DB's configuration at run time (nil when NewDb got
+// an invalid option).
+func (db *DB) Runtime() *config.Runtime { return db.runtime }
+
+// Unsafe returns a DB that, like sqlx's, silently ignores columns with no
+// destination field; it shares the retry engine.
+func (db *DB) Unsafe() *DB {
+	return &DB{DB: db.DB.Unsafe(), retrier: db.retrier, runtime: db.runtime}
+}
+
+// ExecContext runs a statement under the statement loop.
+func (db *DB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return core.Retry(ctx, db.retrier, query, func(ctx context.Context) (sql.Result, error) {
+		return db.DB.ExecContext(ctx, query, args...)
+	})
+}
+
+// Exec is ExecContext with context.Background().
+func (db *DB) Exec(query string, args ...any) (sql.Result, error) {
+	return db.ExecContext(context.Background(), query, args...)
+}
+
+// QueryContext runs a query under the statement loop; an error while the
+// rows are read is not retried.
+func (db *DB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	var rows *sql.Rows
+	err := db.retrier.DoRows(ctx, query, func(ctx context.Context) error {
+		var err error
+		rows, err = db.DB.QueryContext(ctx, query, args...)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// Query is QueryContext with context.Background().
+func (db *DB) Query(query string, args ...any) (*sql.Rows, error) {
+	return db.QueryContext(context.Background(), query, args...)
+}
+
+// QueryxContext runs a query under the statement loop; an error while the
+// rows are read is not retried.
+func (db *DB) QueryxContext(ctx context.Context, query string, args ...any) (*sqlx.Rows, error) {
+	var rows *sqlx.Rows
+	err := db.retrier.DoRows(ctx, query, func(ctx context.Context) error {
+		var err error
+		rows, err = db.DB.QueryxContext(ctx, query, args...)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// Queryx is QueryxContext with context.Background().
+func (db *DB) Queryx(query string, args ...any) (*sqlx.Rows, error) {
+	return db.QueryxContext(context.Background(), query, args...)
+}
+
+// QueryRowContext runs a one-row query under the statement loop. After the
+// last retry the row carries the last driver error.
+func (db *DB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	var row *sql.Row
+	_ = db.retrier.DoRows(ctx, query, func(ctx context.Context) error {
+		row = db.DB.QueryRowContext(ctx, query, args...)
+		return row.Err()
+	})
+	return row
+}
+
+// QueryRow is QueryRowContext with context.Background().
+func (db *DB) QueryRow(query string, args ...any) *sql.Row {
+	return db.QueryRowContext(context.Background(), query, args...)
+}
+
+// QueryRowxContext runs a one-row query under the statement loop. After
+// the last retry the row carries the last driver error.
+func (db *DB) QueryRowxContext(ctx context.Context, query string, args ...any) *sqlx.Row {
+	row, _ := db.queryRowx(ctx, query, args)
+	return row
+}
+
+// QueryRowx is QueryRowxContext with context.Background().
+func (db *DB) QueryRowx(query string, args ...any) *sqlx.Row {
+	return db.QueryRowxContext(context.Background(), query, args...)
+}
+
+func (db *DB) queryRowx(ctx context.Context, query string, args []any) (*sqlx.Row, error) {
+	var row *sqlx.Row
+	err := db.retrier.DoRows(ctx, query, func(ctx context.Context) error {
+		row = db.DB.QueryRowxContext(ctx, query, args...)
+		return row.Err()
+	})
+	return row, err
+}
+
+// GetContext runs a one-row query under the statement loop and scans it
+// into dest, like sqlx.GetContext. sql.ErrNoRows is returned unchanged.
+func (db *DB) GetContext(ctx context.Context, dest any, query string, args ...any) error {
+	row, err := db.queryRowx(ctx, query, args)
+	if err != nil {
+		return err
+	}
+	return sqlx.GetContext(ctx, rowQueryer{row}, dest, query, args...)
+}
+
+// Get is GetContext with context.Background().
+func (db *DB) Get(dest any, query string, args ...any) error {
+	return db.GetContext(context.Background(), dest, query, args...)
+}
+
+// SelectContext runs a query under the statement loop and scans every row
+// into dest, like sqlx.SelectContext. An error while the rows are read is
+// not retried (dest already holds some rows).
+func (db *DB) SelectContext(ctx context.Context, dest any, query string, args ...any) error {
+	return sqlx.SelectContext(ctx, db, dest, query, args...)
+}
+
+// Select is SelectContext with context.Background().
+func (db *DB) Select(dest any, query string, args ...any) error {
+	return db.SelectContext(context.Background(), dest, query, args...)
+}
+
+// NamedExecContext binds arg and runs the statement under the statement loop.
+func (db *DB) NamedExecContext(ctx context.Context, query string, arg any) (sql.Result, error) {
+	return sqlx.NamedExecContext(ctx, db, query, arg)
+}
+
+// NamedExec is NamedExecContext with context.Background().
+func (db *DB) NamedExec(query string, arg any) (sql.Result, error) {
+	return db.NamedExecContext(context.Background(), query, arg)
+}
+
+// NamedQueryContext binds arg and runs the query under the statement loop.
+func (db *DB) NamedQueryContext(ctx context.Context, query string, arg any) (*sqlx.Rows, error) {
+	return sqlx.NamedQueryContext(ctx, db, query, arg)
+}
+
+// NamedQuery is NamedQueryContext with context.Background().
+func (db *DB) NamedQuery(query string, arg any) (*sqlx.Rows, error) {
+	return db.NamedQueryContext(context.Background(), query, arg)
+}
+
+// MustExecContext is ExecContext that panics on error, like sqlx's.
+func (db *DB) MustExecContext(ctx context.Context, query string, args ...any) sql.Result {
+	return sqlx.MustExecContext(ctx, db, query, args...)
+}
+
+// MustExec is MustExecContext with context.Background().
+func (db *DB) MustExec(query string, args ...any) sql.Result {
+	return db.MustExecContext(context.Background(), query, args...)
+}
+
+// PreparexContext prepares a statement (the PREPARE itself under the
+// statement loop) whose executions run under the statement loop.
+func (db *DB) PreparexContext(ctx context.Context, query string) (*Stmt, error) {
+	s, err := core.Retry(ctx, db.retrier, query, func(ctx context.Context) (*sqlx.Stmt, error) {
+		return db.DB.PreparexContext(ctx, query)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Stmt{Stmt: s, query: query, retrier: db.retrier}, nil
+}
+
+// Preparex is PreparexContext with context.Background().
+func (db *DB) Preparex(query string) (*Stmt, error) {
+	return db.PreparexContext(context.Background(), query)
+}
+
+// PrepareNamedContext prepares a named statement whose executions run
+// under the statement loop.
+func (db *DB) PrepareNamedContext(ctx context.Context, query string) (*NamedStmt, error) {
+	s, err := core.Retry(ctx, db.retrier, query, func(ctx context.Context) (*sqlx.NamedStmt, error) {
+		return db.DB.PrepareNamedContext(ctx, query)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &NamedStmt{NamedStmt: s, retrier: db.retrier}, nil
+}
+
+// PrepareNamed is PrepareNamedContext with context.Background().
+func (db *DB) PrepareNamed(query string) (*NamedStmt, error) {
+	return db.PrepareNamedContext(context.Background(), query)
+}
+
+// BeginTxx begins a transaction whose statements are never retried one by
+// one (see RunInTx).
+func (db *DB) BeginTxx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) {
+	tx, err := db.DB.BeginTxx(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Tx{Tx: tx}, nil
+}
+
+// Beginx is BeginTxx with context.Background() and default options.
+func (db *DB) Beginx() (*Tx, error) { return db.BeginTxx(context.Background(), nil) }
+
+// MustBeginTx is BeginTxx that panics on error, like sqlx's.
+func (db *DB) MustBeginTx(ctx context.Context, opts *sql.TxOptions) *Tx {
+	tx, err := db.BeginTxx(ctx, opts)
+	if err != nil {
+		panic(err)
+	}
+	return tx
+}
+
+// MustBegin is MustBeginTx with context.Background() and default options.
+func (db *DB) MustBegin() *Tx { return db.MustBeginTx(context.Background(), nil) }
+
+// RunInTx runs fn in a transaction and commits it; when fn or the commit
+// fails with an error that the statement rules retry (the rule's filter
+// checked against the statement that failed), it waits as the rule says
+// and runs fn again on a fresh transaction. fn must do nothing outside the
+// transaction that it cannot repeat. The transaction is rolled back when fn
+// returns an error or panics (the panic goes on). A COMMIT whose outcome is
+// unknown is never retried: the error matches core.ErrCommitUnknown.
+func (db *DB) RunInTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *Tx) error) error {
+	return db.retrier.DoTx(ctx, func(ctx context.Context) (string, error) {
+		tx, err := db.BeginTxx(ctx, opts)
+		if err != nil {
+			return "", err
+		}
+		return tx.run(fn)
+	})
+}
+
+// rowQueryer hands an already-run row to sqlx.GetContext for scanning.
+type rowQueryer struct{ row *sqlx.Row }
+
+func (q rowQueryer) QueryContext(context.Context, string, ...any) (*sql.Rows, error) {
+	return nil, errNotForScanning
+}
+
+func (q rowQueryer) QueryxContext(context.Context, string, ...any) (*sqlx.Rows, error) {
+	return nil, errNotForScanning
+}
+
+func (q rowQueryer) QueryRowxContext(context.Context, string, ...any) *sqlx.Row { return q.row }
+
+var errNotForScanning = fmt.Errorf("sqlxcrl: internal: rowQueryer only scans a row")
+

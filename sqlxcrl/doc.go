@@ -1,0 +1,34 @@
+// Package sqlxcrl is sqlx with the Configurable Retry Logic of the JDBC
+// driver for SQL Server: change sqlx.Connect to sqlxcrl.Connect and every
+// statement runs under the retryExec rules, every new pooled connection
+// under the connection loop (retryConn, connectRetryCount,
+// connectRetryInterval, loginTimeout), and RunInTx retries whole
+// transactions.
+//
+//	db, err := sqlxcrl.Connect("sqlserver",
+//		"sqlserver://app:secret@db?database=shop&retryExec={1205,1222:3,2*2:select,update}")
+//
+// *DB embeds *sqlx.DB, so every sqlx method is there, with the same
+// signature, and *DB still satisfies sqlx.Ext, sqlx.ExtContext,
+// sqlx.Queryer and friends. The methods that run a statement are
+// overridden so that each goes through the statement loop with its own SQL
+// text as the query for the rule's filter.
+//
+// What is not retried, and why:
+//   - Statements inside a transaction (Tx) are never retried one by one:
+//     SQL Server rolls back the whole transaction of a deadlock victim. Use
+//     RunInTx, which re-runs the whole closure on a fresh transaction.
+//   - An error that arrives while rows are being read (after Query or
+//     Queryx returned) is not retried: rows were already delivered to the
+//     caller. Select and Get retry the query, not the reading.
+//   - Prepare and PrepareContext return a plain *sql.Stmt (their signature
+//     is fixed by sqlx.Preparer); use Preparex or PrepareNamed for a
+//     prepared statement whose executions are retried.
+//   - Conn and Connx are bound to one connection, like database/sql, which
+//     never retries them either.
+//
+// QueryRow and QueryRowx return the driver's *sql.Row / *sqlx.Row, whose
+// error field cannot be set from outside: after the last retry they carry
+// the last driver error itself, not the wrapping *core.RetryError. Get
+// returns the wrapping error.
+package sqlxcrl

@@ -1,0 +1,43 @@
+package sqlxcrl
+
+import (
+	"time"
+
+	"github.com/crl-go/crl/config"
+	"github.com/crl-go/crl/core"
+)
+
+// Option sets one retry setting in code; code wins over the DSN and the
+// properties file. Every config.Option is an Option.
+type Option = config.Option
+
+// WithRetryExec sets the statement rules (a retryExec value such as
+// {1205,1222:3,2*2:select,update}).
+func WithRetryExec(rules string) Option { return config.WithRetryExec(rules) }
+
+// WithRetryConn sets the connection rules (a retryConn value such as {+4060}).
+func WithRetryConn(rules string) Option { return config.WithRetryConn(rules) }
+
+// WithConnectRetryCount sets connectRetryCount (0..255; 0 turns connection
+// retries off, as in JDBC).
+func WithConnectRetryCount(n int) Option { return config.WithConnectRetryCount(n) }
+
+// WithConnectRetryInterval sets connectRetryInterval (1 s..60 s).
+func WithConnectRetryInterval(d time.Duration) Option { return config.WithConnectRetryInterval(d) }
+
+// WithLoginTimeout sets loginTimeout, the bound of the connection loop.
+func WithLoginTimeout(d time.Duration) Option { return config.WithLoginTimeout(d) }
+
+// WithQueryTimeout sets queryTimeout: it bounds each statement attempt and
+// refuses retries whose wait is longer.
+func WithQueryTimeout(d time.Duration) Option { return config.WithQueryTimeout(d) }
+
+// WithPropertiesFile names the mssql-jdbc.properties file to read and
+// hot-reload.
+func WithPropertiesFile(path string) Option { return config.WithPropertiesFile(path) }
+
+// WithObserver sends the retry events to o (see the hooks package).
+func WithObserver(o core.Observer) Option { return config.WithObserver(o) }
+
+// WithClock replaces the clock, for tests.
+func WithClock(c core.Clock) Option { return config.WithClock(c) }

@@ -1,0 +1,283 @@
+package sqlxcrl
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/crl-go/crl/core"
+)
+
+// Stmt is a prepared *sqlx.Stmt of a DB whose executions run under the
+// statement loop, with the prepared SQL text as the query for the filter.
+type Stmt struct {
+	*sqlx.Stmt
+	query   string
+	retrier *core.Retrier
+}
+
+// QueryString returns the SQL text the statement was prepared with, the
+// query that the rules' filter sees.
+func (s *Stmt) QueryString() string { return s.query }
+
+// Unsafe returns a Stmt that ignores columns with no destination field.
+func (s *Stmt) Unsafe() *Stmt { return &Stmt{Stmt: s.Stmt.Unsafe(), query: s.query, retrier: s.retrier} }
+
+// ExecContext executes the statement under the statement loop.
+func (s *Stmt) ExecContext(ctx context.Context, args ...any) (sql.Result, error) {
+	return core.Retry(ctx, s.retrier, s.query, func(ctx context.Context) (sql.Result, error) {
+		return s.Stmt.ExecContext(ctx, args...)
+	})
+}
+
+// Exec is ExecContext with context.Background().
+func (s *Stmt) Exec(args ...any) (sql.Result, error) {
+	return s.ExecContext(context.Background(), args...)
+}
+
+// MustExecContext is ExecContext that panics on error, like sqlx's.
+func (s *Stmt) MustExecContext(ctx context.Context, args ...any) sql.Result {
+	res, err := s.ExecContext(ctx, args...)
+	if err != nil {
+		panic(err)
+	}
+	return res
+}
+
+// MustExec is MustExecContext with context.Background().
+func (s *Stmt) MustExec(args ...any) sql.Result { return s.MustExecContext(context.Background(), args...) }
+
+// QueryContext runs the statement as a query under the statement loop.
+func (s *Stmt) QueryContext(ctx context.Context, args ...any) (*sql.Rows, error) {
+	var rows *sql.Rows
+	err := s.retrier.DoRows(ctx, s.query, func(ctx context.Context) error {
+		var err error
+		rows, err = s.Stmt.QueryContext(ctx, args...)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// Query is QueryContext with context.Background().
+func (s *Stmt) Query(args ...any) (*sql.Rows, error) { return s.QueryContext(context.Background(), args...) }
+
+// QueryxContext runs the statement as a query under the statement loop.
+func (s *Stmt) QueryxContext(ctx context.Context, args ...any) (*sqlx.Rows, error) {
+	var rows *sqlx.Rows
+	err := s.retrier.DoRows(ctx, s.query, func(ctx context.Context) error {
+		var err error
+		rows, err = s.Stmt.QueryxContext(ctx, args...)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// Queryx is QueryxContext with context.Background().
+func (s *Stmt) Queryx(args ...any) (*sqlx.Rows, error) {
+	return s.QueryxContext(context.Background(), args...)
+}
+
+// QueryRowContext runs the statement as a one-row query under the
+// statement loop.
+func (s *Stmt) QueryRowContext(ctx context.Context, args ...any) *sql.Row {
+	var row *sql.Row
+	_ = s.retrier.DoRows(ctx, s.query, func(ctx context.Context) error {
+		row = s.Stmt.QueryRowContext(ctx, args...)
+		return row.Err()
+	})
+	return row
+}
+
+// QueryRow is QueryRowContext with context.Background().
+func (s *Stmt) QueryRow(args ...any) *sql.Row { return s.QueryRowContext(context.Background(), args...) }
+
+func (s *Stmt) queryRowx(ctx context.Context, args []any) (*sqlx.Row, error) {
+	var row *sqlx.Row
+	err := s.retrier.DoRows(ctx, s.query, func(ctx context.Context) error {
+		row = s.Stmt.QueryRowxContext(ctx, args...)
+		return row.Err()
+	})
+	return row, err
+}
+
+// QueryRowxContext runs the statement as a one-row query under the
+// statement loop.
+func (s *Stmt) QueryRowxContext(ctx context.Context, args ...any) *sqlx.Row {
+	row, _ := s.queryRowx(ctx, args)
+	return row
+}
+
+// QueryRowx is QueryRowxContext with context.Background().
+func (s *Stmt) QueryRowx(args ...any) *sqlx.Row { return s.QueryRowxContext(context.Background(), args...) }
+
+// GetContext runs the statement as a one-row query under the statement
+// loop and scans the row into dest.
+func (s *Stmt) GetContext(ctx context.Context, dest any, args ...any) error {
+	row, err := s.queryRowx(ctx, args)
+	if err != nil {
+		return err
+	}
+	return sqlx.GetContext(ctx, rowQueryer{row}, dest, s.query, args...)
+}
+
+// Get is GetContext with context.Background().
+func (s *Stmt) Get(dest any, args ...any) error { return s.GetContext(context.Background(), dest, args...) }
+
+// SelectContext runs the statement as a query under the statement loop and
+// scans every row into dest; an error while the rows are read is not retried.
+func (s *Stmt) SelectContext(ctx context.Context, dest any, args ...any) error {
+	rows, err := s.QueryxContext(ctx, args...)
+	if err != nil {
+		return err
+	}
+	return sqlx.SelectContext(ctx, rowsQueryer{rows}, dest, s.query)
+}
+
+// Select is SelectContext with context.Background().
+func (s *Stmt) Select(dest any, args ...any) error {
+	return s.SelectContext(context.Background(), dest, args...)
+}
+
+// NamedStmt is a prepared *sqlx.NamedStmt of a DB whose executions run
+// under the statement loop.
+type NamedStmt struct {
+	*sqlx.NamedStmt
+	retrier *core.Retrier
+}
+
+// Unsafe returns a NamedStmt that ignores columns with no destination field.
+func (n *NamedStmt) Unsafe() *NamedStmt {
+	return &NamedStmt{NamedStmt: n.NamedStmt.Unsafe(), retrier: n.retrier}
+}
+
+// ExecContext binds arg and executes the statement under the statement loop.
+func (n *NamedStmt) ExecContext(ctx context.Context, arg any) (sql.Result, error) {
+	return core.Retry(ctx, n.retrier, n.QueryString, func(ctx context.Context) (sql.Result, error) {
+		return n.NamedStmt.ExecContext(ctx, arg)
+	})
+}
+
+// Exec is ExecContext with context.Background().
+func (n *NamedStmt) Exec(arg any) (sql.Result, error) { return n.ExecContext(context.Background(), arg) }
+
+// MustExecContext is ExecContext that panics on error, like sqlx's.
+func (n *NamedStmt) MustExecContext(ctx context.Context, arg any) sql.Result {
+	res, err := n.ExecContext(ctx, arg)
+	if err != nil {
+		panic(err)
+	}
+	return res
+}
+
+// MustExec is MustExecContext with context.Background().
+func (n *NamedStmt) MustExec(arg any) sql.Result { return n.MustExecContext(context.Background(), arg) }
+
+// QueryContext binds arg and runs the query under the statement loop.
+func (n *NamedStmt) QueryContext(ctx context.Context, arg any) (*sql.Rows, error) {
+	var rows *sql.Rows
+	err := n.retrier.DoRows(ctx, n.QueryString, func(ctx context.Context) error {
+		var err error
+		rows, err = n.NamedStmt.QueryContext(ctx, arg)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// Query is QueryContext with context.Background().
+func (n *NamedStmt) Query(arg any) (*sql.Rows, error) { return n.QueryContext(context.Background(), arg) }
+
+// QueryxContext binds arg and runs the query under the statement loop.
+func (n *NamedStmt) QueryxContext(ctx context.Context, arg any) (*sqlx.Rows, error) {
+	var rows *sqlx.Rows
+	err := n.retrier.DoRows(ctx, n.QueryString, func(ctx context.Context) error {
+		var err error
+		rows, err = n.NamedStmt.QueryxContext(ctx, arg)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// Queryx is QueryxContext with context.Background().
+func (n *NamedStmt) Queryx(arg any) (*sqlx.Rows, error) { return n.QueryxContext(context.Background(), arg) }
+
+func (n *NamedStmt) queryRowx(ctx context.Context, arg any) (*sqlx.Row, error) {
+	var row *sqlx.Row
+	err := n.retrier.DoRows(ctx, n.QueryString, func(ctx context.Context) error {
+		row = n.NamedStmt.QueryRowxContext(ctx, arg)
+		return row.Err()
+	})
+	return row, err
+}
+
+// QueryRowxContext binds arg and runs a one-row query under the statement loop.
+func (n *NamedStmt) QueryRowxContext(ctx context.Context, arg any) *sqlx.Row {
+	row, _ := n.queryRowx(ctx, arg)
+	return row
+}
+
+// QueryRowx is QueryRowxContext with context.Background().
+func (n *NamedStmt) QueryRowx(arg any) *sqlx.Row { return n.QueryRowxContext(context.Background(), arg) }
+
+// QueryRowContext is QueryRowxContext (sqlx's NamedStmt returns a *sqlx.Row here too).
+func (n *NamedStmt) QueryRowContext(ctx context.Context, arg any) *sqlx.Row {
+	return n.QueryRowxContext(ctx, arg)
+}
+
+// QueryRow is QueryRowContext with context.Background().
+func (n *NamedStmt) QueryRow(arg any) *sqlx.Row { return n.QueryRowContext(context.Background(), arg) }
+
+// GetContext binds arg, runs a one-row query under the statement loop and
+// scans the row into dest.
+func (n *NamedStmt) GetContext(ctx context.Context, dest any, arg any) error {
+	row, err := n.queryRowx(ctx, arg)
+	if err != nil {
+		return err
+	}
+	return sqlx.GetContext(ctx, rowQueryer{row}, dest, n.QueryString)
+}
+
+// Get is GetContext with context.Background().
+func (n *NamedStmt) Get(dest any, arg any) error { return n.GetContext(context.Background(), dest, arg) }
+
+// SelectContext binds arg, runs the query under the statement loop and
+// scans every row into dest; an error while the rows are read is not retried.
+func (n *NamedStmt) SelectContext(ctx context.Context, dest any, arg any) error {
+	rows, err := n.QueryxContext(ctx, arg)
+	if err != nil {
+		return err
+	}
+	return sqlx.SelectContext(ctx, rowsQueryer{rows}, dest, n.QueryString)
+}
+
+// Select is SelectContext with context.Background().
+func (n *NamedStmt) Select(dest any, arg any) error {
+	return n.SelectContext(context.Background(), dest, arg)
+}
+
+// rowsQueryer hands already-run rows to sqlx.SelectContext for scanning.
+type rowsQueryer struct{ rows *sqlx.Rows }
+
+func (q rowsQueryer) QueryContext(context.Context, string, ...any) (*sql.Rows, error) {
+	return nil, errNotForScanning
+}
+
+func (q rowsQueryer) QueryxContext(context.Context, string, ...any) (*sqlx.Rows, error) {
+	return q.rows, nil
+}
+
+func (q rowsQueryer) QueryRowxContext(context.Context, string, ...any) *sqlx.Row {
+	return nil
+}

@@ -1,0 +1,160 @@
+package sqlxcrl
+
+import (
+	"context"
+	"database/sql"
+	"sync/atomic"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/crl-go/crl/internal/adapter"
+)
+
+// Tx is a *sqlx.Tx whose statements are never retried one by one: SQL
+// Server rolls back the whole transaction of a deadlock victim, so
+// re-running one statement would run it outside the transaction. It
+// remembers the statement that failed, so that RunInTx checks the rule's
+// query filter against it.
+type Tx struct {
+	*sqlx.Tx
+	failed atomic.Pointer[string]
+}
+
+var (
+	_ sqlx.ExtContext = (*Tx)(nil)
+	_ sqlx.Ext        = (*Tx)(nil)
+)
+
+func (tx *Tx) note(query string, err error) {
+	if err != nil {
+		tx.failed.Store(&query)
+	}
+}
+
+// FailedQuery returns the text of the last statement that failed in this
+// transaction ("" when none did).
+func (tx *Tx) FailedQuery() string {
+	if q := tx.failed.Load(); q != nil {
+		return *q
+	}
+	return ""
+}
+
+// run runs fn and commits, or rolls back on error and on panic.
+func (tx *Tx) run(fn func(*Tx) error) (string, error) {
+	defer adapter.Recover(tx.Rollback)
+	ferr := fn(tx)
+	q, err := adapter.Finish("sqlxcrl", ferr, tx.Rollback, tx.Commit)
+	if ferr != nil {
+		q = tx.FailedQuery()
+	}
+	return q, err
+}
+
+// Unsafe returns a Tx that ignores columns with no destination field.
+func (tx *Tx) Unsafe() *Tx { return &Tx{Tx: tx.Tx.Unsafe()} }
+
+// ExecContext runs a statement in the transaction, once.
+func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	res, err := tx.Tx.ExecContext(ctx, query, args...)
+	tx.note(query, err)
+	return res, err
+}
+
+// Exec is ExecContext with context.Background().
+func (tx *Tx) Exec(query string, args ...any) (sql.Result, error) {
+	return tx.ExecContext(context.Background(), query, args...)
+}
+
+// QueryContext runs a query in the transaction, once.
+func (tx *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	rows, err := tx.Tx.QueryContext(ctx, query, args...)
+	tx.note(query, err)
+	return rows, err
+}
+
+// Query is QueryContext with context.Background().
+func (tx *Tx) Query(query string, args ...any) (*sql.Rows, error) {
+	return tx.QueryContext(context.Background(), query, args...)
+}
+
+// QueryxContext runs a query in the transaction, once.
+func (tx *Tx) QueryxContext(ctx context.Context, query string, args ...any) (*sqlx.Rows, error) {
+	rows, err := tx.Tx.QueryxContext(ctx, query, args...)
+	tx.note(query, err)
+	return rows, err
+}
+
+// Queryx is QueryxContext with context.Background().
+func (tx *Tx) Queryx(query string, args ...any) (*sqlx.Rows, error) {
+	return tx.QueryxContext(context.Background(), query, args...)
+}
+
+// QueryRowContext runs a one-row query in the transaction, once.
+func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	row := tx.Tx.QueryRowContext(ctx, query, args...)
+	tx.note(query, row.Err())
+	return row
+}
+
+// QueryRow is QueryRowContext with context.Background().
+func (tx *Tx) QueryRow(query string, args ...any) *sql.Row {
+	return tx.QueryRowContext(context.Background(), query, args...)
+}
+
+// QueryRowxContext runs a one-row query in the transaction, once.
+func (tx *Tx) QueryRowxContext(ctx context.Context, query string, args ...any) *sqlx.Row {
+	row := tx.Tx.QueryRowxContext(ctx, query, args...)
+	tx.note(query, row.Err())
+	return row
+}
+
+// QueryRowx is QueryRowxContext with context.Background().
+func (tx *Tx) QueryRowx(query string, args ...any) *sqlx.Row {
+	return tx.QueryRowxContext(context.Background(), query, args...)
+}
+
+// GetContext runs a one-row query in the transaction and scans it.
+func (tx *Tx) GetContext(ctx context.Context, dest any, query string, args ...any) error {
+	return sqlx.GetContext(ctx, tx, dest, query, args...)
+}
+
+// Get is GetContext with context.Background().
+func (tx *Tx) Get(dest any, query string, args ...any) error {
+	return tx.GetContext(context.Background(), dest, query, args...)
+}
+
+// SelectContext runs a query in the transaction and scans every row.
+func (tx *Tx) SelectContext(ctx context.Context, dest any, query string, args ...any) error {
+	return sqlx.SelectContext(ctx, tx, dest, query, args...)
+}
+
+// Select is SelectContext with context.Background().
+func (tx *Tx) Select(dest any, query string, args ...any) error {
+	return tx.SelectContext(context.Background(), dest, query, args...)
+}
+
+// NamedExecContext binds arg and runs the statement in the transaction.
+func (tx *Tx) NamedExecContext(ctx context.Context, query string, arg any) (sql.Result, error) {
+	return sqlx.NamedExecContext(ctx, tx, query, arg)
+}
+
+// NamedExec is NamedExecContext with context.Background().
+func (tx *Tx) NamedExec(query string, arg any) (sql.Result, error) {
+	return tx.NamedExecContext(context.Background(), query, arg)
+}
+
+// NamedQuery binds arg and runs the query in the transaction.
+func (tx *Tx) NamedQuery(query string, arg any) (*sqlx.Rows, error) {
+	return sqlx.NamedQueryContext(context.Background(), tx, query, arg)
+}
+
+// MustExecContext is ExecContext that panics on error, like sqlx's.
+func (tx *Tx) MustExecContext(ctx context.Context, query string, args ...any) sql.Result {
+	return sqlx.MustExecContext(ctx, tx, query, args...)
+}
+
+// MustExec is MustExecContext with context.Background().
+func (tx *Tx) MustExec(query string, args ...any) sql.Result {
+	return tx.MustExecContext(context.Background(), query, args...)
+}
