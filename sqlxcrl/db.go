@@ -338,4 +338,3 @@ func (q rowQueryer) QueryxContext(context.Context, string, ...any) (*sqlx.Rows, 
 func (q rowQueryer) QueryRowxContext(context.Context, string, ...any) *sqlx.Row { return q.row }
 
 var errNotForScanning = fmt.Errorf("sqlxcrl: internal: rowQueryer only scans a row")
-

@@ -22,7 +22,9 @@ type Stmt struct {
 func (s *Stmt) QueryString() string { return s.query }
 
 // Unsafe returns a Stmt that ignores columns with no destination field.
-func (s *Stmt) Unsafe() *Stmt { return &Stmt{Stmt: s.Stmt.Unsafe(), query: s.query, retrier: s.retrier} }
+func (s *Stmt) Unsafe() *Stmt {
+	return &Stmt{Stmt: s.Stmt.Unsafe(), query: s.query, retrier: s.retrier}
+}
 
 // ExecContext executes the statement under the statement loop.
 func (s *Stmt) ExecContext(ctx context.Context, args ...any) (sql.Result, error) {
@@ -46,7 +48,9 @@ func (s *Stmt) MustExecContext(ctx context.Context, args ...any) sql.Result {
 }
 
 // MustExec is MustExecContext with context.Background().
-func (s *Stmt) MustExec(args ...any) sql.Result { return s.MustExecContext(context.Background(), args...) }
+func (s *Stmt) MustExec(args ...any) sql.Result {
+	return s.MustExecContext(context.Background(), args...)
+}
 
 // QueryContext runs the statement as a query under the statement loop.
 func (s *Stmt) QueryContext(ctx context.Context, args ...any) (*sql.Rows, error) {
@@ -63,7 +67,9 @@ func (s *Stmt) QueryContext(ctx context.Context, args ...any) (*sql.Rows, error)
 }
 
 // Query is QueryContext with context.Background().
-func (s *Stmt) Query(args ...any) (*sql.Rows, error) { return s.QueryContext(context.Background(), args...) }
+func (s *Stmt) Query(args ...any) (*sql.Rows, error) {
+	return s.QueryContext(context.Background(), args...)
+}
 
 // QueryxContext runs the statement as a query under the statement loop.
 func (s *Stmt) QueryxContext(ctx context.Context, args ...any) (*sqlx.Rows, error) {
@@ -96,7 +102,9 @@ func (s *Stmt) QueryRowContext(ctx context.Context, args ...any) *sql.Row {
 }
 
 // QueryRow is QueryRowContext with context.Background().
-func (s *Stmt) QueryRow(args ...any) *sql.Row { return s.QueryRowContext(context.Background(), args...) }
+func (s *Stmt) QueryRow(args ...any) *sql.Row {
+	return s.QueryRowContext(context.Background(), args...)
+}
 
 func (s *Stmt) queryRowx(ctx context.Context, args []any) (*sqlx.Row, error) {
 	var row *sqlx.Row
@@ -115,7 +123,9 @@ func (s *Stmt) QueryRowxContext(ctx context.Context, args ...any) *sqlx.Row {
 }
 
 // QueryRowx is QueryRowxContext with context.Background().
-func (s *Stmt) QueryRowx(args ...any) *sqlx.Row { return s.QueryRowxContext(context.Background(), args...) }
+func (s *Stmt) QueryRowx(args ...any) *sqlx.Row {
+	return s.QueryRowxContext(context.Background(), args...)
+}
 
 // GetContext runs the statement as a one-row query under the statement
 // loop and scans the row into dest.
@@ -128,7 +138,9 @@ func (s *Stmt) GetContext(ctx context.Context, dest any, args ...any) error {
 }
 
 // Get is GetContext with context.Background().
-func (s *Stmt) Get(dest any, args ...any) error { return s.GetContext(context.Background(), dest, args...) }
+func (s *Stmt) Get(dest any, args ...any) error {
+	return s.GetContext(context.Background(), dest, args...)
+}
 
 // SelectContext runs the statement as a query under the statement loop and
 // scans every row into dest; an error while the rows are read is not retried.
@@ -165,7 +177,9 @@ func (n *NamedStmt) ExecContext(ctx context.Context, arg any) (sql.Result, error
 }
 
 // Exec is ExecContext with context.Background().
-func (n *NamedStmt) Exec(arg any) (sql.Result, error) { return n.ExecContext(context.Background(), arg) }
+func (n *NamedStmt) Exec(arg any) (sql.Result, error) {
+	return n.ExecContext(context.Background(), arg)
+}
 
 // MustExecContext is ExecContext that panics on error, like sqlx's.
 func (n *NamedStmt) MustExecContext(ctx context.Context, arg any) sql.Result {
@@ -194,7 +208,9 @@ func (n *NamedStmt) QueryContext(ctx context.Context, arg any) (*sql.Rows, error
 }
 
 // Query is QueryContext with context.Background().
-func (n *NamedStmt) Query(arg any) (*sql.Rows, error) { return n.QueryContext(context.Background(), arg) }
+func (n *NamedStmt) Query(arg any) (*sql.Rows, error) {
+	return n.QueryContext(context.Background(), arg)
+}
 
 // QueryxContext binds arg and runs the query under the statement loop.
 func (n *NamedStmt) QueryxContext(ctx context.Context, arg any) (*sqlx.Rows, error) {
@@ -211,7 +227,9 @@ func (n *NamedStmt) QueryxContext(ctx context.Context, arg any) (*sqlx.Rows, err
 }
 
 // Queryx is QueryxContext with context.Background().
-func (n *NamedStmt) Queryx(arg any) (*sqlx.Rows, error) { return n.QueryxContext(context.Background(), arg) }
+func (n *NamedStmt) Queryx(arg any) (*sqlx.Rows, error) {
+	return n.QueryxContext(context.Background(), arg)
+}
 
 func (n *NamedStmt) queryRowx(ctx context.Context, arg any) (*sqlx.Row, error) {
 	var row *sqlx.Row
@@ -229,7 +247,9 @@ func (n *NamedStmt) QueryRowxContext(ctx context.Context, arg any) *sqlx.Row {
 }
 
 // QueryRowx is QueryRowxContext with context.Background().
-func (n *NamedStmt) QueryRowx(arg any) *sqlx.Row { return n.QueryRowxContext(context.Background(), arg) }
+func (n *NamedStmt) QueryRowx(arg any) *sqlx.Row {
+	return n.QueryRowxContext(context.Background(), arg)
+}
 
 // QueryRowContext is QueryRowxContext (sqlx's NamedStmt returns a *sqlx.Row here too).
 func (n *NamedStmt) QueryRowContext(ctx context.Context, arg any) *sqlx.Row {
@@ -250,7 +270,9 @@ func (n *NamedStmt) GetContext(ctx context.Context, dest any, arg any) error {
 }
 
 // Get is GetContext with context.Background().
-func (n *NamedStmt) Get(dest any, arg any) error { return n.GetContext(context.Background(), dest, arg) }
+func (n *NamedStmt) Get(dest any, arg any) error {
+	return n.GetContext(context.Background(), dest, arg)
+}
 
 // SelectContext binds arg, runs the query under the statement loop and
 // scans every row into dest; an error while the rows are read is not retried.
