@@ -41,3 +41,12 @@ func WithObserver(o core.Observer) Option { return config.WithObserver(o) }
 
 // WithClock replaces the clock, for tests.
 func WithClock(c core.Clock) Option { return config.WithClock(c) }
+
+// WithRetryBudget sets the retry budget of this DB.
+func WithRetryBudget(s core.BudgetSettings) Option { return config.WithRetryBudget(s) }
+
+// WithoutRetryBudget turns the retry budget off: every retry a rule allows runs.
+func WithoutRetryBudget() Option { return config.WithoutRetryBudget() }
+
+// WithJitter randomises the statement and transaction waits.
+func WithJitter(j core.Jitter) Option { return config.WithJitter(j) }
