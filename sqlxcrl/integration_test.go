@@ -34,7 +34,7 @@ func (c *retryCounter) RetryScheduled(core.RetryScheduled) { c.retries.Add(1) }
 func TestRealDeadlocksLoseAndDuplicateNothing(t *testing.T) {
 	for _, tc := range []struct {
 		name, env, driver, rules string
-		placeholder             func(int) string
+		placeholder              func(int) string
 	}{
 		{"mariadb", "CRL_MYSQL_DSN", "mysql", "{1213,1205:30,5ms*1.5}", func(int) string { return "?" }},
 		{"postgres", "CRL_POSTGRES_DSN", "pgx", "{40P01,40001:30,5ms*1.5}", func(i int) string { return fmt.Sprintf("$%d", i) }},
