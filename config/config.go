@@ -117,9 +117,9 @@ func (c *Config) has(f field) bool {
 	return false
 }
 
-// Over returns c with every field that c does not set taken from lower:
+// over returns c with every field that c does not set taken from lower:
 // c takes precedence. It is how code, DSN, file and defaults are layered.
-func (c Config) Over(lower Config) Config {
+func (c Config) over(lower Config) Config {
 	out := c
 	take := func(f field, copyField func()) {
 		if !c.has(f) && lower.has(f) {
@@ -218,7 +218,7 @@ type Option func(*Config)
 // WithConfig sets every field that c sets (see Config), as if by the
 // matching options.
 func WithConfig(c Config) Option {
-	return func(dst *Config) { *dst = c.Over(*dst) }
+	return func(dst *Config) { *dst = c.over(*dst) }
 }
 
 // WithRetryExec sets the retryExec rules, such as "{1205,1222:3,2*2}".

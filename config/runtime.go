@@ -20,6 +20,7 @@ import (
 type Runtime struct {
 	retrier  *core.Retrier
 	fixed    Config // code over DSN: what the file cannot override
+	budget   Config // the budget fields in effect, which only a restart changes
 	path     string // absolute; "" when there is no file
 	clock    core.Clock
 	observer core.Observer
@@ -58,7 +59,7 @@ func New(driverName, dsn string, opts ...Option) (*Runtime, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	r := &Runtime{fixed: code.Over(fromDSN), clock: code.Clock, observer: code.Observer}
+	r := &Runtime{fixed: code.over(fromDSN), clock: code.Clock, observer: code.Observer}
 	if r.clock == nil {
 		r.clock = core.SystemClock{}
 	}
@@ -78,11 +79,12 @@ func New(driverName, dsn string, opts ...Option) (*Runtime, string, error) {
 		}
 		r.stamp = stamp
 	}
-	merged := r.fixed.Over(file)
+	merged := r.fixed.over(file)
 	policy, err := merged.Policy()
 	if err != nil {
 		return nil, "", err
 	}
+	r.budget = Config{Budget: merged.Budget, NoBudget: merged.NoBudget, set: fieldBudget}
 	o := core.Options{Clock: r.clock, Observer: r.observer, NoBudget: merged.NoBudget}
 	if !merged.NoBudget {
 		o.Budget = core.NewBudget(merged.Budget, r.clock)
@@ -189,9 +191,10 @@ func (r *Runtime) look(force bool) (core.RulesReloaded, bool) {
 	return ev, true
 }
 
-// apply swaps in the policy of fixed over file.
+// apply swaps in the policy of fixed over file. The retry budget is built
+// once, at start: a changed retryBudget line takes effect at the next start.
 func (r *Runtime) apply(file Config) error {
-	merged := r.fixed.Over(file)
+	merged := r.budget.over(r.fixed.over(file))
 	policy, err := merged.Policy()
 	if err == nil {
 		err = r.retrier.SetPolicy(policy)

@@ -380,8 +380,14 @@ func TestPropertiesLookup(t *testing.T) {
 	}
 
 	for name, fn := range map[string]func() error{
-		"code": func() error { _, _, err := New("sqlserver", "", WithPropertiesFile(filepath.Join(dir, "missing"))); return err },
-		"DSN":  func() error { _, _, err := New("sqlserver", "retryProperties="+filepath.Join(dir, "missing")); return err },
+		"code": func() error {
+			_, _, err := New("sqlserver", "", WithPropertiesFile(filepath.Join(dir, "missing")))
+			return err
+		},
+		"DSN": func() error {
+			_, _, err := New("sqlserver", "retryProperties="+filepath.Join(dir, "missing"))
+			return err
+		},
 		"env": func() error {
 			t.Setenv(EnvProperties, filepath.Join(dir, "missing"))
 			_, _, err := New("sqlserver", "")
@@ -453,5 +459,21 @@ func TestOptionsValidated(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "config: ") {
 			t.Errorf("error %v, want one naming %s", err, tt.want)
 		}
+	}
+}
+
+func TestBudgetIsReadAtStart(t *testing.T) {
+	f := newReloadFixture(t, "retryBudget=max=5\nretryExec={1205:1,1}\n")
+	b := f.rt.Retrier().Budget()
+	if b == nil || b.Available() != 5 {
+		t.Fatalf("budget %v", b)
+	}
+	f.file.write("retryBudget=off\nretryExec={1205:2,1}\n")
+	f.due(t)
+	if ruleCount(f.rt, 1205) != 2 {
+		t.Fatal("the edit did not take effect")
+	}
+	if c := f.rt.Config(); c.NoBudget || c.Budget.Max != 5 || f.rt.Retrier().Budget() != b {
+		t.Errorf("the budget changed without a restart: %+v", c)
 	}
 }
