@@ -1,0 +1,28 @@
+package hooks
+
+import (
+	"errors"
+
+	"github.com/crl-go/crl/core"
+)
+
+// Reason names why a loop gave up, for logs and metric labels:
+// exhausted, query_timeout, budget, deadline, not_retryable,
+// login_timeout, or other.
+func Reason(err error) string {
+	switch {
+	case errors.Is(err, core.ErrRetriesExhausted):
+		return "exhausted"
+	case errors.Is(err, core.ErrInvalidRetryInterval):
+		return "query_timeout"
+	case errors.Is(err, core.ErrRetryBudgetExceeded):
+		return "budget"
+	case errors.Is(err, core.ErrDeadline):
+		return "deadline"
+	case errors.Is(err, core.ErrNotRetryable):
+		return "not_retryable"
+	case errors.Is(err, core.ErrLoginTimeout):
+		return "login_timeout"
+	}
+	return "other"
+}

@@ -1,0 +1,54 @@
+package hooks
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/crl-go/crl/core"
+)
+
+// Slog returns an observer that logs the events with logger (nil means
+// slog.Default()): a scheduled retry and a connection retry at Info, a
+// success after retries at Info, giving up at Warn, a failed reload of the
+// properties file at Error and a successful one at Info. Statement texts
+// are logged as they were run, so keep values in parameters, not in the SQL.
+func Slog(logger *slog.Logger) core.Observer {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return slogObserver{logger}
+}
+
+type slogObserver struct{ l *slog.Logger }
+
+func (s slogObserver) RetryScheduled(e core.RetryScheduled) {
+	s.l.LogAttrs(context.Background(), slog.LevelInfo, "crl: retry scheduled",
+		slog.String("kind", e.Kind.String()), slog.String("query", e.Query), slog.Int("attempt", e.Attempt),
+		slog.Duration("wait", e.Wait), slog.String("token", e.Token), slog.Any("error", e.Err))
+}
+
+func (s slogObserver) GaveUp(e core.GaveUp) {
+	s.l.LogAttrs(context.Background(), slog.LevelWarn, "crl: gave up",
+		slog.String("kind", e.Kind.String()), slog.String("query", e.Query), slog.Int("attempts", e.Attempts),
+		slog.String("reason", Reason(e.Reason)), slog.Any("error", e.Err))
+}
+
+func (s slogObserver) Succeeded(e core.Succeeded) {
+	s.l.LogAttrs(context.Background(), slog.LevelInfo, "crl: succeeded after retries",
+		slog.String("kind", e.Kind.String()), slog.String("query", e.Query), slog.Int("attempts", e.Attempts),
+		slog.Duration("elapsed", e.Elapsed))
+}
+
+func (s slogObserver) ConnectionRetry(e core.ConnectionRetry) {
+	s.l.LogAttrs(context.Background(), slog.LevelInfo, "crl: connection retry scheduled",
+		slog.Int("attempt", e.Attempt), slog.Duration("wait", e.Wait), slog.Duration("elapsed", e.Elapsed), slog.Any("error", e.Err))
+}
+
+func (s slogObserver) RulesReloaded(e core.RulesReloaded) {
+	if e.Err != nil {
+		s.l.LogAttrs(context.Background(), slog.LevelError, "crl: properties file not applied; the last good rules stay",
+			slog.String("path", e.Path), slog.Int("line", e.Line), slog.Any("error", e.Err))
+		return
+	}
+	s.l.LogAttrs(context.Background(), slog.LevelInfo, "crl: properties file reloaded", slog.String("path", e.Path))
+}
