@@ -40,6 +40,9 @@ func ErrorNumber(err error) (int32, bool) {
 	if err == nil {
 		return 0, false
 	}
+	if n, ok := err.(numbered); ok { // the common case, without allocating
+		return n.SQLErrorNumber(), true
+	}
 	var n numbered
 	if errors.As(err, &n) {
 		return n.SQLErrorNumber(), true
