@@ -53,6 +53,8 @@ type Config struct {
 	Budget core.BudgetSettings
 	// NoBudget turns the retry budget off.
 	NoBudget bool
+	// Breaker is the circuit breaker's settings. The zero value is off.
+	Breaker core.BreakerSettings
 	// Jitter randomises statement waits. Zero: none (the JDBC schedule).
 	Jitter core.Jitter
 	// Clock is the time source of the loops and of the refresh. Nil means
@@ -81,6 +83,7 @@ const (
 	fieldJitter
 	fieldClock
 	fieldObserver
+	fieldBreaker
 )
 
 // has reports whether f is set in c.
@@ -109,6 +112,8 @@ func (c *Config) has(f field) bool {
 		return c.NoBudget || c.Budget != core.BudgetSettings{}
 	case fieldJitter:
 		return c.Jitter != core.JitterNone
+	case fieldBreaker:
+		return c.Breaker != core.BreakerSettings{}
 	case fieldClock:
 		return c.Clock != nil
 	case fieldObserver:
@@ -137,6 +142,7 @@ func (c Config) over(lower Config) Config {
 	take(fieldRetryRefresh, func() { out.RetryRefresh = lower.RetryRefresh })
 	take(fieldBudget, func() { out.Budget, out.NoBudget = lower.Budget, lower.NoBudget })
 	take(fieldJitter, func() { out.Jitter = lower.Jitter })
+	take(fieldBreaker, func() { out.Breaker = lower.Breaker })
 	take(fieldClock, func() { out.Clock = lower.Clock })
 	take(fieldObserver, func() { out.Observer = lower.Observer })
 	return out
@@ -206,6 +212,9 @@ func (c *Config) validate(source string) error {
 	}
 	if err := c.Budget.Validate(); err != nil {
 		return &ValueError{Source: source, Key: keyRetryBudget, Value: formatBudget(c.Budget), Reason: err.Error(), Err: err}
+	}
+	if err := c.Breaker.Validate(); err != nil {
+		return &ValueError{Source: source, Key: keyRetryBreaker, Value: fmt.Sprintf("failures=%d,open=%v", c.Breaker.Failures, c.Breaker.OpenFor), Reason: err.Error(), Err: err}
 	}
 	return nil
 }
@@ -299,6 +308,14 @@ func WithoutRetryBudget() Option {
 // (exactly the JDBC schedule), core.JitterFull or core.JitterEqual.
 func WithJitter(j core.Jitter) Option {
 	return func(c *Config) { c.Jitter, c.set = j, c.set|fieldJitter }
+}
+
+// WithCircuitBreaker turns the circuit breaker on with settings s (the
+// zero value turns it off): after s.Failures operations in a row end with
+// retryable errors, operations fail at once with core.ErrCircuitOpen for
+// s.OpenFor.
+func WithCircuitBreaker(s core.BreakerSettings) Option {
+	return func(c *Config) { c.Breaker, c.set = s, c.set|fieldBreaker }
 }
 
 // WithClock sets the time source of the retry loops, of the budget and of

@@ -21,6 +21,7 @@ const (
 	keyRetryRefresh         = "retryRefresh"
 	keyRetryBudget          = "retryBudget"
 	keyRetryJitter          = "retryJitter"
+	keyRetryBreaker         = "retryBreaker"
 	keyRetryProperties      = "retryProperties"
 )
 
@@ -60,6 +61,7 @@ var keys = [...]key{
 	{keyRetryRefresh, fieldRetryRefresh, true},
 	{keyRetryBudget, fieldBudget, true},
 	{keyRetryJitter, fieldJitter, true},
+	{keyRetryBreaker, fieldBreaker, true},
 	{keyRetryProperties, fieldProperties, false},
 }
 
@@ -149,6 +151,12 @@ func (c *Config) setValue(k key, value, source string) error {
 			return bad("expected none, full or equal", err)
 		}
 		c.Jitter = j
+	case fieldBreaker:
+		b, err := parseBreaker(v)
+		if err != nil {
+			return bad(err.Error(), nil)
+		}
+		c.Breaker = b
 	case fieldProperties:
 		if v == "" {
 			return bad("expected the path of a properties file", nil)
@@ -278,4 +286,46 @@ func formatBudget(s core.BudgetSettings) string {
 		return strconv.FormatFloat(v, 'g', -1, 64)
 	}
 	return "max=" + f(s.Max) + ",earn=" + f(s.EarnPerAttempt) + ",refill=" + f(s.RefillPerSecond) + ",timeoutCost=" + f(s.TimeoutCost)
+}
+
+// parseBreaker reads a retryBreaker value: off, or comma-separated settings
+// failures=5,open=30s (open in seconds or with a unit; default 30 s).
+func parseBreaker(v string) (core.BreakerSettings, error) {
+	const want = "expected off, or settings such as failures=5,open=30s"
+	var s core.BreakerSettings
+	if strings.EqualFold(v, "off") || strings.EqualFold(v, "none") || strings.EqualFold(v, "false") {
+		return s, nil
+	}
+	seen := map[string]bool{}
+	for _, part := range strings.Split(v, ",") {
+		name, val, ok := strings.Cut(part, "=")
+		name, val = strings.ToLower(strings.TrimSpace(name)), strings.TrimSpace(val)
+		if !ok {
+			return s, errorf("%q is not name=value, %s", strings.TrimSpace(part), want)
+		}
+		if seen[name] {
+			return s, errorf("%s given twice, %s", name, want)
+		}
+		seen[name] = true
+		switch name {
+		case "failures":
+			n, err := strconv.Atoi(val)
+			if !isDigits(val) || err != nil || n < 1 || n > 1<<30 {
+				return s, errorf("failures=%q: expected a whole number of at least 1, %s", val, want)
+			}
+			s.Failures = n
+		case "open":
+			d, ok := parseSeconds(val)
+			if !ok || d == 0 {
+				return s, errorf("open=%q: expected a time greater than zero such as 30 (seconds) or 30s", val)
+			}
+			s.OpenFor = d
+		default:
+			return s, errorf("%q is not a breaker setting, %s", name, want)
+		}
+	}
+	if s.Failures == 0 {
+		return s, errorf("failures is missing, %s", want)
+	}
+	return s, nil
 }

@@ -20,7 +20,7 @@ import (
 type Runtime struct {
 	retrier  *core.Retrier
 	fixed    Config // code over DSN: what the file cannot override
-	budget   Config // the budget fields in effect, which only a restart changes
+	budget   Config // the budget and breaker fields in effect, which only a restart changes
 	path     string // absolute; "" when there is no file
 	clock    core.Clock
 	observer core.Observer
@@ -84,11 +84,12 @@ func New(driverName, dsn string, opts ...Option) (*Runtime, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	r.budget = Config{Budget: merged.Budget, NoBudget: merged.NoBudget, set: fieldBudget}
+	r.budget = Config{Budget: merged.Budget, NoBudget: merged.NoBudget, Breaker: merged.Breaker, set: fieldBudget | fieldBreaker}
 	o := core.Options{Clock: r.clock, Observer: r.observer, NoBudget: merged.NoBudget}
 	if !merged.NoBudget {
 		o.Budget = core.NewBudget(merged.Budget, r.clock)
 	}
+	o.Breaker = core.NewBreaker(merged.Breaker, r.clock)
 	if path != "" && merged.RefreshInterval() > 0 {
 		o.Refresh = r.refresh
 	}
@@ -191,8 +192,9 @@ func (r *Runtime) look(force bool) (core.RulesReloaded, bool) {
 	return ev, true
 }
 
-// apply swaps in the policy of fixed over file. The retry budget is built
-// once, at start: a changed retryBudget line takes effect at the next start.
+// apply swaps in the policy of fixed over file. The retry budget and the
+// circuit breaker are built once, at start: a changed retryBudget or
+// retryBreaker line takes effect at the next start.
 func (r *Runtime) apply(file Config) error {
 	merged := r.budget.over(r.fixed.over(file))
 	policy, err := merged.Policy()

@@ -19,6 +19,9 @@ type Options struct {
 	Budget *Budget
 	// NoBudget turns the retry budget off: every retry a rule allows runs.
 	NoBudget bool
+	// Breaker is the circuit breaker of this Retrier's statement and
+	// transaction loops. Nil means none (the default).
+	Breaker *Breaker
 	// Random returns a value in [0, 1) for jitter. Nil means math/rand/v2.
 	Random func() float64
 	// Refresh, when set, is called at the start of every operation; the
@@ -35,6 +38,7 @@ type Retrier struct {
 	clock    Clock
 	observer Observer
 	budget   *Budget
+	breaker  *Breaker
 	random   func() float64
 	refresh  func()
 }
@@ -45,7 +49,7 @@ func NewRetrier(p Policy, o Options) (*Retrier, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	r := &Retrier{clock: o.Clock, observer: o.Observer, budget: o.Budget, random: o.Random, refresh: o.Refresh}
+	r := &Retrier{clock: o.Clock, observer: o.Observer, budget: o.Budget, breaker: o.Breaker, random: o.Random, refresh: o.Refresh}
 	if r.clock == nil {
 		r.clock = SystemClock{}
 	}
@@ -76,6 +80,9 @@ func (r *Retrier) Policy() Policy { return *r.policy.Load() }
 
 // Budget returns the retry budget, nil when it is off.
 func (r *Retrier) Budget() *Budget { return r.budget }
+
+// Breaker returns the circuit breaker, nil when it is off.
+func (r *Retrier) Breaker() *Breaker { return r.breaker }
 
 // Clock returns the retrier's clock.
 func (r *Retrier) Clock() Clock { return r.clock }
@@ -141,6 +148,12 @@ func (r *Retrier) loop(ctx context.Context, kind Kind, query string,
 		r.refresh()
 	}
 	p := r.policy.Load()
+	if err := r.breaker.allow(); err != nil {
+		if r.observer != nil {
+			r.observer.GaveUp(GaveUp{Kind: kind, Query: query, Reason: ErrCircuitOpen, Err: err})
+		}
+		return err
+	}
 	var started time.Time
 	for attempt := 1; ; attempt++ {
 		var err error
@@ -152,6 +165,7 @@ func (r *Retrier) loop(ctx context.Context, kind Kind, query string,
 		}
 		if err == nil {
 			r.budget.Earn()
+			r.breaker.succeeded()
 			if attempt > 1 && r.observer != nil {
 				r.observer.Succeeded(Succeeded{Kind: kind, Query: query, Attempts: attempt, Elapsed: r.clock.Now().Sub(started)})
 			}
@@ -161,6 +175,7 @@ func (r *Retrier) loop(ctx context.Context, kind Kind, query string,
 			started = r.clock.Now()
 		}
 		if kind == KindTransaction && errors.Is(err, ErrCommitUnknown) {
+			r.breaker.failed(err)
 			return err
 		}
 		cl := classify(err, timedOut)
@@ -168,6 +183,7 @@ func (r *Retrier) loop(ctx context.Context, kind Kind, query string,
 		if rule == nil || rule.count == 0 || !rule.Matches(query) {
 			r.budget.Earn() // not a retryable failure
 			if attempt == 1 {
+				r.breaker.succeeded()
 				return err
 			}
 			return r.giveUp(kind, query, attempt, ErrNotRetryable, err, nil, "")
@@ -217,6 +233,14 @@ func (r *Retrier) attempt(ctx context.Context, p *Policy, fn func(context.Contex
 }
 
 func (r *Retrier) giveUp(kind Kind, query string, attempts int, reason, err, ctxErr error, detail string) error {
+	if kind != KindConnection {
+		// The database answered: an error no rule retries means it is healthy.
+		if reason == ErrNotRetryable {
+			r.breaker.succeeded()
+		} else {
+			r.breaker.failed(err)
+		}
+	}
 	if r.observer != nil {
 		r.observer.GaveUp(GaveUp{Kind: kind, Query: query, Attempts: attempts, Reason: reason, Err: err})
 	}

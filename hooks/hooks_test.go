@@ -43,6 +43,7 @@ func TestReason(t *testing.T) {
 		core.ErrDeadline:             "deadline",
 		core.ErrNotRetryable:         "not_retryable",
 		core.ErrLoginTimeout:         "login_timeout",
+		core.ErrCircuitOpen:          "circuit_open",
 		errors.New("x"):              "other",
 	} {
 		if got := hooks.Reason(err); got != want {

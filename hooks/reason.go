@@ -8,7 +8,7 @@ import (
 
 // Reason names why a loop gave up, for logs and metric labels:
 // exhausted, query_timeout, budget, deadline, not_retryable,
-// login_timeout, or other.
+// login_timeout, circuit_open, or other.
 func Reason(err error) string {
 	switch {
 	case errors.Is(err, core.ErrRetriesExhausted):
@@ -23,6 +23,8 @@ func Reason(err error) string {
 		return "not_retryable"
 	case errors.Is(err, core.ErrLoginTimeout):
 		return "login_timeout"
+	case errors.Is(err, core.ErrCircuitOpen):
+		return "circuit_open"
 	}
 	return "other"
 }
