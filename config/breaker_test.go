@@ -13,7 +13,7 @@ import (
 
 type deadlockErr struct{}
 
-func (deadlockErr) Error() string          { return "deadlock" }
+func (deadlockErr) Error() string         { return "deadlock" }
 func (deadlockErr) SQLErrorNumber() int32 { return 1205 }
 
 func TestRetryBreakerKey(t *testing.T) {

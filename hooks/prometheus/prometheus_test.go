@@ -17,7 +17,7 @@ import (
 
 type deadlock struct{}
 
-func (deadlock) Error() string          { return "deadlock" }
+func (deadlock) Error() string         { return "deadlock" }
 func (deadlock) SQLErrorNumber() int32 { return 1205 }
 
 func TestMetricsFromARealLoop(t *testing.T) {
