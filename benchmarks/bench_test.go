@@ -15,7 +15,7 @@ import (
 
 type deadlock struct{}
 
-func (deadlock) Error() string          { return "deadlock victim" }
+func (deadlock) Error() string         { return "deadlock victim" }
 func (deadlock) SQLErrorNumber() int32 { return 1205 }
 
 var errDeadlock error = deadlock{}
