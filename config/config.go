@@ -55,6 +55,14 @@ type Config struct {
 	NoBudget bool
 	// Breaker is the circuit breaker's settings. The zero value is off.
 	Breaker core.BreakerSettings
+	// ExecutionCutoff tells the server to stop a statement that runs
+	// longer, on every new connection (MySQL/MariaDB max_execution_time /
+	// max_statement_time, PostgreSQL statement_timeout), so that a
+	// client-side timeout and its retry do not leave the first execution
+	// running on the server. Zero is off; CutoffQueryTimeout means "the
+	// queryTimeout". SQL Server needs none: the driver's cancellation
+	// (ATTENTION) stops the statement on the server.
+	ExecutionCutoff time.Duration
 	// Jitter randomises statement waits. Zero: none (the JDBC schedule).
 	Jitter core.Jitter
 	// Clock is the time source of the loops and of the refresh. Nil means
@@ -84,7 +92,12 @@ const (
 	fieldClock
 	fieldObserver
 	fieldBreaker
+	fieldCutoff
 )
+
+// CutoffQueryTimeout, as Config.ExecutionCutoff, means the cut-off is the
+// queryTimeout (executionCutoff=on).
+const CutoffQueryTimeout time.Duration = -1
 
 // has reports whether f is set in c.
 func (c *Config) has(f field) bool {
@@ -114,6 +127,8 @@ func (c *Config) has(f field) bool {
 		return c.Jitter != core.JitterNone
 	case fieldBreaker:
 		return c.Breaker != core.BreakerSettings{}
+	case fieldCutoff:
+		return c.ExecutionCutoff != 0
 	case fieldClock:
 		return c.Clock != nil
 	case fieldObserver:
@@ -143,6 +158,7 @@ func (c Config) over(lower Config) Config {
 	take(fieldBudget, func() { out.Budget, out.NoBudget = lower.Budget, lower.NoBudget })
 	take(fieldJitter, func() { out.Jitter = lower.Jitter })
 	take(fieldBreaker, func() { out.Breaker = lower.Breaker })
+	take(fieldCutoff, func() { out.ExecutionCutoff = lower.ExecutionCutoff })
 	take(fieldClock, func() { out.Clock = lower.Clock })
 	take(fieldObserver, func() { out.Observer = lower.Observer })
 	return out
@@ -212,6 +228,12 @@ func (c *Config) validate(source string) error {
 	}
 	if err := c.Budget.Validate(); err != nil {
 		return &ValueError{Source: source, Key: keyRetryBudget, Value: formatBudget(c.Budget), Reason: err.Error(), Err: err}
+	}
+	if c.ExecutionCutoff < CutoffQueryTimeout {
+		return bad(keyExecutionCutoff, c.ExecutionCutoff.String(), "expected a time greater than zero, off, or on (the queryTimeout)")
+	}
+	if c.ExecutionCutoff == CutoffQueryTimeout && c.QueryTimeout <= 0 {
+		return bad(keyExecutionCutoff, "on", "on means the queryTimeout, which is not set to a positive time")
 	}
 	if err := c.Breaker.Validate(); err != nil {
 		return &ValueError{Source: source, Key: keyRetryBreaker, Value: fmt.Sprintf("failures=%d,open=%v", c.Breaker.Failures, c.Breaker.OpenFor), Reason: err.Error(), Err: err}
@@ -316,6 +338,22 @@ func WithJitter(j core.Jitter) Option {
 // s.OpenFor.
 func WithCircuitBreaker(s core.BreakerSettings) Option {
 	return func(c *Config) { c.Breaker, c.set = s, c.set|fieldBreaker }
+}
+
+// WithExecutionCutoff sets the server-side execution cut-off (see
+// Config.ExecutionCutoff); zero turns it off, CutoffQueryTimeout uses the
+// queryTimeout.
+func WithExecutionCutoff(d time.Duration) Option {
+	return func(c *Config) { c.ExecutionCutoff, c.set = d, c.set|fieldCutoff }
+}
+
+// Cutoff returns the execution cut-off in effect: ExecutionCutoff, the
+// QueryTimeout for CutoffQueryTimeout, or zero when it is off.
+func (c Config) Cutoff() time.Duration {
+	if c.ExecutionCutoff == CutoffQueryTimeout {
+		return max(c.QueryTimeout, 0)
+	}
+	return max(c.ExecutionCutoff, 0)
 }
 
 // WithClock sets the time source of the retry loops, of the budget and of

@@ -22,6 +22,7 @@ const (
 	keyRetryBudget          = "retryBudget"
 	keyRetryJitter          = "retryJitter"
 	keyRetryBreaker         = "retryBreaker"
+	keyExecutionCutoff      = "executionCutoff"
 	keyRetryProperties      = "retryProperties"
 )
 
@@ -62,6 +63,7 @@ var keys = [...]key{
 	{keyRetryBudget, fieldBudget, true},
 	{keyRetryJitter, fieldJitter, true},
 	{keyRetryBreaker, fieldBreaker, true},
+	{keyExecutionCutoff, fieldCutoff, true},
 	{keyRetryProperties, fieldProperties, false},
 }
 
@@ -151,6 +153,19 @@ func (c *Config) setValue(k key, value, source string) error {
 			return bad("expected none, full or equal", err)
 		}
 		c.Jitter = j
+	case fieldCutoff:
+		switch strings.ToLower(v) {
+		case "off", "none", "false":
+			c.ExecutionCutoff = 0
+		case "on", "true":
+			c.ExecutionCutoff = CutoffQueryTimeout
+		default:
+			d, ok := parseSeconds(v)
+			if !ok || d == 0 {
+				return bad("expected off, on (the queryTimeout), or a time greater than zero such as 30 (seconds) or 500ms", nil)
+			}
+			c.ExecutionCutoff = d
+		}
 	case fieldBreaker:
 		b, err := parseBreaker(v)
 		if err != nil {

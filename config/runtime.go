@@ -21,6 +21,7 @@ type Runtime struct {
 	retrier  *core.Retrier
 	fixed    Config // code over DSN: what the file cannot override
 	budget   Config // the budget and breaker fields in effect, which only a restart changes
+	cutoff   time.Duration
 	path     string // absolute; "" when there is no file
 	clock    core.Clock
 	observer core.Observer
@@ -93,6 +94,7 @@ func New(driverName, dsn string, opts ...Option) (*Runtime, string, error) {
 	if path != "" && merged.RefreshInterval() > 0 {
 		o.Refresh = r.refresh
 	}
+	r.cutoff = merged.Cutoff()
 	r.current.Store(&merged)
 	r.setInterval(merged.RefreshInterval(), r.clock.Now())
 	if r.retrier, err = core.NewRetrier(policy, o); err != nil {
@@ -100,6 +102,11 @@ func New(driverName, dsn string, opts ...Option) (*Runtime, string, error) {
 	}
 	return r, driverDSN, nil
 }
+
+// ExecutionCutoff returns the server-side execution cut-off that new
+// connections get (zero: none). It is read at start: the adapters set it on
+// each new connection.
+func (r *Runtime) ExecutionCutoff() time.Duration { return r.cutoff }
 
 // Retrier returns the retrier that the adapters run statements and
 // connections with. Its policy changes when the properties file does.

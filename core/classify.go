@@ -149,12 +149,19 @@ func classify(err error, attemptTimedOut bool) class {
 }
 
 // IsTimeout reports whether err is a time limit that ran out: a network
-// time-out (net.Error.Timeout) or context.DeadlineExceeded.
+// time-out (net.Error.Timeout), context.DeadlineExceeded, or a server's
+// execution cut-off (MySQL 3024, MariaDB 1969, PostgreSQL SQLSTATE 57014).
 func IsTimeout(err error) bool {
 	if err == nil {
 		return false
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, syscall.ETIMEDOUT) {
+		return true
+	}
+	if n, ok := mysqlNumber(err); ok && (n == 3024 || n == 1969) {
+		return true
+	}
+	if st, ok := SQLState(err); ok && st == "57014" {
 		return true
 	}
 	var ne net.Error

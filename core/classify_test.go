@@ -62,7 +62,8 @@ func TestConditionsAndStates(t *testing.T) {
 	if core.IsBadConn(errors.New("syntax error")) || core.IsBadConn(nil) {
 		t.Errorf("IsBadConn too broad")
 	}
-	for _, err := range []error{context.DeadlineExceeded, &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded}} {
+	for _, err := range []error{context.DeadlineExceeded, &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded},
+		&mysql.MySQLError{Number: 1969}, &mysql.MySQLError{Number: 3024}, &pgLike{"57014"}} {
 		if !core.IsTimeout(err) {
 			t.Errorf("IsTimeout(%v) = false", err)
 		}

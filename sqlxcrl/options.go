@@ -50,3 +50,12 @@ func WithoutRetryBudget() Option { return config.WithoutRetryBudget() }
 
 // WithJitter randomises the statement and transaction waits.
 func WithJitter(j core.Jitter) Option { return config.WithJitter(j) }
+
+// WithExecutionCutoff makes every new connection tell the server to stop a
+// statement that runs longer than d (MySQL/MariaDB, PostgreSQL; SQL Server
+// stops a cancelled statement by itself). Zero turns it off;
+// config.CutoffQueryTimeout uses the queryTimeout.
+func WithExecutionCutoff(d time.Duration) Option { return config.WithExecutionCutoff(d) }
+
+// WithCircuitBreaker turns the circuit breaker on (see core.Breaker).
+func WithCircuitBreaker(s core.BreakerSettings) Option { return config.WithCircuitBreaker(s) }

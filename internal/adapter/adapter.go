@@ -94,6 +94,11 @@ func OpenDB(pkg, driverName, dsn string, opts ...config.Option) (*sql.DB, *confi
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: open %q: %w", pkg, driverName, err)
 	}
+	if cutoff := rt.ExecutionCutoff(); cutoff > 0 {
+		if inner, err = CutoffConnector(pkg, driverName, inner, cutoff); err != nil {
+			return nil, nil, err
+		}
+	}
 	return sql.OpenDB(NewConnector(inner, rt.Retrier())), rt, nil
 }
 
