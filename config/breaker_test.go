@@ -57,3 +57,33 @@ func TestRetryBreakerKey(t *testing.T) {
 		t.Errorf("err = %v, want ErrCircuitOpen", err)
 	}
 }
+
+func TestExecutionCutoffKey(t *testing.T) {
+	for dsn, want := range map[string]time.Duration{
+		"sqlserver://h?executionCutoff=500ms":             500 * time.Millisecond,
+		"sqlserver://h?executionCutoff=2":                 2 * time.Second,
+		"sqlserver://h?executionCutoff=on&queryTimeout=5": 5 * time.Second,
+		"sqlserver://h?executionCutoff=off":               0,
+		"sqlserver://h":                                   0,
+	} {
+		c, _, err := config.ParseDSN("sqlserver", dsn)
+		if err != nil {
+			t.Fatalf("%s: %v", dsn, err)
+		}
+		if got := c.Cutoff(); got != want {
+			t.Errorf("%s: Cutoff() = %v, want %v", dsn, got, want)
+		}
+	}
+	for _, dsn := range []string{"sqlserver://h?executionCutoff=soon", "sqlserver://h?executionCutoff=0"} {
+		if _, _, err := config.ParseDSN("sqlserver", dsn); err == nil || !strings.Contains(err.Error(), "executionCutoff") {
+			t.Errorf("%s: %v", dsn, err)
+		}
+	}
+	if _, _, err := config.New("sqlserver", "sqlserver://h?executionCutoff=on"); err == nil || !strings.Contains(err.Error(), "queryTimeout") {
+		t.Errorf("on without a queryTimeout: %v", err)
+	}
+	rt, _, err := config.New("sqlserver", "sqlserver://h?executionCutoff=on&queryTimeout=3")
+	if err != nil || rt.ExecutionCutoff() != 3*time.Second {
+		t.Errorf("runtime cut-off: %v, %v", rt, err)
+	}
+}
