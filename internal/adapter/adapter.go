@@ -94,12 +94,23 @@ func OpenDB(pkg, driverName, dsn string, opts ...config.Option) (*sql.DB, *confi
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: open %q: %w", pkg, driverName, err)
 	}
+	conn, err := Wrap(pkg, driverName, inner, rt)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sql.OpenDB(conn), rt, nil
+}
+
+// Wrap returns inner with rt's execution cut-off (for the DSN format:
+// sqlserver, mysql or pgx) and the connection loop around every Connect.
+func Wrap(pkg, format string, inner driver.Connector, rt *config.Runtime) (driver.Connector, error) {
 	if cutoff := rt.ExecutionCutoff(); cutoff > 0 {
-		if inner, err = CutoffConnector(pkg, driverName, inner, cutoff); err != nil {
-			return nil, nil, err
+		var err error
+		if inner, err = CutoffConnector(pkg, format, inner, cutoff); err != nil {
+			return nil, err
 		}
 	}
-	return sql.OpenDB(NewConnector(inner, rt.Retrier())), rt, nil
+	return NewConnector(inner, rt.Retrier()), nil
 }
 
 // Finish ends a transaction attempt: it rolls back when fnErr is not nil

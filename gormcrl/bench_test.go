@@ -1,0 +1,84 @@
+package gormcrl_test
+
+import (
+	"testing"
+
+	"gorm.io/driver/sqlserver"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/crl-go/crl/gormcrl"
+	"github.com/crl-go/crl/mssqltest"
+)
+
+// BenchmarkFirst measures First on the success path against mssqltest:
+// plain GORM, and GORM with the plugin (gormcrl.Open), whose cost is one
+// callback pair and the statement loop around the query.
+func BenchmarkFirst(b *testing.B) {
+	s := mssqltest.NewServer(b)
+	s.Handle(selectFirst, orderRow(7, "pen"))
+	cfg := func() *gorm.Config { return &gorm.Config{Logger: logger.Discard} }
+	plain, err := gorm.Open(sqlserver.Open(s.DSN()), cfg())
+	if err != nil {
+		b.Fatal(err)
+	}
+	withPlugin, err := gorm.Open(gormcrl.Open(sqlserver.Open(s.DSN()), gormcrl.WithRetryExec(deadlockRules)), cfg())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name string
+		db   *gorm.DB
+	}{{"plain", plain}, {"plugin", withPlugin}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				var o Order
+				if err := bc.db.First(&o, 7).Error; err != nil || o.ID != 7 {
+					b.Fatal(err, o)
+				}
+			}
+		})
+		b.Run(bc.name+"/parallel", func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					var o Order
+					if err := bc.db.First(&o, 7).Error; err != nil || o.ID != 7 {
+						b.Fatal(err, o)
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkCreate measures Create on the success path: the plugin's
+// whole-unit retry snapshots the value and clones the statement first.
+func BenchmarkCreate(b *testing.B) {
+	s := mssqltest.NewServer(b)
+	s.Handle(insertOrder, idRow(8))
+	cfg := func() *gorm.Config { return &gorm.Config{Logger: logger.Discard} }
+	plain, err := gorm.Open(sqlserver.Open(s.DSN()), cfg())
+	if err != nil {
+		b.Fatal(err)
+	}
+	withPlugin, err := gorm.Open(gormcrl.Open(sqlserver.Open(s.DSN()), gormcrl.WithRetryExec(deadlockRules)), cfg())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name string
+		db   *gorm.DB
+	}{{"plain", plain}, {"plugin", withPlugin}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				o := Order{Name: "pen"}
+				if err := bc.db.Create(&o).Error; err != nil || o.ID != 8 {
+					b.Fatal(err, o)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,41 @@
+// Package gormcrl brings the Configurable Retry Logic of the JDBC driver
+// for SQL Server to GORM, without ever turning a retry into a partial or
+// duplicated write.
+//
+//	db, err := gorm.Open(gormcrl.Open(sqlserver.Open(
+//		"sqlserver://app:secret@db?database=shop&retryExec={1205,1222:3,100ms*2}")),
+//		&gorm.Config{})
+//
+// Open wraps the dialector: the retry settings come from the DSN (and from
+// options in code and the mssql-jdbc.properties file), every new pooled
+// connection runs the connection loop (retryConn, connectRetryCount,
+// connectRetryInterval, loginTimeout), the open path included, and the
+// plugin is registered. On a DB opened without Open, db.Use(gormcrl.New())
+// registers the plugin alone.
+//
+// What the plugin retries, under the retryExec rules:
+//   - First, Find, Take, Count, Pluck, Scan, Row, Rows, Raw and Exec (the
+//     query, row and raw processors): each statement on its own, when it
+//     runs outside any transaction. The rule's query filter is checked
+//     against the statement's text.
+//   - Create, Update, Save and Delete under GORM's implicit transaction
+//     (the default): the whole unit, on a fresh transaction (BEGIN, before
+//     hooks, associations, the statement, after hooks, COMMIT), with the
+//     value put back as the caller passed it first; or, when that cannot be
+//     done safely (GORM would save associations with it, or it is of a
+//     shape this package does not snapshot), not at all. With
+//     SkipDefaultTransaction each statement commits on its own and is
+//     retried on its own.
+//   - Transaction retries a whole closure on a fresh transaction.
+//
+// What is never retried: a statement inside a transaction (db.Transaction,
+// db.Begin, a hook's tx), because SQL Server rolls back the whole
+// transaction of a deadlock victim and re-running one statement would run
+// it outside any transaction; a statement on a *sql.Conn (db.Connection);
+// a COMMIT whose outcome is unknown (core.ErrCommitUnknown); an error that
+// arrives while rows are read; an operation with db.Clauses(NoRetry).
+//
+// Hooks run again on each attempt of a retried unit, as the closure of
+// Transaction does: they must not do anything outside the transaction
+// that they cannot repeat. See docs/gorm.md.
+package gormcrl

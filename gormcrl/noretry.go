@@ -1,0 +1,58 @@
+package gormcrl
+
+import (
+	"context"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// NoRetry opts one operation out of every retry of this package:
+//
+//	db.Clauses(gormcrl.NoRetry).First(&order)
+//	db.Clauses(gormcrl.NoRetry).Create(&order)
+//
+// The operation runs once, as plain GORM runs it, and so do the statements
+// GORM runs for it (preloads, associations, hooks). The connection loop
+// still applies to new connections. NoRetry builds no SQL.
+var NoRetry clause.Expression = noRetry{}
+
+// noRetryClause is the key NoRetry leaves in Statement.Clauses. Clauses are
+// built only when their name is in BuildClauses, which this one never is;
+// the key survives WithContext and Session, which copy the clauses.
+const noRetryClause = "crl:no_retry"
+
+// noRetry is a clause expression that builds nothing. It is deliberately
+// not a clause.Interface, so that db.Clauses hands it to ModifyStatement
+// instead of adding it to the clauses to build.
+type noRetry struct{}
+
+var (
+	_ clause.Expression      = noRetry{}
+	_ gorm.StatementModifier = noRetry{}
+)
+
+// Build writes nothing.
+func (noRetry) Build(clause.Builder) {}
+
+// ModifyStatement marks the statement.
+func (noRetry) ModifyStatement(stmt *gorm.Statement) {
+	stmt.Clauses[noRetryClause] = clause.Clause{}
+}
+
+// noRetryKey marks a context whose statements are not retried: the
+// statements GORM runs on behalf of a NoRetry operation inherit it.
+type noRetryKey struct{}
+
+// optedOut reports whether stmt, or the operation it runs for, carries
+// NoRetry. It passes the mark on to the statement's context, so that the
+// nested statements (preloads, associations, hooks) inherit it.
+func optedOut(stmt *gorm.Statement) bool {
+	if _, ok := stmt.Clauses[noRetryClause]; ok {
+		if stmt.Context.Value(noRetryKey{}) == nil {
+			stmt.Context = context.WithValue(stmt.Context, noRetryKey{}, true)
+		}
+		return true
+	}
+	return stmt.Context != nil && stmt.Context.Value(noRetryKey{}) != nil
+}

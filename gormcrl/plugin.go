@@ -1,0 +1,176 @@
+package gormcrl
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"gorm.io/gorm"
+
+	"github.com/crl-go/crl/config"
+	"github.com/crl-go/crl/core"
+)
+
+// PluginName is the name the plugin registers under in gorm.Config.Plugins
+// and the prefix of its callbacks.
+const PluginName = "crl:retry"
+
+// ErrNoPlugin is returned by Transaction for a *gorm.DB without the plugin.
+var ErrNoPlugin = errors.New("gormcrl: the " + PluginName + " plugin is not registered on this *gorm.DB; open it with gormcrl.Open or call db.Use(gormcrl.New(...))")
+
+// Plugin is the GORM plugin that New returns and Open registers. Its
+// Initialize registers callbacks on the query, row, raw, create, update
+// and delete processors; initializing a plugin again on the same DB
+// registers nothing more, so nothing runs twice. A Plugin builds its
+// configuration (a config.Runtime: the rules, the retry budget, the
+// properties file) on its first Initialize and keeps it; use one Plugin
+// per *gorm.DB. The callbacks use the plugin found under PluginName in
+// db.Plugins, so the one registered last is in effect.
+type Plugin struct {
+	opts []Option
+
+	mu      sync.Mutex // held by Initialize
+	runtime atomic.Pointer[config.Runtime]
+}
+
+var _ gorm.Plugin = (*Plugin)(nil)
+
+// New returns the retry plugin, for db.Use(gormcrl.New(...)):
+//
+//	db.Use(gormcrl.New(gormcrl.WithRetryExec("{1205,1222:3,100ms*2}")))
+//
+// The settings are read, in this order of precedence, from opts, from the
+// DSN of the DB's dialector when it is one of gorm.io/driver/sqlserver,
+// mysql or postgres, from the properties file, and the defaults. New does
+// not wrap the connections of a DB that is already open, so the
+// connection loop does not apply; Open does that.
+func New(opts ...Option) gorm.Plugin {
+	return &Plugin{opts: opts}
+}
+
+// Name returns PluginName.
+func (p *Plugin) Name() string { return PluginName }
+
+// Runtime returns the configuration at run time, or nil before the first
+// Initialize.
+func (p *Plugin) Runtime() *config.Runtime { return p.runtime.Load() }
+
+// Retrier returns the retry engine, or nil before the first Initialize.
+func (p *Plugin) Retrier() *core.Retrier {
+	if rt := p.runtime.Load(); rt != nil {
+		return rt.Retrier()
+	}
+	return nil
+}
+
+// Initialize builds the configuration on the first call and registers the
+// callbacks. It is idempotent: callbacks already registered are left as
+// they are, never doubled.
+func (p *Plugin) Initialize(db *gorm.DB) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.runtime.Load() == nil {
+		format, dsn := dialectorDSN(db.Dialector)
+		rt, _, err := config.New(format, dsn, p.opts...)
+		if err != nil {
+			return fmt.Errorf("gormcrl: %w", err)
+		}
+		p.runtime.Store(rt)
+	}
+	return p.register(db)
+}
+
+// retrier is the engine of the plugin.
+func (p *Plugin) retrier() *core.Retrier { return p.runtime.Load().Retrier() }
+
+// active returns the plugin in effect for db: the one registered under
+// PluginName (db.Use, Open), else p, the one whose callbacks run.
+func (p *Plugin) active(db *gorm.DB) *Plugin {
+	if q, ok := db.Plugins[PluginName].(*Plugin); ok && q != p && q.runtime.Load() != nil {
+		return q
+	}
+	return p
+}
+
+// register puts the callbacks on the processors.
+func (p *Plugin) register(db *gorm.DB) error {
+	var errs []error
+	// A callback already there stays: GORM's Replace would lose its place
+	// (a replacement keeps no Before/After), and the callbacks find the
+	// plugin in db.Plugins when they run (see active), so the one
+	// registered last is the one in effect.
+	add := func(get func(string) func(*gorm.DB), register func(string, func(*gorm.DB)) error,
+		name string, fn func(*gorm.DB)) {
+		if get(name) != nil {
+			return
+		}
+		if err := register(name, fn); err != nil {
+			errs = append(errs, fmt.Errorf("gormcrl: register callback %s: %w", name, err))
+		}
+	}
+	cb := db.Callback()
+
+	// Query, Row, Raw: each statement under the statement loop.
+	q, row, raw := cb.Query(), cb.Row(), cb.Raw()
+	add(q.Get, q.Before("gorm:query").Register, "crl:retry_pool", p.installPool)
+	add(q.Get, q.After("*").Register, "crl:restore_pool", restorePool)
+	add(row.Get, row.Before("gorm:row").Register, "crl:retry_pool", p.installPool)
+	add(row.Get, row.After("*").Register, "crl:restore_pool", restorePool)
+	add(raw.Get, raw.Before("gorm:raw").Register, "crl:retry_pool", p.installPool)
+	add(raw.Get, raw.After("*").Register, "crl:restore_pool", restorePool)
+
+	// Create, Update, Delete: the whole unit of GORM's implicit transaction
+	// (see unit.go). Without that transaction (SkipDefaultTransaction) each
+	// statement commits on its own and crl:retry_pool retries it alone.
+	c, u, d := cb.Create(), cb.Update(), cb.Delete()
+	cu := &unitCallbacks{plugin: p, op: opCreate, execute: c.Execute}
+	add(c.Get, c.Before("*").Register, "crl:unit_start", cu.start)
+	add(c.Get, c.Before("gorm:before_create").Register, "crl:unit_tx", watchTx)
+	add(c.Get, c.Before("gorm:create").Register, "crl:retry_pool", p.installPool)
+	add(c.Get, c.After("*").Register, "crl:unit_end", cu.end)
+	uu := &unitCallbacks{plugin: p, op: opUpdate, execute: u.Execute}
+	add(u.Get, u.Before("*").Register, "crl:unit_start", uu.start)
+	add(u.Get, u.Before("gorm:setup_reflect_value").Register, "crl:unit_tx", watchTx)
+	add(u.Get, u.Before("gorm:update").Register, "crl:retry_pool", p.installPool)
+	add(u.Get, u.After("*").Register, "crl:unit_end", uu.end)
+	du := &unitCallbacks{plugin: p, op: opDelete, execute: d.Execute}
+	add(d.Get, d.Before("*").Register, "crl:unit_start", du.start)
+	add(d.Get, d.Before("gorm:before_delete").Register, "crl:unit_tx", watchTx)
+	add(d.Get, d.Before("gorm:delete").Register, "crl:retry_pool", p.installPool)
+	add(d.Get, d.After("*").Register, "crl:unit_end", du.end)
+	return errors.Join(errs...)
+}
+
+// installPool puts the statement loop on a statement outside any
+// transaction, unless it opted out.
+func (p *Plugin) installPool(db *gorm.DB) {
+	stmt := db.Statement
+	if db.Error != nil || db.DryRun || !retriesAlone(stmt.ConnPool) || optedOut(stmt) {
+		return
+	}
+	if _, ok := unwrapPool(stmt.ConnPool); ok { // a nested statement of a retried one
+		return
+	}
+	stmt.ConnPool = wrapPool(stmt.ConnPool, p.active(db).retrier(), stmt)
+}
+
+// restorePool takes the statement loop off the statement that put it on,
+// so that a *gorm.DB reused after this operation sees its own pool.
+func restorePool(db *gorm.DB) {
+	if rp, ok := unwrapPool(db.Statement.ConnPool); ok && rp.owner == db.Statement {
+		db.Statement.ConnPool = rp.inner
+	}
+}
+
+// pluginOf returns the plugin registered on db.
+func pluginOf(db *gorm.DB) (*Plugin, bool) {
+	if db == nil || db.Config == nil {
+		return nil, false
+	}
+	p, ok := db.Plugins[PluginName].(*Plugin)
+	if !ok || p.runtime.Load() == nil {
+		return nil, false
+	}
+	return p, true
+}

@@ -1,0 +1,284 @@
+package gormcrl
+
+import (
+	"maps"
+	"reflect"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/schema"
+)
+
+// A failed attempt may have written to the value of a Create, Update or
+// Delete before the server rolled its transaction back: the primary key and
+// the columns read back through OUTPUT INSERTED / RETURNING, CreatedAt and
+// UpdatedAt, soft-delete times, values set by hooks. A retry must start from
+// the value as the caller passed it (a primary key left set by a rolled-back
+// INSERT would be inserted explicitly), so the whole-unit retry takes a
+// snapshot first and puts it back before each retry. A value it cannot put
+// back safely is not retried at all.
+
+// snapshot returns a function that puts the operation's value (Dest, and
+// Model when it is another value) back as it is now, or false when the
+// operation must not be retried: its value is of a shape this package does
+// not snapshot, or GORM would save associations with it (their rows and
+// keys are other values, written by nested statements).
+func snapshot(stmt *gorm.Statement, op operation) (func(), bool) {
+	if op != opDelete && savesAssociations(stmt, op == opCreate) {
+		return nil, false
+	}
+	var restores []func()
+	for i, v := range []any{stmt.Dest, stmt.Model} {
+		if v == nil || (i == 1 && sameValue(stmt.Model, stmt.Dest)) {
+			continue
+		}
+		r, ok := snapshotValue(reflect.ValueOf(v))
+		if !ok {
+			return nil, false
+		}
+		if r != nil {
+			restores = append(restores, r)
+		}
+	}
+	return func() {
+		for _, r := range restores {
+			r()
+		}
+	}, true
+}
+
+func sameValue(a, b any) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	if va.Kind() == reflect.Pointer && vb.Kind() == reflect.Pointer {
+		return va.Pointer() == vb.Pointer() && va.Type() == vb.Type()
+	}
+	return false
+}
+
+// snapshotValue handles the shapes GORM writes to: a struct, a slice or
+// array of structs or of pointers to structs, through pointers; maps of
+// column names and slices of them. A value GORM cannot write to (a struct
+// passed by value) needs nothing. It returns a nil restore when there is
+// nothing to put back.
+func snapshotValue(v reflect.Value) (func(), bool) {
+	switch m := v.Interface().(type) {
+	case map[string]any:
+		return snapshotMaps([]map[string]any{m}), true
+	case []map[string]any:
+		return snapshotMaps(m), true
+	case *map[string]any:
+		if m == nil {
+			return nil, true
+		}
+		old := *m
+		r := snapshotMaps([]map[string]any{old})
+		return func() { *m = old; r() }, true
+	case *[]map[string]any:
+		if m == nil {
+			return nil, true
+		}
+		old := *m
+		r := snapshotMaps(old)
+		return func() { *m = old; r() }, true
+	}
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			if v.CanSet() { // GORM allocates it: put the nil back
+				return func() { v.Set(reflect.Zero(v.Type())) }, true
+			}
+			return nil, true
+		}
+		v = v.Elem()
+	}
+	if !v.CanAddr() {
+		switch v.Kind() {
+		case reflect.Struct:
+			return nil, true // passed by value: GORM cannot write to it
+		case reflect.Slice:
+			// The elements of a slice are addressable even when the slice
+			// value is not: handled below through its backing array.
+		case reflect.Array:
+			return nil, true // passed by value: GORM cannot write to it
+		default:
+			return nil, false
+		}
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		return snapshotStruct(v), true
+	case reflect.Slice, reflect.Array:
+		var header reflect.Value
+		if v.Kind() == reflect.Slice && v.CanSet() {
+			header = reflect.New(v.Type()).Elem()
+			header.Set(v)
+		}
+		n := v.Len()
+		restores := make([]func(), 0, n)
+		for i := 0; i < n; i++ {
+			e := v.Index(i)
+			switch {
+			case e.Kind() == reflect.Struct:
+				restores = append(restores, snapshotStruct(e))
+			case e.Kind() == reflect.Pointer && e.Type().Elem().Kind() == reflect.Struct:
+				p := reflect.New(e.Type()).Elem()
+				p.Set(e)
+				if e.IsNil() {
+					restores = append(restores, func() { e.Set(p) })
+					continue
+				}
+				r := snapshotStruct(e.Elem())
+				restores = append(restores, func() { e.Set(p); r() })
+			default:
+				return nil, false
+			}
+		}
+		return func() {
+			if header.IsValid() {
+				v.Set(header)
+			}
+			for _, r := range restores {
+				r()
+			}
+		}, true
+	}
+	return nil, false
+}
+
+func snapshotMaps(ms []map[string]any) func() {
+	olds := make([]map[string]any, len(ms))
+	for i, m := range ms {
+		olds[i] = maps.Clone(m)
+	}
+	return func() {
+		for i, m := range ms {
+			if m == nil {
+				continue
+			}
+			clear(m)
+			maps.Copy(m, olds[i])
+		}
+	}
+}
+
+// snapshotStruct copies an addressable struct, and the values its non-nil
+// exported pointer fields point to (GORM writes through such a pointer, a
+// *time.Time UpdatedAt or a pre-allocated *int64 ID, instead of replacing
+// it), including those of embedded structs.
+func snapshotStruct(v reflect.Value) func() {
+	old := reflect.New(v.Type()).Elem()
+	old.Set(v)
+	var pointees []func()
+	collectPointees(v, &pointees, 0)
+	return func() {
+		v.Set(old)
+		for _, r := range pointees {
+			r()
+		}
+	}
+}
+
+func collectPointees(v reflect.Value, out *[]func(), depth int) {
+	if depth > 4 {
+		return
+	}
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		sf := t.Field(i)
+		if !sf.IsExported() && !sf.Anonymous {
+			continue
+		}
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.Struct:
+			if sf.Anonymous {
+				collectPointees(f, out, depth+1)
+			}
+		case reflect.Pointer:
+			if f.IsNil() || !f.Elem().CanSet() {
+				continue
+			}
+			target := f.Elem()
+			old := reflect.New(target.Type()).Elem()
+			old.Set(target)
+			*out = append(*out, func() { target.Set(old) })
+			if target.Kind() == reflect.Struct && sf.Anonymous {
+				collectPointees(target, out, depth+1)
+			}
+		}
+	}
+}
+
+// savesAssociations reports whether GORM's association callbacks would
+// write associated rows for this Create or Update: the schema has a
+// relationship that the statement's Select/Omit does not leave out and
+// whose field holds a value (GORM skips zero ones), or a map value names
+// one. Delete only removes associations named by Select, and writes to no
+// value, so it is never in the way.
+func savesAssociations(stmt *gorm.Statement, isCreate bool) bool {
+	sch := stmt.Schema
+	if sch == nil || !hasRelations(sch) {
+		return false
+	}
+	selected, restricted := stmt.SelectAndOmitColumns(isCreate, !isCreate)
+	for _, rels := range [][]*schema.Relationship{sch.Relationships.BelongsTo, sch.Relationships.HasOne,
+		sch.Relationships.HasMany, sch.Relationships.Many2Many} {
+		for _, rel := range rels {
+			if v, ok := selected[rel.Name]; (ok && !v) || (!ok && restricted) {
+				continue
+			}
+			for _, value := range []any{stmt.Dest, stmt.Model} {
+				if holdsRelation(stmt, rel, value) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func hasRelations(sch *schema.Schema) bool {
+	r := &sch.Relationships
+	return len(r.BelongsTo)+len(r.HasOne)+len(r.HasMany)+len(r.Many2Many) > 0
+}
+
+// holdsRelation reports whether value (a struct, a slice of them, a map)
+// holds a non-zero value for rel.
+func holdsRelation(stmt *gorm.Statement, rel *schema.Relationship, value any) bool {
+	switch m := value.(type) {
+	case nil:
+		return false
+	case map[string]any:
+		_, ok := m[rel.Name]
+		return ok
+	case []map[string]any:
+		for _, e := range m {
+			if _, ok := e[rel.Name]; ok {
+				return true
+			}
+		}
+		return false
+	}
+	v := reflect.Indirect(reflect.ValueOf(value))
+	for v.Kind() == reflect.Pointer && !v.IsNil() {
+		v = v.Elem()
+	}
+	model := stmt.Schema.ModelType
+	nonZero := func(e reflect.Value) bool {
+		e = reflect.Indirect(e)
+		if !e.IsValid() || e.Type() != model {
+			return false
+		}
+		_, zero := rel.Field.ValueOf(stmt.Context, e)
+		return !zero
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		return nonZero(v)
+	case reflect.Slice, reflect.Array:
+		for i := 0; i < v.Len(); i++ {
+			if nonZero(v.Index(i)) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,70 @@
+package gormcrl
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"gorm.io/gorm"
+
+	"github.com/crl-go/crl/internal/adapter"
+)
+
+// Transaction runs fn in a transaction and commits it, like
+// db.Transaction; when fn or the COMMIT fails with an error that the
+// statement rules retry (the rule's query filter checked against the
+// statement that failed, or "COMMIT"), it waits as the rule says and runs
+// fn again on a fresh transaction. fn must do nothing outside the
+// transaction that it cannot repeat.
+//
+// The transaction is rolled back when fn returns an error or panics (the
+// panic goes on). A COMMIT whose outcome is unknown (the connection broke)
+// is never retried: the error matches core.ErrCommitUnknown. The first
+// options, if any, are the transaction's. The context is db's
+// (db.WithContext).
+//
+// Called on a *gorm.DB that is already in a transaction, Transaction is
+// db.Transaction (a savepoint) and retries nothing: the enclosing
+// transaction is the unit to retry. With db.Clauses(NoRetry) it is
+// db.Transaction too. db must have the plugin (Open or
+// db.Use(New(...))); otherwise the error is ErrNoPlugin.
+func Transaction(db *gorm.DB, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions) error {
+	if db == nil || db.Statement == nil {
+		return fmt.Errorf("gormcrl: Transaction: %w", gorm.ErrInvalidDB)
+	}
+	p, ok := pluginOf(db)
+	if !ok {
+		return ErrNoPlugin
+	}
+	if !retriesAlone(db.Statement.ConnPool) || optedOut(db.Statement) {
+		return db.Transaction(fn, opts...)
+	}
+	ctx := db.Statement.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return p.retrier().DoTx(ctx, func(context.Context) (string, error) {
+		return runTx(db, fn, opts)
+	})
+}
+
+// runTx is one attempt of Transaction.
+func runTx(db *gorm.DB, fn func(tx *gorm.DB) error, opts []*sql.TxOptions) (failed string, err error) {
+	tx := db.Begin(opts...)
+	if tx.Error != nil {
+		return "", tx.Error
+	}
+	var fail failure
+	tx.Statement.ConnPool, _ = recordTx(tx.Statement.ConnPool, &fail)
+	committer, ok := tx.Statement.ConnPool.(gorm.TxCommitter)
+	if !ok {
+		return "", fmt.Errorf("gormcrl: Transaction: %w", gorm.ErrInvalidTransaction)
+	}
+	rollback := committer.Rollback
+	defer adapter.Recover(rollback)
+	failed, err = adapter.Finish("gormcrl", fn(tx), rollback, committer.Commit)
+	if err != nil && failed == "" {
+		failed = fail.failedQuery()
+	}
+	return failed, err
+}

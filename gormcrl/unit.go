@@ -1,0 +1,198 @@
+package gormcrl
+
+import (
+	"context"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/crl-go/crl/internal/adapter"
+)
+
+// The whole-unit retry of Create, Update and Delete.
+//
+// GORM runs these through a processor whose callbacks are, in order:
+// gorm:begin_transaction, the before hooks, the associations saved before,
+// the statement, the associations saved after, the after hooks and
+// gorm:commit_or_rollback_transaction. SQL Server rolls the whole
+// transaction of a deadlock victim back, so re-running the one statement
+// that failed would run it outside any transaction, or fail at COMMIT. The
+// unit of retry is therefore the whole chain, on a fresh transaction:
+//
+//   - crl:unit_start (first) decides whether the operation may be retried:
+//     GORM is about to open its implicit transaction, no user transaction
+//     is open, the operation did not opt out, and the value written can be
+//     put back as it was (see snapshot.go). If so it snapshots the value
+//     and clones the statement as it is before any callback changed it.
+//   - crl:unit_tx (after gorm:begin_transaction) wraps GORM's *sql.Tx so
+//     that the statement that fails and a failed COMMIT are recorded; when
+//     GORM did not open a transaction it disarms the unit.
+//   - The chain runs as usual: that is the first attempt.
+//   - crl:unit_end (last) hands the outcome of the first attempt to the
+//     transaction loop (core.Retrier.DoTx), which decides, with the
+//     failed statement's text for the rule's query filter. Each retry puts
+//     the value back as it was, clones the pristine statement again and
+//     runs the processor's whole chain on the clone (Execute), GORM's own
+//     begin and commit included; the clone's callbacks record its
+//     failures the same way. The outcome of the last attempt becomes the
+//     operation's Error and RowsAffected.
+//
+// A COMMIT that failed with an unknown outcome is never retried (the error
+// matches core.ErrCommitUnknown); a COMMIT the server refused is the failed
+// statement "COMMIT".
+
+// unitKey is the Settings key of a statement's unit. It holds the
+// statement's own address, so the clones GORM makes of a statement (which
+// copy Settings) do not see it.
+type unitKey struct{ stmt *gorm.Statement }
+
+// unit is the state of one Create, Update or Delete under the whole-unit
+// retry, or of one of its retries (retry set).
+type unit struct {
+	fail  failure
+	armed bool // the chain runs in a transaction this package records
+	retry bool // this statement is a retry's clone: the loop runs elsewhere
+
+	// Of the first attempt only.
+	began   time.Time
+	base    *gorm.DB // the statement as it was before the chain ran
+	restore func()   // puts the value written back as it was
+}
+
+func unitOf(stmt *gorm.Statement) *unit {
+	if v, ok := stmt.Settings.Load(unitKey{stmt}); ok {
+		return v.(*unit)
+	}
+	return nil
+}
+
+// operation is the processor a unit runs in.
+type operation uint8
+
+const (
+	opCreate operation = iota
+	opUpdate
+	opDelete
+)
+
+// unitCallbacks are the callbacks of one processor.
+type unitCallbacks struct {
+	plugin  *Plugin
+	op      operation
+	execute func(*gorm.DB) *gorm.DB // the processor's Execute
+}
+
+// start is crl:unit_start.
+func (c *unitCallbacks) start(db *gorm.DB) {
+	stmt := db.Statement
+	if db.Error != nil || db.DryRun || db.SkipDefaultTransaction || unitOf(stmt) != nil {
+		return // nothing runs, no implicit transaction, or a retry's clone
+	}
+	if !retriesAlone(stmt.ConnPool) || optedOut(stmt) {
+		return // in a user's transaction, on a *sql.Conn, or opted out
+	}
+	restore, ok := snapshot(stmt, c.op)
+	if !ok {
+		return // run once, as GORM does
+	}
+	u := &unit{armed: true, began: time.Now(), restore: restore,
+		base: db.Session(&gorm.Session{Context: stmt.Context})}
+	stmt.Settings.Store(unitKey{stmt}, u)
+}
+
+// watchTx is crl:unit_tx: it runs after gorm:begin_transaction.
+func watchTx(db *gorm.DB) {
+	stmt := db.Statement
+	u := unitOf(stmt)
+	if u == nil || !u.armed || db.Error != nil {
+		return // not ours, or BEGIN failed (nothing ran: safe to retry)
+	}
+	if _, started := db.InstanceGet("gorm:started_transaction"); started {
+		if pool, ok := recordTx(stmt.ConnPool, &u.fail); ok {
+			stmt.ConnPool = pool
+			return
+		}
+	}
+	// No transaction of GORM's own that this package can watch (a pool that
+	// cannot begin one): the statements may commit one by one, so the unit
+	// is not retried.
+	u.armed = false
+}
+
+// end is crl:unit_end.
+func (c *unitCallbacks) end(db *gorm.DB) {
+	restorePool(db)
+	stmt := db.Statement
+	u := unitOf(stmt)
+	if u == nil || u.retry {
+		return
+	}
+	stmt.Settings.Delete(unitKey{stmt})
+	if !u.armed {
+		return
+	}
+	if db.Error != nil {
+		// Log the first attempt now, with its own error and time, and keep
+		// GORM from logging it again with the operation's outcome: each
+		// attempt is logged once.
+		traceAttempt(db, u.began)
+	}
+	var (
+		first = true
+		last  *gorm.DB
+	)
+	err := c.plugin.active(db).retrier().DoTx(stmt.Context, func(ctx context.Context) (string, error) {
+		if first {
+			first = false
+			return u.outcome(db.Error)
+		}
+		u.restore()
+		r := &unit{armed: true, retry: true}
+		// Initialized: a *gorm.DB of its own with a clone of the pristine
+		// statement, whose callbacks (InstanceSet) see that statement.
+		next := u.base.Session(&gorm.Session{Initialized: true})
+		next.Statement.Context = ctx
+		next.Statement.Settings.Store(unitKey{next.Statement}, r)
+		last = c.execute(next)
+		return r.outcome(last.Error)
+	})
+	if last != nil {
+		db.RowsAffected = last.RowsAffected
+	}
+	db.Error = err
+	if stmt.Result != nil {
+		stmt.Result.Error = err
+	}
+}
+
+// outcome is what an attempt returns to the transaction loop: the
+// statement that failed and the error, or the failed COMMIT as Finish
+// classifies it (its outcome may be unknown).
+func (u *unit) outcome(err error) (string, error) {
+	if err == nil {
+		return "", nil
+	}
+	if cerr := u.fail.commitErr(); cerr != nil {
+		return adapter.Finish("gormcrl", nil, nil, func() error { return cerr })
+	}
+	return u.fail.failedQuery(), err
+}
+
+// traceAttempt logs the first attempt, which failed, as GORM's processor
+// logs a statement, and empties the statement's SQL so that the processor
+// does not log it again when the chain ends.
+func traceAttempt(db *gorm.DB, began time.Time) {
+	stmt := db.Statement
+	if stmt.SQL.Len() == 0 || db.Logger == nil {
+		return
+	}
+	sqlText, vars, rows, err := stmt.SQL.String(), stmt.Vars, db.RowsAffected, db.Error
+	db.Logger.Trace(stmt.Context, began, func() (string, int64) {
+		if filter, ok := db.Logger.(gorm.ParamsFilter); ok {
+			sqlText, vars = filter.ParamsFilter(stmt.Context, sqlText, vars...)
+		}
+		return db.Dialector.Explain(sqlText, vars...), rows
+	}, err)
+	stmt.SQL.Reset()
+	stmt.Vars = nil
+}
