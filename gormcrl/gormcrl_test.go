@@ -17,6 +17,7 @@ import (
 	"gorm.io/gorm/clause"
 	"gorm.io/gorm/logger"
 
+	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/core/coretest"
 	"github.com/crl-go/crl/gormcrl"
@@ -57,7 +58,7 @@ func open(t testing.TB, s *mssqltest.Server, cfg *gorm.Config, opts ...gormcrl.O
 	if cfg.Logger == nil {
 		cfg.Logger = logger.Discard
 	}
-	opts = append([]gormcrl.Option{gormcrl.WithClock(clock), gormcrl.WithRetryExec(deadlockRules)}, opts...)
+	opts = append([]gormcrl.Option{config.WithClock(clock), gormcrl.WithRetryExec(deadlockRules)}, opts...)
 	db, err := gorm.Open(gormcrl.Open(sqlserver.Open(s.DSN()), opts...), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -562,7 +563,7 @@ func TestConnectionRetriedOnOpen(t *testing.T) {
 func TestOpenReadsRulesFromTheDSN(t *testing.T) {
 	s := mssqltest.NewServer(t)
 	clock := coretest.NewClock(time.Time{})
-	db, err := gorm.Open(gormcrl.Open(sqlserver.Open(s.DSN()+"&retryExec={1205:1,5ms}"), gormcrl.WithClock(clock)),
+	db, err := gorm.Open(gormcrl.Open(sqlserver.Open(s.DSN()+"&retryExec={1205:1,5ms}"), config.WithClock(clock)),
 		&gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		t.Fatal(err)
@@ -641,7 +642,7 @@ func TestPluginInitializeIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := gormcrl.New(gormcrl.WithRetryExec(deadlockRules), gormcrl.WithClock(coretest.NewClock(time.Time{})))
+	p := gormcrl.New(gormcrl.WithRetryExec(deadlockRules), config.WithClock(coretest.NewClock(time.Time{})))
 	if p.Name() != "crl:retry" {
 		t.Fatalf("name %q", p.Name())
 	}
@@ -724,7 +725,7 @@ func TestNewReadsRulesFromTheDialectorDSN(t *testing.T) {
 		t.Fatal(err)
 	}
 	clock := coretest.NewClock(time.Time{})
-	if err := db.Use(gormcrl.New(gormcrl.WithClock(clock))); err != nil {
+	if err := db.Use(gormcrl.New(config.WithClock(clock))); err != nil {
 		t.Fatal(err)
 	}
 	s.Handle(selectFirst, mssqltest.Error(1205), orderRow(7, "pen"))
@@ -748,13 +749,13 @@ func TestOpenUnknownDialectorGetsThePluginOnly(t *testing.T) {
 	s := mssqltest.NewServer(t)
 	s.FailLogin(40613, 1)
 	clock := coretest.NewClock(time.Time{})
-	_, err := gorm.Open(gormcrl.Open(otherDialector{sqlserver.Open(s.DSN())}, gormcrl.WithClock(clock),
+	_, err := gorm.Open(gormcrl.Open(otherDialector{sqlserver.Open(s.DSN())}, config.WithClock(clock),
 		gormcrl.WithRetryExec(deadlockRules)), &gorm.Config{Logger: logger.Discard})
 	var e mssql.Error
 	if !errors.As(err, &e) || e.Number != 40613 {
 		t.Fatalf("got %v, want the login failure (connections are not wrapped)", err)
 	}
-	db, err := gorm.Open(gormcrl.Open(otherDialector{sqlserver.Open(s.DSN())}, gormcrl.WithClock(clock),
+	db, err := gorm.Open(gormcrl.Open(otherDialector{sqlserver.Open(s.DSN())}, config.WithClock(clock),
 		gormcrl.WithRetryExec(deadlockRules)), &gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/gormcrl"
 )
@@ -52,7 +53,7 @@ func TestRealDeadlocksGORM(t *testing.T) {
 				dsn += "&deadlock_timeout=50ms"
 			}
 			db, err := gorm.Open(gormcrl.Open(tc.dialector(dsn), gormcrl.WithRetryExec(tc.rules),
-				gormcrl.WithRetryBudget(core.BudgetSettings{Max: 10000})), &gorm.Config{Logger: logger.Discard})
+				config.WithRetryBudget(core.BudgetSettings{Max: 10000})), &gorm.Config{Logger: logger.Discard})
 			if err != nil {
 				t.Fatal(err)
 			}

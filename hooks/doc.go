@@ -3,5 +3,5 @@
 // events to several observers. Prometheus metrics are in hooks/prometheus.
 //
 //	db, err := sqlxcrl.Open("sqlserver", dsn,
-//		sqlxcrl.WithObserver(hooks.Multi(hooks.Slog(logger), metrics)))
+//		config.WithObserver(hooks.Multi(hooks.Slog(logger), metrics)))
 package hooks

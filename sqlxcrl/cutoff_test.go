@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/sqlxcrl"
 )
@@ -27,7 +28,7 @@ func TestExecutionCutoffStopsTheServer(t *testing.T) {
 			}
 			counter := &retryCounter{}
 			db, err := sqlxcrl.Connect(tc.driver, dsn, sqlxcrl.WithRetryExec("{timeout:1,0+0}"),
-				sqlxcrl.WithExecutionCutoff(200*time.Millisecond), sqlxcrl.WithObserver(counter))
+				config.WithExecutionCutoff(200*time.Millisecond), config.WithObserver(counter))
 			if err != nil {
 				t.Fatal(err)
 			}

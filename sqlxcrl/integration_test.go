@@ -14,6 +14,7 @@ import (
 	_ "github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/sqlxcrl"
 )
@@ -50,8 +51,8 @@ func TestRealDeadlocksLoseAndDuplicateNothing(t *testing.T) {
 				dsn += sep(dsn) + "deadlock_timeout=50ms"
 			}
 			counter := &retryCounter{}
-			db, err := sqlxcrl.Connect(tc.driver, dsn, sqlxcrl.WithRetryExec(tc.rules), sqlxcrl.WithObserver(counter),
-				sqlxcrl.WithRetryBudget(core.BudgetSettings{Max: 10000}))
+			db, err := sqlxcrl.Connect(tc.driver, dsn, sqlxcrl.WithRetryExec(tc.rules), config.WithObserver(counter),
+				config.WithRetryBudget(core.BudgetSettings{Max: 10000}))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,6 +12,7 @@ import (
 
 	mssql "github.com/microsoft/go-mssqldb"
 
+	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/core/coretest"
 	"github.com/crl-go/crl/mssqltest"
@@ -31,7 +32,7 @@ func secs(v ...float64) []time.Duration {
 func open(t testing.TB, srv *mssqltest.Server, params string, opts ...sqlxcrl.Option) (*sqlxcrl.DB, *coretest.Clock) {
 	t.Helper()
 	clock := coretest.NewClock(time.Time{})
-	opts = append([]sqlxcrl.Option{sqlxcrl.WithClock(clock)}, opts...)
+	opts = append([]sqlxcrl.Option{config.WithClock(clock)}, opts...)
 	db, err := sqlxcrl.Connect("sqlserver", srv.DSN()+params, opts...)
 	if err != nil {
 		t.Fatalf("Connect: %v", err)
@@ -116,7 +117,7 @@ func TestQueryTimeoutRefusesLongerWaits(t *testing.T) {
 
 func TestQueryTimeoutBoundsEachAttempt(t *testing.T) {
 	srv := mssqltest.NewServer(t)
-	db, _ := open(t, srv, "&retryExec={timeout:1,0%2B0}", sqlxcrl.WithQueryTimeout(100*time.Millisecond))
+	db, _ := open(t, srv, "&retryExec={timeout:1,0%2B0}", config.WithQueryTimeout(100*time.Millisecond))
 	const slow = "SELECT * FROM big"
 	srv.Handle(slow, mssqltest.Hang())
 	start := time.Now()
@@ -411,7 +412,7 @@ func TestConnectionLoop(t *testing.T) {
 			srv := mssqltest.NewServer(t)
 			srv.FailLogin(tc.fail, tc.times)
 			clock := coretest.NewClock(time.Time{})
-			db, err := sqlxcrl.Connect("sqlserver", srv.DSN()+tc.params, sqlxcrl.WithClock(clock))
+			db, err := sqlxcrl.Connect("sqlserver", srv.DSN()+tc.params, config.WithClock(clock))
 			if tc.ok != (err == nil) {
 				t.Fatalf("Connect err = %v, want ok=%v", err, tc.ok)
 			}

@@ -24,6 +24,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/gormcrl"
 	"github.com/crl-go/crl/mssqltest"
@@ -87,7 +88,7 @@ func run(dsn string) error {
 
 	fmt.Println("open (the login runs the connection loop):")
 	db, err := gorm.Open(gormcrl.Open(sqlserver.Open(dsn),
-		gormcrl.WithRetryExec("{1205,1222:3,100ms*2}"), gormcrl.WithObserver(printer{})),
+		gormcrl.WithRetryExec("{1205,1222:3,100ms*2}"), config.WithObserver(printer{})),
 		&gorm.Config{Logger: logger.Default.LogMode(logger.Warn)})
 	if err != nil {
 		return fmt.Errorf("open: %w", err)

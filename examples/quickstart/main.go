@@ -12,6 +12,7 @@ import (
 
 	_ "github.com/microsoft/go-mssqldb" // registers the "sqlserver" driver
 
+	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/mssqltest"
 	"github.com/crl-go/crl/sqlxcrl"
@@ -46,7 +47,7 @@ func run() error {
 	srv.Handle(update, mssqltest.Error(1205), mssqltest.Error(1205), mssqltest.Affected(1))
 
 	dsn := srv.DSN() + "&retryExec={1205,1222:3,100ms*2:select,update}"
-	db, err := sqlxcrl.Connect("sqlserver", dsn, sqlxcrl.WithObserver(printer{}))
+	db, err := sqlxcrl.Connect("sqlserver", dsn, config.WithObserver(printer{}))
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 
 	mssql "github.com/microsoft/go-mssqldb"
 
+	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/mssqltest"
 	"github.com/crl-go/crl/sqlxcrl"
@@ -65,7 +66,7 @@ func run(dsn string) error {
 		fmt.Println("using the in-process SQL Server stand-in (mssqltest)")
 	}
 	ctx := context.Background()
-	db, err := sqlxcrl.ConnectContext(ctx, "sqlserver", dsn, sqlxcrl.WithRetryExec(rules), sqlxcrl.WithObserver(printer{}))
+	db, err := sqlxcrl.ConnectContext(ctx, "sqlserver", dsn, sqlxcrl.WithRetryExec(rules), config.WithObserver(printer{}))
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
