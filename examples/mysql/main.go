@@ -124,9 +124,16 @@ func storm(ctx context.Context, dsn string, budget bool) (float64, error) {
 			defer wg.Done()
 			for range each {
 				_, err := db.ExecContext(ctx, "SELECT SLEEP(1)")
-				if err == nil || !core.IsTimeout(err) && !errors.Is(err, core.ErrRetryBudgetExceeded) {
+				var bad error
+				switch {
+				case err == nil:
+					bad = errors.New("storm: a statement that should time out succeeded")
+				case !core.IsTimeout(err) && !errors.Is(err, core.ErrRetryBudgetExceeded):
+					bad = fmt.Errorf("storm: %w", err)
+				}
+				if bad != nil {
 					mu.Lock()
-					unexpected = fmt.Errorf("storm: %v", err)
+					unexpected = bad
 					mu.Unlock()
 				}
 				failures.Add(1)
