@@ -184,6 +184,12 @@ func (r *Runtime) look(force bool) (core.RulesReloaded, bool) {
 	if stamp == r.stamp && !force {
 		return ev, false
 	}
+	if stamp.size == 0 && !force {
+		// An editor or a tool truncates the file and then writes it: an
+		// empty file is a write in progress, not "no rules". Look again at
+		// the next check (the stamp is not recorded).
+		return ev, false
+	}
 	r.stamp = stamp // a bad version is reported once, not at every look
 	file, err := ReadProperties(r.path)
 	if err == nil {

@@ -243,11 +243,30 @@ func TestHotReloadConcurrent(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for ruleCount(f.rt, 1205) != 99 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
+		f.clock.Advance(1100 * time.Millisecond) // the look is lazy: let time pass
 	}
 	stop.Store(true)
 	wg.Wait()
 	if got := ruleCount(f.rt, 1205); got != 99 {
 		t.Fatalf("the last edit did not take effect: %d", got)
+	}
+}
+
+// An empty file is a write in progress (truncate, then write): it is not
+// applied as "no rules", and the content written next is.
+func TestHotReloadIgnoresEmptyFile(t *testing.T) {
+	f := newReloadFixture(t, "retryExec={1205:3,1}\n")
+	f.file.write("")
+	f.clock.Advance(1100 * time.Millisecond)
+	statement(t, f.rt)
+	if got := ruleCount(f.rt, 1205); got != 3 {
+		t.Fatalf("an empty file replaced the rules: %d", got)
+	}
+	f.file.write("retryExec={1205:5,1}\n")
+	f.clock.Advance(1100 * time.Millisecond)
+	statement(t, f.rt)
+	if got := ruleCount(f.rt, 1205); got != 5 {
+		t.Fatalf("the content written after the empty file was not applied: %d", got)
 	}
 }
 
