@@ -73,7 +73,7 @@ func TestStatementWaitsAreTheSchedule(t *testing.T) {
 	if calls != 4 {
 		t.Errorf("attempts = %d, want count+1 = 4", calls)
 	}
-	if got, want := clock.Sleeps(), secs(2, 4, 8); !slices.Equal(got, want) {
+	if got, want := clock.Sleeps(), coretest.Seconds(2, 4, 8); !slices.Equal(got, want) {
 		t.Errorf("waits = %v, want %v", got, want)
 	}
 	if !errors.Is(err, core.ErrRetriesExhausted) {
@@ -103,7 +103,7 @@ func TestStatementSucceedsAfterRetries(t *testing.T) {
 	if err := r.Do(context.Background(), "update t set a=1", failing(&calls, serverError{1205}, serverError{1205})); err != nil {
 		t.Fatal(err)
 	}
-	if calls != 3 || !slices.Equal(clock.Sleeps(), secs(5, 10)) {
+	if calls != 3 || !slices.Equal(clock.Sleeps(), coretest.Seconds(5, 10)) {
 		t.Errorf("calls %d waits %v", calls, clock.Sleeps())
 	}
 	if s := obs.Snapshot().Successes; len(s) != 1 || s[0].Attempts != 3 {
@@ -152,7 +152,7 @@ func TestQueryTimeoutRefusesLongWaits(t *testing.T) {
 		t.Fatalf("err = %v, want ErrInvalidRetryInterval wrapping the driver error", err)
 	}
 	// Waits 2 (≤3) then 4 (>3): two attempts.
-	if calls != 2 || !slices.Equal(clock.Sleeps(), secs(2)) {
+	if calls != 2 || !slices.Equal(clock.Sleeps(), coretest.Seconds(2)) {
 		t.Errorf("calls %d waits %v", calls, clock.Sleeps())
 	}
 
@@ -195,7 +195,7 @@ func TestDeadlineCheckedBeforeEachWait(t *testing.T) {
 	driverErr := serverError{1205}
 	err := r.Do(ctx, "select 1", failing(&calls, repeat(driverErr, 5)...))
 	// Wait 2 s fits (now+2 < now+3); the next wait 4 s would pass the deadline.
-	if calls != 2 || !slices.Equal(clock.Sleeps(), secs(2)) {
+	if calls != 2 || !slices.Equal(clock.Sleeps(), coretest.Seconds(2)) {
 		t.Errorf("calls %d waits %v", calls, clock.Sleeps())
 	}
 	if !errors.Is(err, core.ErrDeadline) || !errors.Is(err, driverErr) {
@@ -226,9 +226,9 @@ func TestJitter(t *testing.T) {
 		j    core.Jitter
 		want []time.Duration
 	}{
-		{core.JitterNone, secs(2, 4)},
-		{core.JitterFull, secs(0.5, 1)},
-		{core.JitterEqual, secs(1.25, 2.5)},
+		{core.JitterNone, coretest.Seconds(2, 4)},
+		{core.JitterFull, coretest.Seconds(0.5, 1)},
+		{core.JitterEqual, coretest.Seconds(1.25, 2.5)},
 	} {
 		r, clock := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:2,2*2}"), Jitter: tc.j}, core.Options{Random: func() float64 { return 0.25 }})
 		calls := 0
@@ -249,7 +249,7 @@ func TestDoTx(t *testing.T) {
 		}
 		return "", nil
 	})
-	if err != nil || calls != 3 || !slices.Equal(clock.Sleeps(), secs(1, 3)) {
+	if err != nil || calls != 3 || !slices.Equal(clock.Sleeps(), coretest.Seconds(1, 3)) {
 		t.Errorf("err %v calls %d waits %v", err, calls, clock.Sleeps())
 	}
 	// The filter is checked against the statement that failed.

@@ -8,15 +8,8 @@ import (
 	"time"
 
 	"github.com/crl-go/crl/core"
+	"github.com/crl-go/crl/core/coretest"
 )
-
-func secs(v ...float64) []time.Duration {
-	out := make([]time.Duration, len(v))
-	for i, s := range v {
-		out[i] = time.Duration(s * float64(time.Second))
-	}
-	return out
-}
 
 // statementCase is one retryExec value with, for each error number, the
 // waits its rule must have (nil: no rule).
@@ -31,64 +24,64 @@ type statementCase struct {
 // suite (ConfigurableRetryLogicTest) that the JDBC driver accepts.
 var validStatementCases = []statementCase{
 	// JDBC documentation: timing strings table.
-	{name: "doc timing 3", value: "{1205:3}", waits: map[int32][]time.Duration{1205: secs(0, 2, 4)}},
-	{name: "doc timing 3,5", value: "{1205:3,5}", waits: map[int32][]time.Duration{1205: secs(5, 7, 9)}},
-	{name: "doc timing 3,5+5", value: "{1205:3,5+5}", waits: map[int32][]time.Duration{1205: secs(5, 10, 15)}},
-	{name: "doc timing 3,2*2", value: "{1205:3,2*2}", waits: map[int32][]time.Duration{1205: secs(2, 4, 8)}},
-	{name: "doc timing 4,1*", value: "{1205:4,1*}", waits: map[int32][]time.Duration{1205: secs(1, 1, 1, 1)}},
-	{name: "doc constant wait", value: "{1205:3,5+0}", waits: map[int32][]time.Duration{1205: secs(5, 5, 5)}},
+	{name: "doc timing 3", value: "{1205:3}", waits: map[int32][]time.Duration{1205: coretest.Seconds(0, 2, 4)}},
+	{name: "doc timing 3,5", value: "{1205:3,5}", waits: map[int32][]time.Duration{1205: coretest.Seconds(5, 7, 9)}},
+	{name: "doc timing 3,5+5", value: "{1205:3,5+5}", waits: map[int32][]time.Duration{1205: coretest.Seconds(5, 10, 15)}},
+	{name: "doc timing 3,2*2", value: "{1205:3,2*2}", waits: map[int32][]time.Duration{1205: coretest.Seconds(2, 4, 8)}},
+	{name: "doc timing 4,1*", value: "{1205:4,1*}", waits: map[int32][]time.Duration{1205: coretest.Seconds(1, 1, 1, 1)}},
+	{name: "doc constant wait", value: "{1205:3,5+0}", waits: map[int32][]time.Duration{1205: coretest.Seconds(5, 5, 5)}},
 	// JDBC documentation: statement examples.
 	{name: "doc url example", value: "{1205,1222:3,2*2:select,update}",
-		waits:  map[int32][]time.Duration{1205: secs(2, 4, 8), 1222: secs(2, 4, 8)},
+		waits:  map[int32][]time.Duration{1205: coretest.Seconds(2, 4, 8), 1222: coretest.Seconds(2, 4, 8)},
 		filter: map[int32][]string{1205: {"select", "update"}, 1222: {"select", "update"}}},
 	{name: "doc properties form without braces", value: "1205,1222:3,2*2:select,update",
-		waits: map[int32][]time.Duration{1205: secs(2, 4, 8), 1222: secs(2, 4, 8)}},
-	{name: "doc 1205,1222:3,5+5", value: "{1205,1222:3,5+5}", waits: map[int32][]time.Duration{1205: secs(5, 10, 15), 1222: secs(5, 10, 15)}},
-	{name: "doc 2714:2,1*2", value: "{2714:2,1*2}", waits: map[int32][]time.Duration{2714: secs(1, 2)}},
-	{name: "doc filter select,update", value: "{1205:4,2+2:select,update}", waits: map[int32][]time.Duration{1205: secs(2, 4, 6, 8)},
+		waits: map[int32][]time.Duration{1205: coretest.Seconds(2, 4, 8), 1222: coretest.Seconds(2, 4, 8)}},
+	{name: "doc 1205,1222:3,5+5", value: "{1205,1222:3,5+5}", waits: map[int32][]time.Duration{1205: coretest.Seconds(5, 10, 15), 1222: coretest.Seconds(5, 10, 15)}},
+	{name: "doc 2714:2,1*2", value: "{2714:2,1*2}", waits: map[int32][]time.Duration{2714: coretest.Seconds(1, 2)}},
+	{name: "doc filter select,update", value: "{1205:4,2+2:select,update}", waits: map[int32][]time.Duration{1205: coretest.Seconds(2, 4, 6, 8)},
 		filter: map[int32][]string{1205: {"select", "update"}}},
-	{name: "doc two rules", value: "{1205:3,5+5};{1222:2,2}", waits: map[int32][]time.Duration{1205: secs(5, 10, 15), 1222: secs(2, 4)}},
-	{name: "doc writes", value: "{1205,1222:4,2*2:insert,update,delete,merge}", waits: map[int32][]time.Duration{1205: secs(2, 4, 8, 16), 1222: secs(2, 4, 8, 16)},
+	{name: "doc two rules", value: "{1205:3,5+5};{1222:2,2}", waits: map[int32][]time.Duration{1205: coretest.Seconds(5, 10, 15), 1222: coretest.Seconds(2, 4)}},
+	{name: "doc writes", value: "{1205,1222:4,2*2:insert,update,delete,merge}", waits: map[int32][]time.Duration{1205: coretest.Seconds(2, 4, 8, 16), 1222: coretest.Seconds(2, 4, 8, 16)},
 		filter: map[int32][]string{1222: {"insert", "update", "delete", "merge"}}},
-	{name: "doc schema", value: "{2714:2,1+1};{3702:2,1+1}", waits: map[int32][]time.Duration{2714: secs(1, 2), 3702: secs(1, 2)}},
-	{name: "doc properties file", value: "1205:3,5+5;1222:2,2", waits: map[int32][]time.Duration{1205: secs(5, 10, 15), 1222: secs(2, 4)}},
-	{name: "doc properties file filter", value: "1205:3,5+5:select,update", waits: map[int32][]time.Duration{1205: secs(5, 10, 15)}},
+	{name: "doc schema", value: "{2714:2,1+1};{3702:2,1+1}", waits: map[int32][]time.Duration{2714: coretest.Seconds(1, 2), 3702: coretest.Seconds(1, 2)}},
+	{name: "doc properties file", value: "1205:3,5+5;1222:2,2", waits: map[int32][]time.Duration{1205: coretest.Seconds(5, 10, 15), 1222: coretest.Seconds(2, 4)}},
+	{name: "doc properties file filter", value: "1205:3,5+5:select,update", waits: map[int32][]time.Duration{1205: coretest.Seconds(5, 10, 15)}},
 	// mssql-jdbc test suite.
-	{name: "suite conn string option", value: "{2714:3,2*2:CREATE;2715:1,3}", waits: map[int32][]time.Duration{2714: secs(2, 4, 8), 2715: secs(3)},
+	{name: "suite conn string option", value: "{2714:3,2*2:CREATE;2715:1,3}", waits: map[int32][]time.Duration{2714: coretest.Seconds(2, 4, 8), 2715: coretest.Seconds(3)},
 		filter: map[int32][]string{2714: {"create"}, 2715: nil}},
-	{name: "suite single immediate retry", value: "{2714:1;}", waits: map[int32][]time.Duration{2714: secs(0)}},
-	{name: "suite single 5s retry", value: "{2714:1,5;}", waits: map[int32][]time.Duration{2714: secs(5)}},
-	{name: "suite two retries 2*3", value: "{2714,2716:2,2*3:CREATE}", waits: map[int32][]time.Duration{2714: secs(2, 6), 2716: secs(2, 6)}},
-	{name: "suite two retries 3+4", value: "{2714,2716:2,3+4:CREATE}", waits: map[int32][]time.Duration{2714: secs(3, 7), 2716: secs(3, 7)}},
-	{name: "suite multiple rules", value: "{2716:1,2*2:CREATE;2714:1,2*2:CREATE}", waits: map[int32][]time.Duration{2714: secs(2), 2716: secs(2)}},
+	{name: "suite single immediate retry", value: "{2714:1;}", waits: map[int32][]time.Duration{2714: coretest.Seconds(0)}},
+	{name: "suite single 5s retry", value: "{2714:1,5;}", waits: map[int32][]time.Duration{2714: coretest.Seconds(5)}},
+	{name: "suite two retries 2*3", value: "{2714,2716:2,2*3:CREATE}", waits: map[int32][]time.Duration{2714: coretest.Seconds(2, 6), 2716: coretest.Seconds(2, 6)}},
+	{name: "suite two retries 3+4", value: "{2714,2716:2,3+4:CREATE}", waits: map[int32][]time.Duration{2714: coretest.Seconds(3, 7), 2716: coretest.Seconds(3, 7)}},
+	{name: "suite multiple rules", value: "{2716:1,2*2:CREATE;2714:1,2*2:CREATE}", waits: map[int32][]time.Duration{2714: coretest.Seconds(2), 2716: coretest.Seconds(2)}},
 	{name: "suite empty", value: "{}", waits: map[int32][]time.Duration{2714: nil}},
 	{name: "suite empty rule", value: "{;}", waits: map[int32][]time.Duration{2714: nil}},
-	{name: "suite length 2", value: "{2714:1,3;}", waits: map[int32][]time.Duration{2714: secs(3)}},
-	{name: "suite operand no change +", value: "{2714:1,3+;}", waits: map[int32][]time.Duration{2714: secs(3)}},
-	{name: "suite operand no change *", value: "{2714:1,3*;}", waits: map[int32][]time.Duration{2714: secs(3)}},
-	{name: "suite empty filter", value: "{2714:1,3:;}", waits: map[int32][]time.Duration{2714: secs(3)}, filter: map[int32][]string{2714: nil}},
-	{name: "suite multi errors *", value: "{2714,2716:1,2*2:CREATE}", waits: map[int32][]time.Duration{2714: secs(2), 2716: secs(2)}},
-	{name: "suite multi errors +", value: "{2714,2716:1,2+2:CREATE}", waits: map[int32][]time.Duration{2716: secs(2)}},
-	{name: "suite multi errors no filter", value: "{2714,2716:1,2+2}", waits: map[int32][]time.Duration{2716: secs(2)}},
-	{name: "suite long count", value: "{2714,2716:11,2+2:CREATE}", waits: map[int32][]time.Duration{2714: secs(2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22)}},
-	{name: "suite big initial", value: "{2714,2716:4,100+1:CREATE}", waits: map[int32][]time.Duration{2714: secs(100, 101, 102, 103)}},
+	{name: "suite length 2", value: "{2714:1,3;}", waits: map[int32][]time.Duration{2714: coretest.Seconds(3)}},
+	{name: "suite operand no change +", value: "{2714:1,3+;}", waits: map[int32][]time.Duration{2714: coretest.Seconds(3)}},
+	{name: "suite operand no change *", value: "{2714:1,3*;}", waits: map[int32][]time.Duration{2714: coretest.Seconds(3)}},
+	{name: "suite empty filter", value: "{2714:1,3:;}", waits: map[int32][]time.Duration{2714: coretest.Seconds(3)}, filter: map[int32][]string{2714: nil}},
+	{name: "suite multi errors *", value: "{2714,2716:1,2*2:CREATE}", waits: map[int32][]time.Duration{2714: coretest.Seconds(2), 2716: coretest.Seconds(2)}},
+	{name: "suite multi errors +", value: "{2714,2716:1,2+2:CREATE}", waits: map[int32][]time.Duration{2716: coretest.Seconds(2)}},
+	{name: "suite multi errors no filter", value: "{2714,2716:1,2+2}", waits: map[int32][]time.Duration{2716: coretest.Seconds(2)}},
+	{name: "suite long count", value: "{2714,2716:11,2+2:CREATE}", waits: map[int32][]time.Duration{2714: coretest.Seconds(2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22)}},
+	{name: "suite big initial", value: "{2714,2716:4,100+1:CREATE}", waits: map[int32][]time.Duration{2714: coretest.Seconds(100, 101, 102, 103)}},
 	// crl extensions.
 	{name: "white space", value: " { 1205 , 1222 : 3 , 2 * 2 : select , update } ; { 40501 : 1 } ",
-		waits: map[int32][]time.Duration{1205: secs(2, 4, 8), 40501: secs(0)}, filter: map[int32][]string{1222: {"select", "update"}}},
-	{name: "units", value: "{1205:3,100ms*2}", waits: map[int32][]time.Duration{1205: secs(0.1, 0.2, 0.4)}},
-	{name: "unit change", value: "{1205:3,1.5s+250ms}", waits: map[int32][]time.Duration{1205: secs(1.5, 1.75, 2)}},
-	{name: "minutes", value: "{1205:2,2m}", waits: map[int32][]time.Duration{1205: secs(120, 122)}},
-	{name: "fractional factor", value: "{1205:3,1*1.5}", waits: map[int32][]time.Duration{1205: secs(1, 1.5, 2.25)}},
+		waits: map[int32][]time.Duration{1205: coretest.Seconds(2, 4, 8), 40501: coretest.Seconds(0)}, filter: map[int32][]string{1222: {"select", "update"}}},
+	{name: "units", value: "{1205:3,100ms*2}", waits: map[int32][]time.Duration{1205: coretest.Seconds(0.1, 0.2, 0.4)}},
+	{name: "unit change", value: "{1205:3,1.5s+250ms}", waits: map[int32][]time.Duration{1205: coretest.Seconds(1.5, 1.75, 2)}},
+	{name: "minutes", value: "{1205:2,2m}", waits: map[int32][]time.Duration{1205: coretest.Seconds(120, 122)}},
+	{name: "fractional factor", value: "{1205:3,1*1.5}", waits: map[int32][]time.Duration{1205: coretest.Seconds(1, 1.5, 2.25)}},
 	{name: "count 0 disables", value: "{1205:0}", waits: map[int32][]time.Duration{1205: {}}},
 	{name: "count 255", value: "{1205:255,0+0}", waits: map[int32][]time.Duration{1205: make([]time.Duration, 255)}},
-	{name: "later rule wins", value: "{1205:3};{1205:1,7}", waits: map[int32][]time.Duration{1205: secs(7)}},
-	{name: "whole list in braces", value: "{1205:3;1222:1,1}", waits: map[int32][]time.Duration{1205: secs(0, 2, 4), 1222: secs(1)}},
+	{name: "later rule wins", value: "{1205:3};{1205:1,7}", waits: map[int32][]time.Duration{1205: coretest.Seconds(7)}},
+	{name: "whole list in braces", value: "{1205:3;1222:1,1}", waits: map[int32][]time.Duration{1205: coretest.Seconds(0, 2, 4), 1222: coretest.Seconds(1)}},
 	{name: "upper-case filter lowered", value: "{1205:1:SELECT}", filter: map[int32][]string{1205: {"select"}}},
 	{name: "saturation *", value: "{1205:5,1000000000*1000000000}",
 		waits: map[int32][]time.Duration{1205: {1e9 * time.Second, core.MaxWait, core.MaxWait, core.MaxWait, core.MaxWait}}},
 	{name: "saturation +", value: "{1205:3,2147483000+1000}",
 		waits: map[int32][]time.Duration{1205: {2147483000 * time.Second, core.MaxWait, core.MaxWait}}},
-	{name: "jdbc trailing colon", value: "{1205:2,1:}", waits: map[int32][]time.Duration{1205: secs(1, 3)}},
+	{name: "jdbc trailing colon", value: "{1205:2,1:}", waits: map[int32][]time.Duration{1205: coretest.Seconds(1, 3)}},
 }
 
 func TestParseStatementRulesValid(t *testing.T) {
@@ -219,7 +212,7 @@ func TestTokens(t *testing.T) {
 	if _, ok := rules.Lookup(40001); !ok {
 		t.Errorf("Lookup(40001) not found")
 	}
-	if r, ok := rules.LookupCondition("timeout"); !ok || !slices.Equal(r.WaitTimes(), secs(0.1, 0.2)) {
+	if r, ok := rules.LookupCondition("timeout"); !ok || !slices.Equal(r.WaitTimes(), coretest.Seconds(0.1, 0.2)) {
 		t.Errorf("LookupCondition(timeout) = %v %v", r, ok)
 	}
 	if _, ok := rules.LookupCondition("badconn"); !ok {

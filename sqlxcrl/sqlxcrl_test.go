@@ -19,14 +19,6 @@ import (
 	"github.com/crl-go/crl/sqlxcrl"
 )
 
-func secs(v ...float64) []time.Duration {
-	out := make([]time.Duration, len(v))
-	for i, s := range v {
-		out[i] = time.Duration(s * float64(time.Second))
-	}
-	return out
-}
-
 // open connects to the stand-in with the DSN parameters params and a
 // virtual clock, so waits are recorded and instant.
 func open(t testing.TB, srv *mssqltest.Server, params string, opts ...sqlxcrl.Option) (*sqlxcrl.DB, *coretest.Clock) {
@@ -52,22 +44,6 @@ func mustNumber(t *testing.T, err error, want int32) {
 
 const update = "UPDATE accounts SET balance = balance - 10 WHERE id = 1"
 
-func TestWaitsAreTheSchedule(t *testing.T) {
-	srv := mssqltest.NewServer(t)
-	db, clock := open(t, srv, "&retryExec={1205,1222:3,2*2:select,update}")
-	srv.Handle(update, mssqltest.Error(1205), mssqltest.Error(1222), mssqltest.Affected(1))
-	res, err := db.Exec(update)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		t.Errorf("RowsAffected = %d", n)
-	}
-	if srv.Count(update) != 3 || !slices.Equal(clock.Sleeps(), secs(2, 4)) {
-		t.Errorf("count %d waits %v", srv.Count(update), clock.Sleeps())
-	}
-}
-
 func TestAttemptsAreCountPlusOne(t *testing.T) {
 	srv := mssqltest.NewServer(t)
 	db, clock := open(t, srv, "&retryExec={1205:3,2*2}")
@@ -76,7 +52,7 @@ func TestAttemptsAreCountPlusOne(t *testing.T) {
 	if srv.Count(update) != 4 {
 		t.Errorf("attempts = %d, want 4", srv.Count(update))
 	}
-	if !slices.Equal(clock.Sleeps(), secs(2, 4, 8)) {
+	if !slices.Equal(clock.Sleeps(), coretest.Seconds(2, 4, 8)) {
 		t.Errorf("waits %v", clock.Sleeps())
 	}
 	if !errors.Is(err, core.ErrRetriesExhausted) || !strings.Contains(err.Error(), "4 attempts") {
@@ -101,20 +77,6 @@ func TestFilterMismatchReturnsTheError(t *testing.T) {
 	}
 }
 
-func TestQueryTimeoutRefusesLongerWaits(t *testing.T) {
-	srv := mssqltest.NewServer(t)
-	db, clock := open(t, srv, "&retryExec={1205:4,2%2B2}&queryTimeout=3")
-	srv.Handle(update, mssqltest.Error(1205))
-	_, err := db.Exec(update)
-	if !errors.Is(err, core.ErrInvalidRetryInterval) {
-		t.Fatalf("err = %v", err)
-	}
-	mustNumber(t, err, 1205)
-	if srv.Count(update) != 2 || !slices.Equal(clock.Sleeps(), secs(2)) {
-		t.Errorf("count %d waits %v", srv.Count(update), clock.Sleeps())
-	}
-}
-
 func TestQueryTimeoutBoundsEachAttempt(t *testing.T) {
 	srv := mssqltest.NewServer(t)
 	db, _ := open(t, srv, "&retryExec={timeout:1,0%2B0}", config.WithQueryTimeout(100*time.Millisecond))
@@ -131,22 +93,6 @@ func TestQueryTimeoutBoundsEachAttempt(t *testing.T) {
 	}
 	if time.Since(start) > 3*time.Second {
 		t.Errorf("took %v", time.Since(start))
-	}
-}
-
-func TestDeadlineBeforeWait(t *testing.T) {
-	srv := mssqltest.NewServer(t)
-	db, clock := open(t, srv, "&retryExec={1205:3,2*2}")
-	srv.Handle(update, mssqltest.Error(1205))
-	ctx, cancel := context.WithDeadline(context.Background(), clock.Now().Add(3*time.Second))
-	defer cancel()
-	_, err := db.ExecContext(ctx, update)
-	if !errors.Is(err, core.ErrDeadline) {
-		t.Errorf("err = %v", err)
-	}
-	mustNumber(t, err, 1205)
-	if srv.Count(update) != 2 || !slices.Equal(clock.Sleeps(), secs(2)) {
-		t.Errorf("count %d waits %v", srv.Count(update), clock.Sleeps())
 	}
 }
 
@@ -325,7 +271,7 @@ func TestRunInTxRetriesTheWholeClosure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if runs != 2 || !slices.Equal(clock.Sleeps(), secs(1)) {
+	if runs != 2 || !slices.Equal(clock.Sleeps(), coretest.Seconds(1)) {
 		t.Errorf("runs %d waits %v", runs, clock.Sleeps())
 	}
 	committed := srv.Committed()
@@ -400,11 +346,11 @@ func TestConnectionLoop(t *testing.T) {
 		waits  []time.Duration
 	}{
 		{"first retry immediate", "", 40613, 1, true, 2, []time.Duration{0}},
-		{"interval after", "&connectRetryCount=3&connectRetryInterval=5", 40613, 2, true, 3, secs(0, 5)},
-		{"loginTimeout early stop", "&connectRetryCount=5&connectRetryInterval=2&loginTimeout=3", 40613, 10, false, 3, secs(0, 2)},
+		{"interval after", "&connectRetryCount=3&connectRetryInterval=5", 40613, 2, true, 3, coretest.Seconds(0, 5)},
+		{"loginTimeout early stop", "&connectRetryCount=5&connectRetryInterval=2&loginTimeout=3", 40613, 10, false, 3, coretest.Seconds(0, 2)},
 		{"connectRetryCount=0", "&connectRetryCount=0", 40613, 1, false, 1, nil},
 		{"not transient", "&connectRetryCount=3", 18456, 1, false, 1, nil},
-		{"append", "&retryConn={%2B18456}&connectRetryCount=2", 18456, 2, true, 3, secs(0, 10)},
+		{"append", "&retryConn={%2B18456}&connectRetryCount=2", 18456, 2, true, 3, coretest.Seconds(0, 10)},
 		{"append keeps builtin", "&retryConn={%2B18456}", 40613, 1, true, 2, []time.Duration{0}},
 		{"replace", "&retryConn={18456}", 40613, 1, false, 1, nil},
 	} {
@@ -511,4 +457,30 @@ func TestNewDbRetriesStatements(t *testing.T) {
 	if _, err := db.Exec(update); err != nil || srv.Count(update) != 2 {
 		t.Errorf("err %v count %d", err, srv.Count(update))
 	}
+}
+
+// sqlxHandle is sqlxcrl's side of the conformance suite.
+type sqlxHandle struct{ db *sqlxcrl.DB }
+
+func (h sqlxHandle) Exec(ctx context.Context, query string) error {
+	_, err := h.db.ExecContext(ctx, query)
+	return err
+}
+
+func (h sqlxHandle) InTx(ctx context.Context, fn func(exec func(string) error) error) error {
+	return h.db.RunInTx(ctx, nil, func(tx *sqlxcrl.Tx) error {
+		return fn(func(q string) error { _, err := tx.ExecContext(ctx, q); return err })
+	})
+}
+
+func (h sqlxHandle) Close() error { return h.db.Close() }
+
+func TestConformance(t *testing.T) {
+	coretest.Conformance(t, func(t *testing.T, dsn string, clock core.Clock) (coretest.Handle, error) {
+		db, err := sqlxcrl.Connect("sqlserver", dsn, config.WithClock(clock))
+		if err != nil {
+			return nil, err
+		}
+		return sqlxHandle{db}, nil
+	})
 }

@@ -72,3 +72,12 @@ func (c *Clock) Reset() {
 	defer c.mu.Unlock()
 	c.sleeps = nil
 }
+
+// Seconds returns the durations of v seconds each, for comparing waits.
+func Seconds(v ...float64) []time.Duration {
+	out := make([]time.Duration, len(v))
+	for i, s := range v {
+		out[i] = time.Duration(s * float64(time.Second))
+	}
+	return out
+}
