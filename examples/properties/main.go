@@ -8,7 +8,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -37,16 +36,24 @@ func (reloads) RulesReloaded(e core.RulesReloaded) {
 }
 
 func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "properties example:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
 	dir, err := os.MkdirTemp("", "crl-properties")
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	defer os.RemoveAll(dir)
 	path := filepath.Join(dir, "mssql-jdbc.properties")
 	mtime := time.Now()
+	var writeErr error
 	write := func(content string) {
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			log.Fatal(err)
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil && writeErr == nil {
+			writeErr = err
 		}
 		// As if saved a second later, for file systems with coarse times.
 		mtime = mtime.Add(time.Second)
@@ -58,11 +65,11 @@ func main() {
 		"sqlserver://app@localhost?database=shop&retryRefresh=100ms&retryProperties="+url.PathEscape(path),
 		config.WithObserver(reloads{}))
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	fmt.Println("driver DSN:", driverDSN)
 
-	run := func(step string) {
+	run := func(step string, want int) error {
 		time.Sleep(150 * time.Millisecond) // let retryRefresh pass
 		attempts := 0
 		err := rt.Retrier().Do(context.Background(), "update stock set n = n - 1", func(context.Context) error {
@@ -70,14 +77,27 @@ func main() {
 			return deadlock{}
 		})
 		fmt.Printf("%s: %d attempts (%v)\n", step, attempts, err)
+		if attempts != want {
+			return fmt.Errorf("%s: %d attempts, want %d", step, attempts, want)
+		}
+		return nil
 	}
-	run("start, retryExec={1205:1,10ms}")
+	if err := run("start, retryExec={1205:1,10ms}", 2); err != nil {
+		return err
+	}
 	write("retryExec={1205:3,10ms}\n")
-	run("edited to {1205:3,10ms}")
-	write("retryExec={1205:3,10ms}\nretryExec={1205:two}\n")
-	run("broken on line 2")
-	if err := os.Remove(path); err != nil {
-		log.Fatal(err)
+	if err := run("edited to {1205:3,10ms}", 4); err != nil {
+		return err
 	}
-	run("deleted")
+	write("retryExec={1205:3,10ms}\nretryExec={1205:two}\n")
+	if err := run("broken on line 2", 4); err != nil {
+		return err
+	}
+	if err := os.Remove(path); err != nil {
+		return err
+	}
+	if err := run("deleted", 4); err != nil {
+		return err
+	}
+	return writeErr
 }
