@@ -59,7 +59,7 @@ func run() error {
 		mtime = mtime.Add(time.Second)
 		_ = os.Chtimes(path, mtime, mtime)
 	}
-	write("retryExec={1205:1,10ms}\n")
+	write("retryExec={1205:1,10ms+0}\n")
 
 	rt, driverDSN, err := config.New("sqlserver",
 		"sqlserver://app@localhost?database=shop&retryRefresh=100ms&retryProperties="+url.PathEscape(path),
@@ -82,14 +82,14 @@ func run() error {
 		}
 		return nil
 	}
-	if err := run("start, retryExec={1205:1,10ms}", 2); err != nil {
+	if err := run("start, retryExec={1205:1,10ms+0}", 2); err != nil {
 		return err
 	}
-	write("retryExec={1205:3,10ms}\n")
-	if err := run("edited to {1205:3,10ms}", 4); err != nil {
+	write("retryExec={1205:3,10ms+0}\n")
+	if err := run("edited to {1205:3,10ms+0}", 4); err != nil {
 		return err
 	}
-	write("retryExec={1205:3,10ms}\nretryExec={1205:two}\n")
+	write("retryExec={1205:3,10ms+0}\nretryExec={1205:two}\n")
 	if err := run("broken on line 2", 4); err != nil {
 		return err
 	}
