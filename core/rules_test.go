@@ -352,3 +352,13 @@ func TestParseJitter(t *testing.T) {
 		t.Errorf("ParseJitter(half) = %v", err)
 	}
 }
+
+// The JDBC default change (+2 s) applies with units too.
+func TestDefaultChangeWithUnits(t *testing.T) {
+	rules := mustRules(t, "{1205:3,100ms};{1222:3,100ms+0}")
+	a, _ := rules.Lookup(1205)
+	b, _ := rules.Lookup(1222)
+	if !slices.Equal(a.WaitTimes(), coretest.Seconds(0.1, 2.1, 4.1)) || !slices.Equal(b.WaitTimes(), coretest.Seconds(0.1, 0.1, 0.1)) {
+		t.Errorf("waits %v and %v", a.WaitTimes(), b.WaitTimes())
+	}
+}
