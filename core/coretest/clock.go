@@ -5,6 +5,7 @@ package coretest
 
 import (
 	"context"
+	"math"
 	"sync"
 	"time"
 
@@ -77,7 +78,7 @@ func (c *Clock) Reset() {
 func Seconds(v ...float64) []time.Duration {
 	out := make([]time.Duration, len(v))
 	for i, s := range v {
-		out[i] = time.Duration(s * float64(time.Second))
+		out[i] = time.Duration(math.Round(s * float64(time.Second)))
 	}
 	return out
 }
