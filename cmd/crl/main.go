@@ -73,6 +73,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
+	for _, note := range notes(cfg.RetryExec) {
+		fmt.Fprintln(stdout, "note:", note)
+	}
 	if cmd == "check" {
 		fmt.Fprintf(stdout, "ok: %d statement rule(s), connection rules %s\n", policy.Statement.Len(), connSummary(policy.Connection))
 		return 0
@@ -105,6 +108,28 @@ func gather(exec, conn, file, dsn, driver string) (config.Config, error) {
 		opts = append(opts, config.WithRetryConn(conn))
 	}
 	return config.NewConfig(opts...), nil
+}
+
+// notes points at rules that parse but may not say what their author
+// meant: a time with a unit or a fraction and no change keeps the JDBC
+// default change of +2 s, so {1205:3,10ms} waits 10ms, 2.01s, 4.01s.
+func notes(retryExec string) []string {
+	var out []string
+	for _, raw := range strings.Split(retryExec, ";") {
+		body := strings.Trim(strings.TrimSpace(raw), "{} ")
+		sections := strings.Split(body, ":")
+		if len(sections) < 2 {
+			continue
+		}
+		_, initial, ok := strings.Cut(sections[1], ",")
+		initial = strings.TrimSpace(initial)
+		if !ok || strings.ContainsAny(initial, "+*") || !strings.ContainsAny(initial, ".abcdefghijklmnopqrstuvwxyz") {
+			continue
+		}
+		out = append(out, fmt.Sprintf("rule %q: without a change the waits grow by 2 s each retry (the JDBC default); write %s+0 for a constant wait",
+			strings.TrimSpace(raw), initial))
+	}
+	return out
 }
 
 func connSummary(c core.ConnectionRules) string {

@@ -8,6 +8,13 @@ import (
 	"testing"
 )
 
+func TestNoNoteForExplicitChanges(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"check", "-exec", "{1205:3,10ms+0};{1222:3,2*2};{40613:2,5};{1:1}"}, &out, &errOut); code != 0 || strings.Contains(out.String(), "note:") {
+		t.Errorf("exit %d, output %q", code, out.String()+errOut.String())
+	}
+}
+
 func TestRun(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.properties")
@@ -27,6 +34,7 @@ func TestRun(t *testing.T) {
 		{[]string{"check", "-dsn", "sqlserver://h?retryExec={1205:3}&connectRetryCount=300"}, 1, []string{"connectRetryCount", "300"}},
 		{[]string{"explain", "-exec", "{1205:3,2*2:select,update}", "-querytimeout", "5"}, 0, []string{"1205", "2s", "4s", "8s", "14s", "refused", "select,update"}},
 		{[]string{"explain", "-exec", "{1205:0}"}, 0, []string{"never retried"}},
+		{[]string{"check", "-exec", "{1205:3,10ms};{1222:2,1.5}"}, 0, []string{`note: rule "{1205:3,10ms}"`, "10ms+0", `note: rule "{1222:2,1.5}"`}},
 		{[]string{"frobnicate"}, 2, []string{"usage"}},
 		{[]string{"check", "extra"}, 2, []string{"unexpected argument"}},
 	} {
