@@ -98,14 +98,14 @@ func (c *Config) setValue(k key, value, source string) error {
 		}
 		c.RetryConn = v
 	case fieldConnectRetryCount:
-		n, err := strconv.Atoi(v)
-		if !isDigits(v) || err != nil || n > core.MaxRetryCount {
+		n, err := strconv.ParseUint(v, 10, 8)
+		if err != nil || n > core.MaxRetryCount {
 			return bad("expected a whole number from 0 (off) to 255", nil)
 		}
+		c.ConnectRetryCount = int(n)
 		if n == 0 {
-			n = core.Disabled
+			c.ConnectRetryCount = core.Disabled
 		}
-		c.ConnectRetryCount = n
 	case fieldConnectRetryInterval:
 		d, ok := parseSeconds(v)
 		if !ok || d < time.Second || d > time.Minute {
@@ -182,43 +182,11 @@ func (c *Config) setValue(k key, value, source string) error {
 	return nil
 }
 
-// parseSeconds reads a time that is not negative: a bare number is seconds
-// (the JDBC unit, possibly fractional), else a Go duration such as 500ms.
+// parseSeconds reads a time that is not negative with core.ParseTime, the
+// syntax of the rules' times: a bare number is seconds, else a Go duration.
 func parseSeconds(s string) (time.Duration, bool) {
-	if s == "" {
-		return 0, false
-	}
-	if isDecimal(s) {
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return 0, false
-		}
-		ns := f * float64(time.Second)
-		if ns >= float64(core.MaxWait) {
-			return core.MaxWait, true
-		}
-		return time.Duration(math.Round(ns)), true
-	}
-	if s[0] == '-' || s[0] == '+' {
-		return 0, false
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, false
-	}
-	return d, true
-}
-
-func isDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
+	d, err := core.ParseTime(s)
+	return d, err == nil
 }
 
 func isDecimal(s string) bool {
@@ -324,11 +292,11 @@ func parseBreaker(v string) (core.BreakerSettings, error) {
 		seen[name] = true
 		switch name {
 		case "failures":
-			n, err := strconv.Atoi(val)
-			if !isDigits(val) || err != nil || n < 1 || n > 1<<30 {
+			n, err := strconv.ParseUint(val, 10, 31)
+			if err != nil || n < 1 || n > 1<<30 {
 				return s, errorf("failures=%q: expected a whole number of at least 1, %s", val, want)
 			}
-			s.Failures = n
+			s.Failures = int(n)
 		case "open":
 			d, ok := parseSeconds(val)
 			if !ok || d == 0 {

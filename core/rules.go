@@ -88,7 +88,7 @@ func (r Rule) String() string {
 	return b.String()
 }
 
-// formatTime prints a duration so that parseTime reads it back exactly.
+// formatTime prints a duration so that ParseTime reads it back exactly.
 func formatTime(d time.Duration) string {
 	if d == 0 {
 		return "0"
@@ -283,7 +283,7 @@ func parseStatementRule(raw, body string) (Rule, []token, error) {
 func parseTimings(raw, t string, r *Rule) error {
 	opAt := strings.IndexAny(t, "*+")
 	if opAt < 0 {
-		d, err := parseTime(t)
+		d, err := ParseTime(t)
 		if err != nil {
 			return numberError(raw, t, err.Error())
 		}
@@ -295,7 +295,7 @@ func parseTimings(raw, t string, r *Rule) error {
 	}
 	initTok := strings.TrimSpace(t[:opAt])
 	changeTok := strings.TrimSpace(t[opAt+1:])
-	d, err := parseTime(initTok)
+	d, err := ParseTime(initTok)
 	if err != nil {
 		return numberError(raw, initTok, err.Error())
 	}
@@ -318,7 +318,7 @@ func parseTimings(raw, t string, r *Rule) error {
 		r.change = defaultChange
 		return nil
 	}
-	c, err := parseTime(changeTok)
+	c, err := ParseTime(changeTok)
 	if err != nil {
 		return numberError(raw, changeTok, err.Error())
 	}

@@ -47,9 +47,11 @@ func waitSchedule(count int, initial time.Duration, op byte, change time.Duratio
 	return waits
 }
 
-// parseTime reads a time token: a bare number is seconds (the JDBC unit),
-// or a number with a unit as Go writes it (100ms, 1.5s, 2m, 1m30s).
-func parseTime(s string) (time.Duration, error) {
+// ParseTime reads a time as the rule language and the DSN keys write it:
+// a bare number is seconds (the JDBC unit, possibly fractional, saturating
+// at MaxWait), else a time with a unit as Go writes it (100ms, 1.5s, 2m,
+// 1m30s). A negative time is an error that names the value.
+func ParseTime(s string) (time.Duration, error) {
 	if s == "" {
 		return 0, fmt.Errorf("an empty time, expected seconds such as 2 or a time with a unit such as 100ms")
 	}
