@@ -69,6 +69,7 @@ func TestDoSuccessAllocatesNothing(t *testing.T) {
 	allocs := testing.AllocsPerRun(1000, func() {
 		_ = r.Do(ctx, "select 1", func(context.Context) error { n++; return nil })
 		_, _ = core.Retry(ctx, r, "select 1", func(context.Context) (int, error) { return n, nil })
+		_, _ = core.RetryRows(ctx, r, "select 1", func(context.Context) (int, error) { return n, nil })
 	})
 	if allocs != 0 {
 		t.Errorf("success path allocates %v times per run", allocs)

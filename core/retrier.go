@@ -121,16 +121,29 @@ func (r *Retrier) DoTx(ctx context.Context, fn func(ctx context.Context) (failed
 	return r.loop(ctx, KindTransaction, "", nil, fn, boundNone)
 }
 
-// Retry is Do for a statement that returns a value.
+// Retry is Do for a statement that returns a value; on failure the value
+// is the zero value.
 func Retry[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error)) (T, error) {
+	return retry(ctx, r, query, fn, boundCancel)
+}
+
+// RetryRows is DoRows for a statement that returns its rows: the attempt's
+// context is left to end at its deadline, so that reading the rows after
+// RetryRows returns is still bounded by QueryTimeout. On failure the rows
+// are the zero value.
+func RetryRows[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error)) (T, error) {
+	return retry(ctx, r, query, fn, boundKeep)
+}
+
+func retry[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error), b bound) (T, error) {
 	var out T
-	err := r.Do(ctx, query, func(ctx context.Context) error {
+	err := r.loop(ctx, KindStatement, query, func(ctx context.Context) error {
 		v, err := fn(ctx)
 		if err == nil {
 			out = v
 		}
 		return err
-	})
+	}, nil, b)
 	return out, err
 }
 

@@ -8,6 +8,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/crl-go/crl/core"
+	"github.com/crl-go/crl/internal/adapter"
 )
 
 // retryPool is the gorm.ConnPool of one statement outside any transaction:
@@ -36,26 +37,17 @@ func (p *retryPool) ExecContext(ctx context.Context, query string, args ...any) 
 // QueryContext runs the query under the statement loop; an error while the
 // rows are read is not retried.
 func (p *retryPool) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	var rows *sql.Rows
-	err := p.retrier.DoRows(ctx, query, func(ctx context.Context) error {
-		var err error
-		rows, err = p.inner.QueryContext(ctx, query, args...)
-		return err
+	return core.RetryRows(ctx, p.retrier, query, func(ctx context.Context) (*sql.Rows, error) {
+		return p.inner.QueryContext(ctx, query, args...)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return rows, nil
 }
 
 // QueryRowContext runs the one-row query under the statement loop. After
 // the last retry the row carries the last driver error (a *sql.Row's error
 // cannot be set from outside).
 func (p *retryPool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	var row *sql.Row
-	_ = p.retrier.DoRows(ctx, query, func(ctx context.Context) error {
-		row = p.inner.QueryRowContext(ctx, query, args...)
-		return row.Err()
+	row, _ := adapter.RetryRow(ctx, p.retrier, query, func(ctx context.Context) *sql.Row {
+		return p.inner.QueryRowContext(ctx, query, args...)
 	})
 	return row
 }

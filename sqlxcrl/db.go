@@ -3,6 +3,7 @@ package sqlxcrl
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
@@ -117,16 +118,9 @@ func (db *DB) Exec(query string, args ...any) (sql.Result, error) {
 // QueryContext runs a query under the statement loop; an error while the
 // rows are read is not retried.
 func (db *DB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	var rows *sql.Rows
-	err := db.retrier.DoRows(ctx, query, func(ctx context.Context) error {
-		var err error
-		rows, err = db.DB.QueryContext(ctx, query, args...)
-		return err
+	return core.RetryRows(ctx, db.retrier, query, func(ctx context.Context) (*sql.Rows, error) {
+		return db.DB.QueryContext(ctx, query, args...)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return rows, nil
 }
 
 // Query is QueryContext with context.Background().
@@ -137,16 +131,9 @@ func (db *DB) Query(query string, args ...any) (*sql.Rows, error) {
 // QueryxContext runs a query under the statement loop; an error while the
 // rows are read is not retried.
 func (db *DB) QueryxContext(ctx context.Context, query string, args ...any) (*sqlx.Rows, error) {
-	var rows *sqlx.Rows
-	err := db.retrier.DoRows(ctx, query, func(ctx context.Context) error {
-		var err error
-		rows, err = db.DB.QueryxContext(ctx, query, args...)
-		return err
+	return core.RetryRows(ctx, db.retrier, query, func(ctx context.Context) (*sqlx.Rows, error) {
+		return db.DB.QueryxContext(ctx, query, args...)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return rows, nil
 }
 
 // Queryx is QueryxContext with context.Background().
@@ -157,10 +144,8 @@ func (db *DB) Queryx(query string, args ...any) (*sqlx.Rows, error) {
 // QueryRowContext runs a one-row query under the statement loop. After the
 // last retry the row carries the last driver error.
 func (db *DB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	var row *sql.Row
-	_ = db.retrier.DoRows(ctx, query, func(ctx context.Context) error {
-		row = db.DB.QueryRowContext(ctx, query, args...)
-		return row.Err()
+	row, _ := adapter.RetryRow(ctx, db.retrier, query, func(ctx context.Context) *sql.Row {
+		return db.DB.QueryRowContext(ctx, query, args...)
 	})
 	return row
 }
@@ -183,12 +168,9 @@ func (db *DB) QueryRowx(query string, args ...any) *sqlx.Row {
 }
 
 func (db *DB) queryRowx(ctx context.Context, query string, args []any) (*sqlx.Row, error) {
-	var row *sqlx.Row
-	err := db.retrier.DoRows(ctx, query, func(ctx context.Context) error {
-		row = db.DB.QueryRowxContext(ctx, query, args...)
-		return row.Err()
+	return adapter.RetryRow(ctx, db.retrier, query, func(ctx context.Context) *sqlx.Row {
+		return db.DB.QueryRowxContext(ctx, query, args...)
 	})
-	return row, err
 }
 
 // GetContext runs a one-row query under the statement loop and scans it
@@ -198,7 +180,7 @@ func (db *DB) GetContext(ctx context.Context, dest any, query string, args ...an
 	if err != nil {
 		return err
 	}
-	return sqlx.GetContext(ctx, rowQueryer{row}, dest, query, args...)
+	return sqlx.GetContext(ctx, ranQuery{row: row}, dest, query, args...)
 }
 
 // Get is GetContext with context.Background().
@@ -324,17 +306,24 @@ func (db *DB) RunInTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *Tx) 
 	})
 }
 
-// rowQueryer hands an already-run row to sqlx.GetContext for scanning.
-type rowQueryer struct{ row *sqlx.Row }
+// ranQuery hands a row or rows that the statement loop already ran to
+// sqlx.GetContext or sqlx.SelectContext, which then only scan them.
+type ranQuery struct {
+	row  *sqlx.Row
+	rows *sqlx.Rows
+}
 
-func (q rowQueryer) QueryContext(context.Context, string, ...any) (*sql.Rows, error) {
+func (q ranQuery) QueryContext(context.Context, string, ...any) (*sql.Rows, error) {
 	return nil, errNotForScanning
 }
 
-func (q rowQueryer) QueryxContext(context.Context, string, ...any) (*sqlx.Rows, error) {
-	return nil, errNotForScanning
+func (q ranQuery) QueryxContext(context.Context, string, ...any) (*sqlx.Rows, error) {
+	if q.rows == nil {
+		return nil, errNotForScanning
+	}
+	return q.rows, nil
 }
 
-func (q rowQueryer) QueryRowxContext(context.Context, string, ...any) *sqlx.Row { return q.row }
+func (q ranQuery) QueryRowxContext(context.Context, string, ...any) *sqlx.Row { return q.row }
 
-var errNotForScanning = fmt.Errorf("sqlxcrl: internal: rowQueryer only scans a row")
+var errNotForScanning = errors.New("sqlxcrl: internal: ranQuery only scans what already ran")

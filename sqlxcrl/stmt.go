@@ -7,6 +7,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/crl-go/crl/core"
+	"github.com/crl-go/crl/internal/adapter"
 )
 
 // Stmt is a prepared *sqlx.Stmt of a DB whose executions run under the
@@ -54,16 +55,9 @@ func (s *Stmt) MustExec(args ...any) sql.Result {
 
 // QueryContext runs the statement as a query under the statement loop.
 func (s *Stmt) QueryContext(ctx context.Context, args ...any) (*sql.Rows, error) {
-	var rows *sql.Rows
-	err := s.retrier.DoRows(ctx, s.query, func(ctx context.Context) error {
-		var err error
-		rows, err = s.Stmt.QueryContext(ctx, args...)
-		return err
+	return core.RetryRows(ctx, s.retrier, s.query, func(ctx context.Context) (*sql.Rows, error) {
+		return s.Stmt.QueryContext(ctx, args...)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return rows, nil
 }
 
 // Query is QueryContext with context.Background().
@@ -73,16 +67,9 @@ func (s *Stmt) Query(args ...any) (*sql.Rows, error) {
 
 // QueryxContext runs the statement as a query under the statement loop.
 func (s *Stmt) QueryxContext(ctx context.Context, args ...any) (*sqlx.Rows, error) {
-	var rows *sqlx.Rows
-	err := s.retrier.DoRows(ctx, s.query, func(ctx context.Context) error {
-		var err error
-		rows, err = s.Stmt.QueryxContext(ctx, args...)
-		return err
+	return core.RetryRows(ctx, s.retrier, s.query, func(ctx context.Context) (*sqlx.Rows, error) {
+		return s.Stmt.QueryxContext(ctx, args...)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return rows, nil
 }
 
 // Queryx is QueryxContext with context.Background().
@@ -93,10 +80,8 @@ func (s *Stmt) Queryx(args ...any) (*sqlx.Rows, error) {
 // QueryRowContext runs the statement as a one-row query under the
 // statement loop.
 func (s *Stmt) QueryRowContext(ctx context.Context, args ...any) *sql.Row {
-	var row *sql.Row
-	_ = s.retrier.DoRows(ctx, s.query, func(ctx context.Context) error {
-		row = s.Stmt.QueryRowContext(ctx, args...)
-		return row.Err()
+	row, _ := adapter.RetryRow(ctx, s.retrier, s.query, func(ctx context.Context) *sql.Row {
+		return s.Stmt.QueryRowContext(ctx, args...)
 	})
 	return row
 }
@@ -107,12 +92,9 @@ func (s *Stmt) QueryRow(args ...any) *sql.Row {
 }
 
 func (s *Stmt) queryRowx(ctx context.Context, args []any) (*sqlx.Row, error) {
-	var row *sqlx.Row
-	err := s.retrier.DoRows(ctx, s.query, func(ctx context.Context) error {
-		row = s.Stmt.QueryRowxContext(ctx, args...)
-		return row.Err()
+	return adapter.RetryRow(ctx, s.retrier, s.query, func(ctx context.Context) *sqlx.Row {
+		return s.Stmt.QueryRowxContext(ctx, args...)
 	})
-	return row, err
 }
 
 // QueryRowxContext runs the statement as a one-row query under the
@@ -134,7 +116,7 @@ func (s *Stmt) GetContext(ctx context.Context, dest any, args ...any) error {
 	if err != nil {
 		return err
 	}
-	return sqlx.GetContext(ctx, rowQueryer{row}, dest, s.query, args...)
+	return sqlx.GetContext(ctx, ranQuery{row: row}, dest, s.query, args...)
 }
 
 // Get is GetContext with context.Background().
@@ -149,7 +131,7 @@ func (s *Stmt) SelectContext(ctx context.Context, dest any, args ...any) error {
 	if err != nil {
 		return err
 	}
-	return sqlx.SelectContext(ctx, rowsQueryer{rows}, dest, s.query)
+	return sqlx.SelectContext(ctx, ranQuery{rows: rows}, dest, s.query)
 }
 
 // Select is SelectContext with context.Background().
@@ -195,16 +177,9 @@ func (n *NamedStmt) MustExec(arg any) sql.Result { return n.MustExecContext(cont
 
 // QueryContext binds arg and runs the query under the statement loop.
 func (n *NamedStmt) QueryContext(ctx context.Context, arg any) (*sql.Rows, error) {
-	var rows *sql.Rows
-	err := n.retrier.DoRows(ctx, n.QueryString, func(ctx context.Context) error {
-		var err error
-		rows, err = n.NamedStmt.QueryContext(ctx, arg)
-		return err
+	return core.RetryRows(ctx, n.retrier, n.QueryString, func(ctx context.Context) (*sql.Rows, error) {
+		return n.NamedStmt.QueryContext(ctx, arg)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return rows, nil
 }
 
 // Query is QueryContext with context.Background().
@@ -214,16 +189,9 @@ func (n *NamedStmt) Query(arg any) (*sql.Rows, error) {
 
 // QueryxContext binds arg and runs the query under the statement loop.
 func (n *NamedStmt) QueryxContext(ctx context.Context, arg any) (*sqlx.Rows, error) {
-	var rows *sqlx.Rows
-	err := n.retrier.DoRows(ctx, n.QueryString, func(ctx context.Context) error {
-		var err error
-		rows, err = n.NamedStmt.QueryxContext(ctx, arg)
-		return err
+	return core.RetryRows(ctx, n.retrier, n.QueryString, func(ctx context.Context) (*sqlx.Rows, error) {
+		return n.NamedStmt.QueryxContext(ctx, arg)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return rows, nil
 }
 
 // Queryx is QueryxContext with context.Background().
@@ -232,12 +200,9 @@ func (n *NamedStmt) Queryx(arg any) (*sqlx.Rows, error) {
 }
 
 func (n *NamedStmt) queryRowx(ctx context.Context, arg any) (*sqlx.Row, error) {
-	var row *sqlx.Row
-	err := n.retrier.DoRows(ctx, n.QueryString, func(ctx context.Context) error {
-		row = n.NamedStmt.QueryRowxContext(ctx, arg)
-		return row.Err()
+	return adapter.RetryRow(ctx, n.retrier, n.QueryString, func(ctx context.Context) *sqlx.Row {
+		return n.NamedStmt.QueryRowxContext(ctx, arg)
 	})
-	return row, err
 }
 
 // QueryRowxContext binds arg and runs a one-row query under the statement loop.
@@ -266,7 +231,7 @@ func (n *NamedStmt) GetContext(ctx context.Context, dest any, arg any) error {
 	if err != nil {
 		return err
 	}
-	return sqlx.GetContext(ctx, rowQueryer{row}, dest, n.QueryString)
+	return sqlx.GetContext(ctx, ranQuery{row: row}, dest, n.QueryString)
 }
 
 // Get is GetContext with context.Background().
@@ -281,25 +246,10 @@ func (n *NamedStmt) SelectContext(ctx context.Context, dest any, arg any) error 
 	if err != nil {
 		return err
 	}
-	return sqlx.SelectContext(ctx, rowsQueryer{rows}, dest, n.QueryString)
+	return sqlx.SelectContext(ctx, ranQuery{rows: rows}, dest, n.QueryString)
 }
 
 // Select is SelectContext with context.Background().
 func (n *NamedStmt) Select(dest any, arg any) error {
 	return n.SelectContext(context.Background(), dest, arg)
-}
-
-// rowsQueryer hands already-run rows to sqlx.SelectContext for scanning.
-type rowsQueryer struct{ rows *sqlx.Rows }
-
-func (q rowsQueryer) QueryContext(context.Context, string, ...any) (*sql.Rows, error) {
-	return nil, errNotForScanning
-}
-
-func (q rowsQueryer) QueryxContext(context.Context, string, ...any) (*sqlx.Rows, error) {
-	return q.rows, nil
-}
-
-func (q rowsQueryer) QueryRowxContext(context.Context, string, ...any) *sqlx.Row {
-	return nil
 }
