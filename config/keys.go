@@ -214,25 +214,15 @@ func parseBudget(v string) (core.BudgetSettings, bool, error) {
 	}
 	const want = "expected off, on, or settings such as max=100,earn=0.1,refill=1,timeoutCost=2"
 	var s core.BudgetSettings
-	seen := map[string]bool{}
-	for _, part := range strings.Split(v, ",") {
-		name, num, ok := strings.Cut(part, "=")
-		name, num = strings.ToLower(strings.TrimSpace(name)), strings.TrimSpace(num)
-		if !ok {
-			return s, false, errorf("%q is not name=number, %s", strings.TrimSpace(part), want)
-		}
-		if seen[name] {
-			return s, false, errorf("%s given twice, %s", name, want)
-		}
-		seen[name] = true
+	err := eachSetting(v, "name=number", want, func(name, num string) error {
 		f, err := strconv.ParseFloat(num, 64)
 		if !isDecimal(num) || err != nil || math.IsInf(f, 0) {
-			return s, false, errorf("%s=%q is not a number that is not negative, %s", name, num, want)
+			return errorf("%s=%q is not a number that is not negative, %s", name, num, want)
 		}
 		switch name {
 		case "max":
 			if f == 0 {
-				return s, false, errorf("max=%s: expected a capacity greater than zero", num)
+				return errorf("max=%s: expected a capacity greater than zero", num)
 			}
 			s.Max = f
 		case "earn":
@@ -241,14 +231,37 @@ func parseBudget(v string) (core.BudgetSettings, bool, error) {
 			s.RefillPerSecond = orNothing(f)
 		case "timeoutcost":
 			if f == 0 {
-				return s, false, errorf("timeoutCost=%s: expected a cost greater than zero", num)
+				return errorf("timeoutCost=%s: expected a cost greater than zero", num)
 			}
 			s.TimeoutCost = f
 		default:
-			return s, false, errorf("%q is not a budget setting, %s", name, want)
+			return errorf("%q is not a budget setting, %s", name, want)
+		}
+		return nil
+	})
+	return s, false, err
+}
+
+// eachSetting calls set for every name=value of a comma-separated list
+// (names lower-cased, both trimmed), and reports a part without '=' or a
+// name given twice. form names the expected shape of a part.
+func eachSetting(v, form, want string, set func(name, value string) error) error {
+	seen := map[string]bool{}
+	for _, part := range strings.Split(v, ",") {
+		name, val, ok := strings.Cut(part, "=")
+		name, val = strings.ToLower(strings.TrimSpace(name)), strings.TrimSpace(val)
+		if !ok {
+			return errorf("%q is not %s, %s", strings.TrimSpace(part), form, want)
+		}
+		if seen[name] {
+			return errorf("%s given twice, %s", name, want)
+		}
+		seen[name] = true
+		if err := set(name, val); err != nil {
+			return err
 		}
 	}
-	return s, false, nil
+	return nil
 }
 
 // orNothing maps 0 to the core's "nothing" (a negative rate), since the
@@ -279,33 +292,27 @@ func parseBreaker(v string) (core.BreakerSettings, error) {
 	if strings.EqualFold(v, "off") || strings.EqualFold(v, "none") || strings.EqualFold(v, "false") {
 		return s, nil
 	}
-	seen := map[string]bool{}
-	for _, part := range strings.Split(v, ",") {
-		name, val, ok := strings.Cut(part, "=")
-		name, val = strings.ToLower(strings.TrimSpace(name)), strings.TrimSpace(val)
-		if !ok {
-			return s, errorf("%q is not name=value, %s", strings.TrimSpace(part), want)
-		}
-		if seen[name] {
-			return s, errorf("%s given twice, %s", name, want)
-		}
-		seen[name] = true
+	err := eachSetting(v, "name=value", want, func(name, val string) error {
 		switch name {
 		case "failures":
 			n, err := strconv.ParseUint(val, 10, 31)
 			if err != nil || n < 1 || n > 1<<30 {
-				return s, errorf("failures=%q: expected a whole number of at least 1, %s", val, want)
+				return errorf("failures=%q: expected a whole number of at least 1, %s", val, want)
 			}
 			s.Failures = int(n)
 		case "open":
 			d, ok := parseSeconds(val)
 			if !ok || d == 0 {
-				return s, errorf("open=%q: expected a time greater than zero such as 30 (seconds) or 30s", val)
+				return errorf("open=%q: expected a time greater than zero such as 30 (seconds) or 30s", val)
 			}
 			s.OpenFor = d
 		default:
-			return s, errorf("%q is not a breaker setting, %s", name, want)
+			return errorf("%q is not a breaker setting, %s", name, want)
 		}
+		return nil
+	})
+	if err != nil {
+		return s, err
 	}
 	if s.Failures == 0 {
 		return s, errorf("failures is missing, %s", want)
