@@ -17,19 +17,7 @@ import (
 func BenchmarkFirst(b *testing.B) {
 	s := mssqltest.NewServer(b)
 	s.Handle(selectFirst, orderRow(7, "pen"))
-	cfg := func() *gorm.Config { return &gorm.Config{Logger: logger.Discard} }
-	plain, err := gorm.Open(sqlserver.Open(s.DSN()), cfg())
-	if err != nil {
-		b.Fatal(err)
-	}
-	withPlugin, err := gorm.Open(gormcrl.Open(sqlserver.Open(s.DSN()), gormcrl.WithRetryExec(deadlockRules)), cfg())
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, bc := range []struct {
-		name string
-		db   *gorm.DB
-	}{{"plain", plain}, {"plugin", withPlugin}} {
+	for _, bc := range plainAndPlugin(b, s) {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
@@ -58,19 +46,7 @@ func BenchmarkFirst(b *testing.B) {
 func BenchmarkCreate(b *testing.B) {
 	s := mssqltest.NewServer(b)
 	s.Handle(insertOrder, idRow(8))
-	cfg := func() *gorm.Config { return &gorm.Config{Logger: logger.Discard} }
-	plain, err := gorm.Open(sqlserver.Open(s.DSN()), cfg())
-	if err != nil {
-		b.Fatal(err)
-	}
-	withPlugin, err := gorm.Open(gormcrl.Open(sqlserver.Open(s.DSN()), gormcrl.WithRetryExec(deadlockRules)), cfg())
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, bc := range []struct {
-		name string
-		db   *gorm.DB
-	}{{"plain", plain}, {"plugin", withPlugin}} {
+	for _, bc := range plainAndPlugin(b, s) {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
@@ -81,4 +57,25 @@ func BenchmarkCreate(b *testing.B) {
 			}
 		})
 	}
+}
+
+type benchDB struct {
+	name string
+	db   *gorm.DB
+}
+
+// plainAndPlugin opens plain GORM and GORM through gormcrl.Open on s, to
+// run the same benchmark side by side.
+func plainAndPlugin(b *testing.B, s *mssqltest.Server) []benchDB {
+	b.Helper()
+	cfg := func() *gorm.Config { return &gorm.Config{Logger: logger.Discard} }
+	plain, err := gorm.Open(sqlserver.Open(s.DSN()), cfg())
+	if err != nil {
+		b.Fatal(err)
+	}
+	withPlugin, err := gorm.Open(gormcrl.Open(sqlserver.Open(s.DSN()), gormcrl.WithRetryExec(deadlockRules)), cfg())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return []benchDB{{"plain", plain}, {"plugin", withPlugin}}
 }
