@@ -40,6 +40,17 @@ func ErrorNumber(err error) (int32, bool) {
 	if err == nil {
 		return 0, false
 	}
+	if n, ok := serverNumber(err); ok {
+		return n, true
+	}
+	if n, ok := mysqlNumber(err); ok {
+		return n, true
+	}
+	return socketNumber(err)
+}
+
+// serverNumber finds SQLErrorNumber() in the chain.
+func serverNumber(err error) (int32, bool) {
 	if n, ok := err.(numbered); ok { // the common case, without allocating
 		return n.SQLErrorNumber(), true
 	}
@@ -47,9 +58,11 @@ func ErrorNumber(err error) (int32, bool) {
 	if errors.As(err, &n) {
 		return n.SQLErrorNumber(), true
 	}
-	if num, ok := mysqlNumber(err); ok {
-		return num, true
-	}
+	return 0, false
+}
+
+// socketNumber maps a network failure to its Windows socket number.
+func socketNumber(err error) (int32, bool) {
 	switch {
 	case errors.Is(err, syscall.ECONNRESET):
 		return wsaConnReset, true
@@ -137,13 +150,23 @@ type class struct {
 // time limit (queryTimeout) ran out while the caller's context is alive.
 func classify(err error, attemptTimedOut bool) class {
 	var c class
-	c.number, c.hasNumber = ErrorNumber(err)
-	if st, ok := SQLState(err); ok {
+	// The MySQL number and the SQLSTATE serve both the number and the
+	// timeout condition: look each up once.
+	my, isMySQL := mysqlNumber(err)
+	st, hasState := SQLState(err)
+	c.number, c.hasNumber = serverNumber(err)
+	if !c.hasNumber && isMySQL {
+		c.number, c.hasNumber = my, true
+	}
+	if !c.hasNumber {
+		c.number, c.hasNumber = socketNumber(err)
+	}
+	if hasState {
 		if t, ok := stateToken(st); ok {
 			c.state = t
 		}
 	}
-	c.timeout = attemptTimedOut || IsTimeout(err)
+	c.timeout = attemptTimedOut || isMySQL && mysqlCutoff(my) || hasState && st == stateQueryCanceled || timedOut(err)
 	c.badConn = IsBadConn(err)
 	return c
 }
@@ -155,13 +178,26 @@ func IsTimeout(err error) bool {
 	if err == nil {
 		return false
 	}
+	if n, ok := mysqlNumber(err); ok && mysqlCutoff(n) {
+		return true
+	}
+	if st, ok := SQLState(err); ok && st == stateQueryCanceled {
+		return true
+	}
+	return timedOut(err)
+}
+
+// stateQueryCanceled is PostgreSQL's SQLSTATE for a statement stopped by
+// statement_timeout (or cancelled).
+const stateQueryCanceled = "57014"
+
+// mysqlCutoff reports MySQL's 3024 (max_execution_time) and MariaDB's 1969
+// (max_statement_time).
+func mysqlCutoff(n int32) bool { return n == 3024 || n == 1969 }
+
+// timedOut reports context.DeadlineExceeded, ETIMEDOUT and net.Error time-outs.
+func timedOut(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, syscall.ETIMEDOUT) {
-		return true
-	}
-	if n, ok := mysqlNumber(err); ok && (n == 3024 || n == 1969) {
-		return true
-	}
-	if st, ok := SQLState(err); ok && st == "57014" {
 		return true
 	}
 	var ne net.Error
