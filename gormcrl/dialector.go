@@ -2,7 +2,6 @@ package gormcrl
 
 import (
 	"context"
-	"database/sql"
 	"database/sql/driver"
 	"fmt"
 	"regexp"
@@ -175,16 +174,6 @@ func runtimeAndDSN(format, dsn string, opts []Option) (*config.Runtime, string, 
 	return rt, driverDSN, nil
 }
 
-// loopDB opens a *sql.DB over connector whose every Connect sets the
-// execution cut-off (when configured) and runs the connection loop.
-func loopDB(format string, inner driver.Connector, rt *config.Runtime) (*sql.DB, error) {
-	conn, err := adapter.Wrap("gormcrl", format, inner, rt)
-	if err != nil {
-		return nil, err
-	}
-	return sql.OpenDB(conn), nil
-}
-
 func sqlserverConn(cfg *sqlserver.Config, opts []Option) (*config.Runtime, error) {
 	rt, driverDSN, err := runtimeAndDSN("sqlserver", cfg.DSN, opts)
 	if err != nil || cfg.Conn != nil {
@@ -194,11 +183,7 @@ func sqlserverConn(cfg *sqlserver.Config, opts []Option) (*config.Runtime, error
 	if driverName == "" {
 		driverName = "sqlserver"
 	}
-	inner, err := adapter.DriverConnector(driverName, driverDSN)
-	if err != nil {
-		return nil, fmt.Errorf("gormcrl: open %q: %w", driverName, err)
-	}
-	db, err := loopDB("sqlserver", inner, rt)
+	db, err := adapter.OpenDriver("gormcrl", "sqlserver", driverName, driverDSN, rt)
 	if err != nil {
 		return nil, err
 	}
@@ -219,11 +204,7 @@ func mysqlConn(cfg *mysql.Config, opts []Option) (*config.Runtime, error) {
 	if driverName == "" {
 		driverName = mysql.DefaultDriverName
 	}
-	inner, err := adapter.DriverConnector(driverName, driverDSN)
-	if err != nil {
-		return nil, fmt.Errorf("gormcrl: open %q: %w", driverName, err)
-	}
-	db, err := loopDB("mysql", inner, rt)
+	db, err := adapter.OpenDriver("gormcrl", "mysql", driverName, driverDSN, rt)
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +255,7 @@ func postgresConn(cfg *postgres.Config, opts []Option) (*config.Runtime, error) 
 		}
 		inner = stdlib.GetConnector(*pc, openOpts...)
 	}
-	db, err := loopDB("pgx", inner, rt)
+	db, err := adapter.OpenConnector("gormcrl", "pgx", inner, rt)
 	if err != nil {
 		return nil, err
 	}

@@ -90,15 +90,33 @@ func OpenDB(pkg, driverName, dsn string, opts ...config.Option) (*sql.DB, *confi
 	if err != nil {
 		return nil, nil, err
 	}
-	inner, err := DriverConnector(driverName, driverDSN)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: open %q: %w", pkg, driverName, err)
-	}
-	conn, err := Wrap(pkg, driverName, inner, rt)
+	db, err := OpenDriver(pkg, driverName, driverName, driverDSN, rt)
 	if err != nil {
 		return nil, nil, err
 	}
-	return sql.OpenDB(conn), rt, nil
+	return db, rt, nil
+}
+
+// OpenDriver opens a *sql.DB on the registered driver driverName with
+// driverDSN (a DSN without the retry settings), whose connections get rt's
+// execution cut-off (for the DSN format: sqlserver, mysql or pgx) and the
+// connection loop. It does not connect.
+func OpenDriver(pkg, format, driverName, driverDSN string, rt *config.Runtime) (*sql.DB, error) {
+	inner, err := DriverConnector(driverName, driverDSN)
+	if err != nil {
+		return nil, fmt.Errorf("%s: open %q: %w", pkg, driverName, err)
+	}
+	return OpenConnector(pkg, format, inner, rt)
+}
+
+// OpenConnector opens a *sql.DB over inner, whose connections get rt's
+// execution cut-off and the connection loop. It does not connect.
+func OpenConnector(pkg, format string, inner driver.Connector, rt *config.Runtime) (*sql.DB, error) {
+	conn, err := Wrap(pkg, format, inner, rt)
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(conn), nil
 }
 
 // Wrap returns inner with rt's execution cut-off (for the DSN format:
