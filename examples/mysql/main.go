@@ -21,7 +21,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -112,38 +111,15 @@ func storm(ctx context.Context, dsn string, budget bool) (float64, error) {
 		return 0, err
 	}
 	defer db.Close()
-	const workers, each = 1, 60
-	db.SetMaxIdleConns(workers) // keep the connections: a storm is about statements, not logins
-	var wg sync.WaitGroup
-	var failures atomic.Int64
-	var unexpected error
-	var mu sync.Mutex
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range each {
-				_, err := db.ExecContext(ctx, "SELECT SLEEP(1)")
-				var bad error
-				switch {
-				case err == nil:
-					bad = errors.New("storm: a statement that should time out succeeded")
-				case !core.IsTimeout(err) && !errors.Is(err, core.ErrRetryBudgetExceeded):
-					bad = fmt.Errorf("storm: %w", err)
-				}
-				if bad != nil {
-					mu.Lock()
-					unexpected = bad
-					mu.Unlock()
-				}
-				failures.Add(1)
-			}
-		}()
+	const requests = 60
+	for range requests {
+		_, err := db.ExecContext(ctx, "SELECT SLEEP(1)")
+		switch {
+		case err == nil:
+			return 0, errors.New("storm: a statement that should time out succeeded")
+		case !core.IsTimeout(err) && !errors.Is(err, core.ErrRetryBudgetExceeded):
+			return 0, fmt.Errorf("storm: %w", err)
+		}
 	}
-	wg.Wait()
-	if unexpected != nil {
-		return 0, unexpected
-	}
-	requests := float64(workers * each)
 	return (requests + float64(c.retries.Load())) / requests, nil
 }
