@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 )
@@ -18,16 +21,12 @@ func (deadlockErr) SQLErrorNumber() int32 { return 1205 }
 
 func TestRetryBreakerKey(t *testing.T) {
 	c, _, err := config.ParseDSN("sqlserver", "sqlserver://h?retryBreaker=failures=2,open=5s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Breaker != (core.BreakerSettings{Failures: 2, OpenFor: 5 * time.Second}) {
-		t.Errorf("Breaker = %+v", c.Breaker)
-	}
+	require.NoError(t, err)
+	assert.Equal(t, core.BreakerSettings{Failures: 2, OpenFor: 5 * time.Second}, c.Breaker)
 	for _, bad := range []string{"failures=0", "failures=x", "open=5s", "failures=2,open=-1", "failures=2,color=red", "failures=2,failures=3"} {
 		_, _, err := config.ParseDSN("sqlserver", "sqlserver://h?retryBreaker="+bad)
-		if err == nil || !strings.Contains(err.Error(), "retryBreaker") {
-			t.Errorf("retryBreaker=%s: %v", bad, err)
+		if assert.Error(t, err, "retryBreaker=%s", bad) {
+			assert.Contains(t, err.Error(), "retryBreaker", "retryBreaker=%s", bad)
 		}
 	}
 	rt, _, err := config.New("sqlserver", "sqlserver://h?retryExec={1205:0}&retryBreaker=failures=2", config.WithPropertiesFile(""))
