@@ -59,7 +59,7 @@ func NewRetrier(p Policy, o Options) (*Retrier, error) {
 	if o.NoBudget {
 		r.budget = nil
 	} else if r.budget == nil {
-		r.budget = NewBudget(BudgetSettings{}, r.clock)
+		r.budget = newDefaultBudget()
 	}
 	r.policy.Store(&p)
 	return r, nil
@@ -203,6 +203,7 @@ func (r *Retrier) loop(ctx context.Context, kind Kind, query string,
 		}
 		retry := attempt - 1
 		if retry >= rule.count {
+			r.budget.Failed(cl.timeout)
 			return r.giveUp(kind, query, attempt, ErrRetriesExhausted, err, nil, "")
 		}
 		scheduled := rule.wait(retry)
@@ -297,6 +298,7 @@ func (r *Retrier) Connect(ctx context.Context, fn func(ctx context.Context) erro
 			if attempt == 1 { // connection retries are off
 				return err
 			}
+			r.budget.Failed(cl.timeout)
 			return r.giveUp(KindConnection, "", attempt, ErrRetriesExhausted, err, nil, "")
 		}
 		elapsed := r.clock.Now().Sub(start)
