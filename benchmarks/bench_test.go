@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
+	
 
 	retrygo "github.com/avast/retry-go/v4"
 	backoff "github.com/cenkalti/backoff/v4"
 
 	"github.com/crl-go/crl/core"
-	"github.com/crl-go/crl/core/coretest"
 )
 
 type deadlock struct{}
@@ -72,44 +71,6 @@ func BenchmarkSuccessPath(b *testing.B) {
 			}))
 		}
 	})
-}
-
-// BenchmarkStormAmplification runs requests against a database on which
-// every statement fails with a retryable error (a storm), and reports the
-// executions per request that the database sees: count+1 = 4 without a
-// budget (the JDBC behaviour), about 1 + 100/requests with crl's default
-// budget. The virtual clock makes the waits free.
-func BenchmarkStormAmplification(b *testing.B) {
-	rules, err := core.ParseStatementRules("{1205:3,2*2}")
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, bc := range []struct {
-		name     string
-		noBudget bool
-	}{{"jdbc-no-budget", true}, {"crl-budget", false}} {
-		b.Run(bc.name, func(b *testing.B) {
-			// The waits pass on a virtual clock (free), while the budget
-			// refills on the real one: requests in a storm arrive together,
-			// they do not wait for each other.
-			clock := coretest.NewClock(time.Time{})
-			budget := core.NewBudget(core.BudgetSettings{}, core.SystemClock{})
-			r, err := core.NewRetrier(core.Policy{Statement: rules}, core.Options{Clock: clock, Budget: budget, NoBudget: bc.noBudget})
-			if err != nil {
-				b.Fatal(err)
-			}
-			executions := 0
-			requests := 0
-			for b.Loop() {
-				requests++
-				sink = r.Do(context.Background(), "update t", func(context.Context) error {
-					executions++
-					return errDeadlock
-				})
-			}
-			b.ReportMetric(float64(executions)/float64(requests), "executions/request")
-		})
-	}
 }
 
 // BenchmarkDecision is the cost of deciding on an error: classify it, find
