@@ -213,6 +213,9 @@ func sortedTokens[V any](m map[token]V) []token {
 // value (or "{}") has no rules. Every error names the rule and the token.
 func ParseStatementRules(s string) (StatementRules, error) {
 	out := StatementRules{}
+	if err := checkBraces(s); err != nil {
+		return StatementRules{}, err
+	}
 	for _, raw := range splitRules(s) {
 		body, err := ruleBody(raw)
 		if err != nil {
@@ -327,6 +330,14 @@ func parseTimings(raw, t string, r *Rule) error {
 }
 
 func parseFilter(raw, f string) ([]string, error) {
+	if t := strings.TrimSpace(f); t == "0" && f != "0" {
+		// JDBC reads only a bare 0 as "no filter"; "{1205:3: 0}" keeps the
+		// filter " 0", which matches almost no statement. Neither meaning
+		// is safe to guess.
+		return nil, &RuleError{Rule: raw, Token: f, Err: ErrInvalidRuleFormat,
+			Reason: strconv.Quote(f) + " is 0 with white space, which the JDBC driver reads as the filter " +
+				strconv.Quote(f) + ", expected 0 (no filter) or keywords such as select,update"}
+	}
 	f = strings.TrimSpace(f)
 	if f == "" || f == "0" { // JDBC writes an omitted filter as 0
 		return nil, nil
@@ -387,6 +398,47 @@ func splitRules(s string) []string {
 		}
 	}
 	return out
+}
+
+// checkBraces reports braces that do not pair up across the whole value:
+// a closing brace without an opening one, an opening brace never closed,
+// or one nested in another. A value cut off mid-way ("{1205:3",
+// "{1205,1222:3,2*2:sel") must not parse as if it were whole.
+func checkBraces(s string) error {
+	depth, opened := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '{':
+			depth++
+			opened = i
+			if depth > 1 {
+				return &RuleError{Rule: s, Token: "{", Err: ErrInvalidRuleFormat,
+					Reason: "a brace inside braces at " + strconv.Quote(abbreviate(s[i:])) +
+						", expected braces only around a rule or around the whole list"}
+			}
+		case '}':
+			depth--
+			if depth < 0 {
+				return &RuleError{Rule: s, Token: "}", Err: ErrInvalidRuleFormat,
+					Reason: "a closing brace without an opening one at " + strconv.Quote(abbreviate(s[i:])) +
+						", expected {rule} or {rule;rule}"}
+			}
+		}
+	}
+	if depth > 0 {
+		return &RuleError{Rule: s, Token: "{", Err: ErrInvalidRuleFormat,
+			Reason: "the brace opened at " + strconv.Quote(abbreviate(s[opened:])) +
+				" is not closed (is the value cut off?), expected {rule} or {rule;rule}"}
+	}
+	return nil
+}
+
+// abbreviate shortens s for an error message.
+func abbreviate(s string) string {
+	if len(s) > 24 {
+		return s[:24] + "…"
+	}
+	return s
 }
 
 // ruleBody strips one optional leading '{' and one optional trailing '}'
@@ -492,6 +544,9 @@ func (c ConnectionRules) String() string {
 // driver's rule). An empty value keeps the builtin list.
 func ParseConnectionRules(s string) (ConnectionRules, error) {
 	out := ConnectionRules{}
+	if err := checkBraces(s); err != nil {
+		return ConnectionRules{}, err
+	}
 	for _, raw := range splitRules(s) {
 		body, err := ruleBody(raw)
 		if err != nil {
