@@ -10,6 +10,8 @@ import (
 	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	"github.com/microsoft/go-mssqldb/msdsn"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestParseDSN(t *testing.T) {
@@ -353,5 +355,32 @@ func checkPgx(t *testing.T, dsn string) {
 		if _, ours := lookupKey(k); ours {
 			t.Errorf("pgx sends %s to the server: %q", k, dsn)
 		}
+	}
+}
+
+// TestNoRuleDroppedFromADODSN: a part without a key right after one of our
+// values (blank parts between included) is the rest of that value; the
+// driver would ignore it and its rule would be lost, so it is an error
+// naming the part (issue 11, item 1).
+func TestNoRuleDroppedFromADODSN(t *testing.T) {
+	for _, dsn := range []string{
+		"server=h;retryExec={1205:3};1222:2,1",
+		"server=h;retryExec=1205:3;;1222:2,1",
+		"server=h;retryExec={1205:3};;1222:2,1",
+		"server=h;retryExec=\"1205:3\"; ;1222:2,1",
+		"server=h;retryConn={+4060};40613;database=x",
+		"odbc:server=h;retryExec={1205:3};1222:2,1",
+	} {
+		_, out, err := ParseDSN("sqlserver", dsn)
+		require.Error(t, err, "ParseDSN(%q) kept %q", dsn, out)
+		assert.ErrorIs(t, err, ErrMalformed, dsn)
+		assert.Regexp(t, `"(1222:2,1|40613)"`, err.Error(), dsn)
+	}
+	// Blank parts alone, and keyless parts after a driver key, are the
+	// driver's business.
+	for _, dsn := range []string{"server=h;retryExec={1205:3};;database=x;", "server=h;retryExec={1205:3};database=x;;"} {
+		c, _, err := ParseDSN("sqlserver", dsn)
+		require.NoError(t, err, dsn)
+		assert.Equal(t, "1205:3", c.RetryExec)
 	}
 }
