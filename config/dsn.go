@@ -136,6 +136,9 @@ func stripADO(s string, odbc bool) ([]param, string, error) {
 			continue
 		}
 		k, ours := lookupKey(s[start:i])
+		if nk, near := nearKey(s[start:i]); near {
+			return nil, "", nearKeyError(s[start:i], nk)
+		}
 		i++ // the '='
 		afterOur = ""
 		if !ours {
@@ -312,6 +315,9 @@ func ourQueryParam(pair string) (param, bool, error) {
 		return param{}, false, nil // not ours; the driver judges it
 	}
 	k, ours := lookupKey(name)
+	if nk, near := nearKey(name); near && strings.Contains(pair, "=") {
+		return param{}, false, nearKeyError(name, nk)
+	}
 	if !ours {
 		return param{}, false, nil
 	}
@@ -384,6 +390,8 @@ func stripKeywordValue(s string) ([]param, string, error) {
 		k, ours := lookupKey(name)
 		if strings.ContainsAny(name, " \t\r\n\v\f") {
 			ours = false
+		} else if nk, near := nearKey(name); near {
+			return nil, "", nearKeyError(name, nk)
 		}
 		i = skipSpace(s, i+eq+1)
 		var (

@@ -53,6 +53,9 @@ func ParseProperties(name string, data []byte) (Config, error) {
 		k, ok := lookupKey(keyName)
 		if !ok || !k.inFile {
 			reason := "expected one of " + strings.Join(fileKeys(), ", ")
+			if nk, near := nearKey(keyName); near && nk.inFile {
+				reason = "did you mean " + nk.name + "? (keys are case-insensitive) " + reason
+			}
 			if ok {
 				reason = "a properties file cannot name another; set retryProperties in code, in the DSN or in " + EnvProperties
 			}
