@@ -307,9 +307,11 @@ func WithPropertiesFile(path string) Option {
 	return func(c *Config) { c.PropertiesPath, c.set = path, c.set|fieldProperties }
 }
 
-// WithRetryRefresh sets how often the properties file is looked at (its
-// modification time compared, and the file re-read when it changed). Zero
-// means the default, 30s; a negative d reads the file once, at start.
+// WithRetryRefresh sets how often the properties file is looked at (read,
+// and its content compared with the content in effect). A changed content
+// is applied at once when it ends with a line end, otherwise when the next
+// look finds it unchanged (a write in progress never applies a prefix).
+// Zero means the default, 30s; a negative d reads the file once, at start.
 func WithRetryRefresh(d time.Duration) Option {
 	return func(c *Config) { c.RetryRefresh, c.set = d, c.set|fieldRetryRefresh }
 }

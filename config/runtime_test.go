@@ -15,6 +15,8 @@ import (
 
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/core/coretest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // propertiesFile is a properties file in a test's temporary directory whose
@@ -495,4 +497,59 @@ func TestBudgetIsReadAtStart(t *testing.T) {
 	if c := f.rt.Config(); c.NoBudget || c.Budget.Max != 5 || f.rt.Retrier().Budget() != b {
 		t.Errorf("the budget changed without a restart: %+v", c)
 	}
+}
+
+// TestHotReloadWaitsForAWholeWrite: a changed file is applied at once only
+// when it ends with a line end; otherwise only when the next look finds the
+// same content. A same-size rewrite within one modification-time tick is
+// still seen (issue 11, item 5).
+func TestHotReloadWaitsForAWholeWrite(t *testing.T) {
+	f := newReloadFixture(t, "retryExec={1205:3,1}\nqueryTimeout=30\n")
+	queryTimeout := func() time.Duration { return f.rt.Retrier().Policy().QueryTimeout }
+	require.Equal(t, 30*time.Second, queryTimeout())
+
+	// Caught mid-write: "queryTimeout=3" of "queryTimeout=30".
+	f.file.write("retryExec={1205:3,1}\nqueryTimeout=3")
+	f.due(t)
+	assert.Equal(t, 30*time.Second, queryTimeout(), "a prefix without a line end was applied")
+	assert.Empty(t, f.reloads())
+	// The write completes: it ends with a line end, applied at once.
+	f.file.write("retryExec={1205:3,1}\nqueryTimeout=20\n")
+	f.due(t)
+	assert.Equal(t, 20*time.Second, queryTimeout())
+	require.Len(t, f.reloads(), 1)
+
+	// A 9-byte prefix would drop every rule.
+	f.file.write("retryExec")
+	f.due(t)
+	assert.Equal(t, 3, ruleCount(f.rt, 1205), "a 9-byte prefix replaced the rules")
+	// A filter cut mid-word, then the rest.
+	f.file.write("retryExec={1205:3,1:select,up")
+	f.due(t)
+	rule, ok := f.rt.Retrier().Policy().Statement.Lookup(1205)
+	require.True(t, ok)
+	assert.Nil(t, rule.Filter(), "a filter cut mid-word was applied")
+	f.file.write("retryExec={1205:3,1:select,update}\n")
+	f.due(t)
+	rule, _ = f.rt.Retrier().Policy().Statement.Lookup(1205)
+	assert.Equal(t, []string{"select", "update"}, rule.Filter())
+	require.Len(t, f.reloads(), 2)
+
+	// A file that does not end with a line end is applied when the next
+	// look finds it unchanged.
+	f.file.write("retryExec={1205:5,1}")
+	f.due(t)
+	assert.Equal(t, 3, ruleCount(f.rt, 1205))
+	f.due(t)
+	assert.Equal(t, 5, ruleCount(f.rt, 1205), "an unchanged file without a final line end was never applied")
+	require.Len(t, f.reloads(), 3)
+
+	// Same size, same modification time, new content.
+	fi, err := os.Stat(f.file.path)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(f.file.path, []byte("retryExec={1205:7,1}"), 0o644))
+	require.NoError(t, os.Chtimes(f.file.path, fi.ModTime(), fi.ModTime()))
+	f.due(t)
+	f.due(t)
+	assert.Equal(t, 7, ruleCount(f.rt, 1205), "a same-size rewrite in one tick was not seen")
 }
