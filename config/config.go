@@ -42,8 +42,9 @@ type Config struct {
 	// queryTimeout=0.
 	QueryTimeout time.Duration
 	// PropertiesPath is the properties file. "" is not set: the
-	// CRL_PROPERTIES environment variable, else mssql-jdbc.properties in the
-	// working directory, else next to the executable, else no file.
+	// CRL_PROPERTIES environment variable, else, for a SQL Server handle
+	// only, mssql-jdbc.properties in the working directory, else next to
+	// the executable, else no file.
 	PropertiesPath string
 	// RetryRefresh is how often the properties file is looked at. Zero is
 	// not set (30 s); a negative value reads the file once, at start.
@@ -301,8 +302,9 @@ func WithQueryTimeout(d time.Duration) Option {
 }
 
 // WithPropertiesFile names the properties file. A file named here must
-// exist when New runs. "" means the usual lookup (CRL_PROPERTIES, then the
-// working directory, then next to the executable).
+// exist when New runs. "" means the usual lookup (CRL_PROPERTIES, then,
+// for a SQL Server handle only, the working directory, then next to the
+// executable).
 func WithPropertiesFile(path string) Option {
 	return func(c *Config) { c.PropertiesPath, c.set = path, c.set|fieldProperties }
 }

@@ -21,6 +21,7 @@ import (
 type Runtime struct {
 	retrier  *core.Retrier
 	fixed    Config // code over DSN: what the file cannot override
+	defaults Config // below the file: the JDBC driver's Azure connectRetryCount, when the DSN names an Azure endpoint
 	budget   Config // the budget and breaker fields in effect, which only a restart changes
 	cutoff   time.Duration
 	path     string // absolute; "" when there is no file
@@ -51,12 +52,16 @@ func hashContent(data []byte) contentHash {
 
 // New builds the Runtime of one database handle and returns it with the
 // DSN for the driver (dsn without the retry settings; see ParseDSN).
-// Settings are layered code (opts) > DSN > properties file > defaults.
+// Settings are layered code (opts) > DSN > properties file > defaults. As
+// in the JDBC driver, the default connectRetryCount is 2 for an Azure SQL
+// server (*.database.windows.net and its sovereign clouds) and 5 for a
+// Synapse serverless (-ondemand) endpoint named by a SQL Server DSN.
 //
 // The properties file is the one given by WithPropertiesFile or the DSN's
 // retryProperties, else the one that $CRL_PROPERTIES names (such a file
-// must exist), else mssql-jdbc.properties in the working directory or next
-// to the executable when there is one. A file that does not parse is an
+// must exist), else, for a SQL Server handle only (driverName sqlserver,
+// mssql or azuresql), mssql-jdbc.properties in the working directory or
+// next to the executable when there is one. A file that does not parse is an
 // error naming the line. The file is then looked at lazily, when a
 // statement or connection starts, at most every retryRefresh.
 func New(driverName, dsn string, opts ...Option) (*Runtime, string, error) {
@@ -69,10 +74,13 @@ func New(driverName, dsn string, opts ...Option) (*Runtime, string, error) {
 		return nil, "", err
 	}
 	r := &Runtime{fixed: code.over(fromDSN), clock: code.Clock, observer: code.Observer}
+	if n := azureConnectRetryCount(driverName, driverDSN); n > 0 {
+		r.defaults = Config{ConnectRetryCount: n}
+	}
 	if r.clock == nil {
 		r.clock = core.SystemClock{}
 	}
-	path, _, err := findProperties(r.fixed.PropertiesPath)
+	path, _, err := findProperties(r.fixed.PropertiesPath, driverName)
 	if err != nil {
 		return nil, "", err
 	}
@@ -88,7 +96,7 @@ func New(driverName, dsn string, opts ...Option) (*Runtime, string, error) {
 		}
 		r.applied = hashContent(data)
 	}
-	merged := r.fixed.over(file)
+	merged := r.fixed.over(file).over(r.defaults)
 	policy, err := merged.Policy()
 	if err != nil {
 		return nil, "", err
@@ -234,7 +242,7 @@ func endsWithLineEnd(data []byte) bool {
 // circuit breaker are built once, at start: a changed retryBudget or
 // retryBreaker line takes effect at the next start.
 func (r *Runtime) apply(file Config) error {
-	merged := r.budget.over(r.fixed.over(file))
+	merged := r.budget.over(r.fixed.over(file).over(r.defaults))
 	policy, err := merged.Policy()
 	if err == nil {
 		err = r.retrier.SetPolicy(policy)
