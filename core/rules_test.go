@@ -178,6 +178,22 @@ var invalidStatementCases = []struct {
 	{"{2147483648:1}", core.ErrInvalidParameterNumber, `"2147483648"`},
 	{"{40P0:1}", core.ErrInvalidParameterNumber, `"40P0"`},
 	{"{1205:}", core.ErrInvalidParameterNumber, `""`},
+	// The rest of docs/rules.md's error table, each a value the JDBC
+	// driver accepts with a meaning of its own.
+	{"{1205:3::}", core.ErrInvalidRuleFormat, "4 sections"},
+	{"{1205:3:select:}", core.ErrInvalidRuleFormat, "4 sections"},
+	{"1205:", core.ErrInvalidParameterNumber, `""`},
+	{"}1205:3{", core.ErrInvalidRuleFormat, "brace"},
+	{"{1205:3", core.ErrInvalidRuleFormat, "not closed"},
+	{"1205:3}", core.ErrInvalidRuleFormat, "without an opening one"},
+	{"{1205,1222:3,2*2:sel", core.ErrInvalidRuleFormat, "not closed"},
+	{"{1205:3: 0}", core.ErrInvalidRuleFormat, `" 0"`},
+	{"{1205:3:select*}", core.ErrInvalidRuleFormat, `"select*"`},
+	{"{1205:3:,select}", core.ErrInvalidRuleFormat, `""`},
+	{"{1205:3,}", core.ErrInvalidParameterNumber, `""`},
+	{"{1205:3,5,}", core.ErrInvalidParameterNumber, `"3,5,"`},
+	{"{1205,:3}", core.ErrInvalidParameterNumber, `""`},
+	{"1205:3\x01", core.ErrInvalidParameterNumber, `"3\x01"`},
 }
 
 // TestUnbalancedBracesAreRejected: a value cut off mid-way (a brace never
