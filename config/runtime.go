@@ -136,8 +136,9 @@ func (r *Runtime) PropertiesPath() string { return r.path }
 // good properties file. Unset fields mean the defaults.
 func (r *Runtime) Config() Config { return *r.current.Load() }
 
-// Reload reads the properties file now, whatever its modification time and
-// retryRefresh, and swaps its rules in; on failure it keeps the last good
+// Reload reads the properties file now, whatever its content and
+// retryRefresh (a file without a final line end included), and swaps its
+// rules in; on failure it keeps the last good
 // rules and returns the error. Either way it emits core.RulesReloaded. It
 // is for a SIGHUP handler or a test; without it, the file is looked at
 // lazily.
