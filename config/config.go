@@ -29,8 +29,11 @@ type Config struct {
 	// RetryConn is the retryConn rules. "" is not set (the builtin list
 	// unless a lower source has rules); "{}" is explicitly the builtin list.
 	RetryConn string
-	// ConnectRetryCount is the extra connection attempts, 1..255. Zero is
-	// not set (1); core.Disabled turns connection retries off.
+	// ConnectRetryCount is connectRetryCount, 1..255 (see
+	// core.Policy.ConnectRetryCount). Zero is not set: 1, or as in the JDBC
+	// driver 2 for an Azure SQL server and 5 for a Synapse serverless
+	// endpoint named by a SQL Server DSN; core.Disabled turns connection
+	// retries off.
 	ConnectRetryCount int
 	// ConnectRetryInterval is the wait between connection retries after the
 	// first, 1 s..60 s. Zero is not set (10 s).
