@@ -82,7 +82,7 @@ func (c *connectRun) run() error {
 		switch {
 		case elapsed >= c.login:
 			return c.giveUp(ErrLoginTimeout, err, nil, "loginTimeout "+c.login.String()+" ran out")
-		case !c.retryable(err, cl):
+		case !c.rules.retryable(cl, isServerError(err)):
 			c.r.budget.Earn()
 			return c.giveUp(ErrNotRetryable, err, nil, "")
 		case retry >= c.count:
@@ -171,32 +171,6 @@ func (c *connectRun) giveUp(reason, err, ctxErr error, detail string) error {
 }
 
 const ctxEndedLogin = "context ended during the login"
-
-// retryable is the connection loop's question. As in JDBC, the builtin
-// list applies to server errors only (JDBC's connect() looks at
-// SQLServerException.getSQLServerError(), which a socket failure lacks);
-// a network failure or a named condition is retried by this loop only
-// when the retryConn rules name it. The login loop retries network
-// failures either way.
-func (c *connectRun) retryable(err error, cl class) bool {
-	if isServerError(err) {
-		return c.rules.retryable(cl)
-	}
-	if cl.hasNumber {
-		if _, ok := c.rules.set[token(cl.number)]; ok {
-			return true
-		}
-	}
-	for _, t := range [...]token{tokenTimeout, tokenBadConn} {
-		if t == tokenTimeout && !cl.timeout || t == tokenBadConn && !cl.badConn {
-			continue
-		}
-		if _, ok := c.rules.set[t]; ok {
-			return true
-		}
-	}
-	return false
-}
 
 // isServerError reports an error the database server sent: a SQL Server
 // error number, a MySQL error number, or a SQLSTATE.

@@ -500,10 +500,24 @@ func (c ConnectionRules) Retryable(errorNumber int32) bool {
 	return ok
 }
 
-// retryable decides for a classified connection error.
-func (c ConnectionRules) retryable(cl class) bool {
-	if cl.hasNumber && c.Retryable(cl.number) {
+// retryable decides for a classified connection error. The builtin list
+// applies only to an error the server sent (fromServer): as in JDBC, whose
+// connection loop looks only at server errors, a network failure mapped to
+// 10053 or 10054 is retried only when the rules name it.
+func (c ConnectionRules) retryable(cl class, fromServer bool) bool {
+	if fromServer && cl.hasNumber && c.Retryable(cl.number) {
 		return true
+	}
+	return c.names(cl)
+}
+
+// names reports whether the rules list the error explicitly: its number,
+// its SQLSTATE, or a named condition it meets.
+func (c ConnectionRules) names(cl class) bool {
+	if cl.hasNumber && cl.number >= 0 {
+		if _, ok := c.set[token(cl.number)]; ok {
+			return true
+		}
 	}
 	for _, t := range [...]token{cl.state, tokenTimeout, tokenBadConn} {
 		if t == 0 || t == tokenTimeout && !cl.timeout || t == tokenBadConn && !cl.badConn {

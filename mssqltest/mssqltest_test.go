@@ -312,7 +312,9 @@ func TestHang(t *testing.T) {
 		start := time.Now()
 		err := run(ctx)
 		cancel()
-		if elapsed := time.Since(start); elapsed > 150*time.Millisecond {
+		// The bound tells a cancelled Hang from one that holds for the
+		// hour; a tight one flakes on a loaded machine.
+		if elapsed := time.Since(start); elapsed > 5*time.Second {
 			t.Errorf("cancel took %v", elapsed)
 		}
 		if !errors.Is(err, context.DeadlineExceeded) {
