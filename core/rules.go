@@ -487,8 +487,10 @@ func isTransient(n int32) bool {
 	return false
 }
 
-// Retryable reports whether the connection loop retries a login error with
-// this number: the builtin list unless replaced, plus the listed numbers.
+// Retryable reports whether the connection loop retries a login error
+// with this number that the server sent: the builtin list unless
+// replaced, plus the listed numbers. (A network failure is retried by the
+// connection loop only when the rules list it; see Retrier.Connect.)
 func (c ConnectionRules) Retryable(errorNumber int32) bool {
 	if errorNumber < 0 {
 		return false
