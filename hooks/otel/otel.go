@@ -328,4 +328,3 @@ func ctxOf(ctx context.Context) context.Context {
 	}
 	return ctx
 }
-
