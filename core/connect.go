@@ -40,8 +40,12 @@ func (r *Retrier) Connect(ctx context.Context, fn func(ctx context.Context) erro
 	p := r.policy.Load()
 	c := connectRun{r: r, rules: p.Connection, fn: fn,
 		count: p.connectRetryCount(), interval: p.connectRetryInterval(), login: p.loginTimeout()}
+	if r.ops != nil {
+		r.ops.Operation(KindConnection)
+	}
 	c.start = r.clock.Now()
 	c.deadline = c.start.Add(c.login)
+	c.op = operation{ctx: ctx, kind: KindConnection, started: c.start}
 	lctx, cancel := context.WithDeadline(ctx, c.deadline)
 	defer cancel()
 	c.ctx, c.caller = lctx, ctx
@@ -60,6 +64,7 @@ type connectRun struct {
 	deadline time.Time
 	ctx      context.Context // ends at deadline
 	caller   context.Context
+	op       operation // what the events share
 	attempts int
 }
 
@@ -70,7 +75,8 @@ func (c *connectRun) run() error {
 		if err == nil {
 			c.r.budget.Earn()
 			if c.attempts > 1 && c.r.observer != nil {
-				c.r.observer.Succeeded(Succeeded{Kind: KindConnection, Attempts: c.attempts, Elapsed: c.r.clock.Now().Sub(c.start)})
+				c.r.observer.Succeeded(Succeeded{Context: c.caller, Op: c.r.opID(&c.op), Kind: KindConnection,
+					Attempts: c.attempts, Elapsed: c.r.clock.Now().Sub(c.start)})
 			}
 			return nil
 		}
@@ -148,7 +154,7 @@ func (c *connectRun) wait(wait, elapsed time.Duration, err error, cl class) erro
 		return c.giveUp(ErrRetryBudgetExceeded, err, nil, "")
 	}
 	if c.r.observer != nil {
-		c.r.observer.ConnectionRetry(ConnectionRetry{Attempt: c.attempts, Wait: wait, Elapsed: elapsed, Err: err})
+		c.r.observer.ConnectionRetry(ConnectionRetry{Context: c.caller, Op: c.r.opID(&c.op), Attempt: c.attempts, Wait: wait, Elapsed: elapsed, Err: err})
 	}
 	if cerr := c.r.clock.Sleep(c.ctx, wait); cerr != nil {
 		if c.caller.Err() == nil { // loginTimeout ended the wait
@@ -167,7 +173,7 @@ func (c *connectRun) giveUp(reason, err, ctxErr error, detail string) error {
 	if c.attempts == 1 && (reason == ErrNotRetryable || reason == ErrRetriesExhausted || ctxErr != nil && detail == ctxEndedLogin) {
 		return err
 	}
-	return c.r.giveUp(KindConnection, "", c.attempts, reason, err, ctxErr, detail)
+	return c.r.giveUp(&c.op, c.attempts, reason, err, ctxErr, detail)
 }
 
 const ctxEndedLogin = "context ended during the login"

@@ -88,7 +88,8 @@ func TestConnectLoginLoop(t *testing.T) {
 			obs := &coretest.Observer{}
 			r, clock := newRetrier(t, tc.policy, core.Options{Observer: obs, NoBudget: true})
 			l := &login{clock: clock, start: clock.Now(), took: tc.took, err: tc.err}
-			err := r.Connect(context.Background(), l.attempt)
+			ctx := context.WithValue(context.Background(), connectKey{}, tc.name)
+			err := r.Connect(ctx, l.attempt)
 			assert.Equal(t, tc.starts, l.starts, "attempt start times")
 			require.Error(t, err)
 			assert.ErrorIs(t, err, tc.err)
@@ -100,11 +101,18 @@ func TestConnectLoginLoop(t *testing.T) {
 				require.ErrorAs(t, err, &re)
 				assert.Equal(t, len(tc.starts), re.Attempts)
 			}
-			assert.Len(t, obs.Snapshot().Conns, len(tc.starts)-1, "one ConnectionRetry per retry")
+			conns := obs.Snapshot().Conns
+			assert.Len(t, conns, len(tc.starts)-1, "one ConnectionRetry per retry")
+			for _, e := range conns { // one operation: the caller's context, one Op
+				assert.Equal(t, ctx, e.Context)
+				assert.Equal(t, conns[0].Op, e.Op)
+			}
 			assert.LessOrEqual(t, clock.Now().Sub(l.start), tc.policy.LoginTimeout+core.DefaultLoginTimeout*time.Duration(boolInt(tc.policy.LoginTimeout == 0)))
 		})
 	}
 }
+
+type connectKey struct{}
 
 func boolInt(b bool) int {
 	if b {
