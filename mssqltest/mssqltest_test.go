@@ -544,14 +544,16 @@ func TestConcurrentConnections(t *testing.T) {
 	for i := 0; i < n; i++ {
 		srv.Handle(fmt.Sprintf("SELECT v FROM g%d WHERE k = @p1", i), mssqltest.Rows([]string{"v"}, []any{int64(i)}))
 	}
-	var wg sync.WaitGroup
+	var wg, ready sync.WaitGroup
 	errs := make(chan error, n)
 	start := make(chan struct{})
 	for i := 0; i < n; i++ {
 		wg.Add(1)
+		ready.Add(1)
 		go func(i int) {
 			defer wg.Done()
 			conn, err := db.Conn(context.Background()) // one connection each
+			ready.Done()
 			if err != nil {
 				errs <- err
 				return
@@ -571,6 +573,9 @@ func TestConcurrentConnections(t *testing.T) {
 			}
 		}(i)
 	}
+	// Every goroutine holds its own connection before any finishes: a
+	// goroutine that asked late would otherwise reuse one given back.
+	ready.Wait()
 	close(start)
 	wg.Wait()
 	close(errs)
