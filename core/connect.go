@@ -30,9 +30,13 @@ import (
 //     plus connectRetryInterval reaches loginTimeout.
 //
 // The whole algorithm ends at start + loginTimeout: every attempt's
-// context has that deadline. Every retry of either loop spends the retry
-// budget and emits ConnectionRetry. A first attempt that is not retried
-// returns its error unchanged; after a retry the error is a *RetryError.
+// context ends then (measured by the Retrier's clock: an attempt gets the
+// time left of the loginTimeout as its timeout). Every retry of either loop spends the retry
+// budget and emits ConnectionRetry. A first attempt whose error is not
+// retried (no rule retries it, or retries are off) returns that error
+// unchanged; every other failure is a *RetryError that unwraps to the last
+// attempt's error and to its reason (ErrLoginTimeout when loginTimeout
+// ran out or leaves no time for a retry).
 func (r *Retrier) Connect(ctx context.Context, fn func(ctx context.Context) error) error {
 	if r.refresh != nil {
 		r.refresh()
@@ -46,9 +50,7 @@ func (r *Retrier) Connect(ctx context.Context, fn func(ctx context.Context) erro
 	c.start = r.clock.Now()
 	c.deadline = c.start.Add(c.login)
 	c.op = operation{ctx: ctx, kind: KindConnection, started: c.start}
-	lctx, cancel := context.WithDeadline(ctx, c.deadline)
-	defer cancel()
-	c.ctx, c.caller = lctx, ctx
+	c.caller = ctx
 	return c.run()
 }
 
@@ -61,8 +63,7 @@ type connectRun struct {
 	interval time.Duration
 	login    time.Duration
 	start    time.Time
-	deadline time.Time
-	ctx      context.Context // ends at deadline
+	deadline time.Time // start + loginTimeout, by the Retrier's clock
 	caller   context.Context
 	op       operation // what the events share
 	attempts int
@@ -86,7 +87,7 @@ func (c *connectRun) run() error {
 		cl := classify(err, false)
 		elapsed := c.r.clock.Now().Sub(c.start)
 		switch {
-		case elapsed >= c.login:
+		case elapsed >= c.login, cl.timeout && elapsed+c.interval >= c.login: // the last attempt ran out of time
 			return c.giveUp(ErrLoginTimeout, err, nil, "loginTimeout "+c.login.String()+" ran out")
 		case !c.rules.retryable(cl, isServerError(err)):
 			c.r.budget.Earn()
@@ -117,7 +118,10 @@ func (c *connectRun) loginLoop() (err, stop error) {
 	var firstTry time.Duration
 	for retry := 0; ; retry++ {
 		c.attempts++
-		err := c.fn(c.ctx)
+		actx, cancel := context.WithTimeout(c.caller, c.deadline.Sub(c.r.clock.Now()))
+		err := c.fn(actx)
+		expired := err != nil && actx.Err() != nil && c.caller.Err() == nil
+		cancel()
 		if err == nil {
 			return nil, nil
 		}
@@ -129,7 +133,7 @@ func (c *connectRun) loginLoop() (err, stop error) {
 			return err, c.giveUp(ErrDeadline, err, cerr, ctxEndedLogin)
 		}
 		remaining := c.deadline.Sub(now)
-		if loginFatal(err) || remaining <= 0 || c.ctx.Err() != nil ||
+		if loginFatal(err) || remaining <= 0 || expired ||
 			remaining < c.interval+2*firstTry || // not enough time for another try
 			retry >= c.count {
 			return err, nil
@@ -156,10 +160,7 @@ func (c *connectRun) wait(wait, elapsed time.Duration, err error, cl class) erro
 	if c.r.observer != nil {
 		c.r.observer.ConnectionRetry(ConnectionRetry{Context: c.caller, Op: c.r.opID(&c.op), Attempt: c.attempts, Wait: wait, Elapsed: elapsed, Err: err})
 	}
-	if cerr := c.r.clock.Sleep(c.ctx, wait); cerr != nil {
-		if c.caller.Err() == nil { // loginTimeout ended the wait
-			return c.giveUp(ErrLoginTimeout, err, nil, "loginTimeout "+c.login.String()+" ran out during the wait")
-		}
+	if cerr := c.r.clock.Sleep(c.caller, wait); cerr != nil {
 		return c.giveUp(ErrDeadline, err, cerr, "context ended during the wait")
 	}
 	return nil
