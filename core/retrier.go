@@ -160,13 +160,87 @@ func (r *Retrier) loop(ctx context.Context, kind Kind, query string,
 	if r.refresh != nil {
 		r.refresh()
 	}
-	p := r.policy.Load()
-	if err := r.breaker.allow(); err != nil {
-		if r.observer != nil {
-			r.observer.GaveUp(GaveUp{Kind: kind, Query: query, Reason: ErrCircuitOpen, Err: err})
-		}
+	a, err := r.Admit(kind, query)
+	if err != nil {
 		return err
 	}
+	return r.run(ctx, a.p, kind, query, stmt, tx, b)
+}
+
+// Admission is the circuit breaker's leave for one operation: Admit gives
+// it before anything of the operation runs, and DoTxAdmitted reports the
+// operation's outcome to it. The zero value is the leave of a Retrier
+// without a breaker.
+type Admission struct{ p permit }
+
+// Admit asks the circuit breaker whether an operation may start. It is
+// for adapters whose first attempt runs before the loop does (GORM runs a
+// Create's first attempt through its own callbacks): they ask before that
+// attempt and hand the Admission to DoTxAdmitted. When the breaker is
+// open the error matches ErrCircuitOpen (and unwraps to the error that
+// opened it), a GaveUp event is emitted, and nothing of the operation may
+// run. The other loops ask by themselves.
+func (r *Retrier) Admit(kind Kind, query string) (Admission, error) {
+	p, err := r.breaker.allow()
+	if err != nil && r.observer != nil {
+		r.observer.GaveUp(GaveUp{Kind: kind, Query: query, Reason: ErrCircuitOpen, Err: err})
+	}
+	return Admission{p}, err
+}
+
+// Release gives back an Admission that will not reach DoTxAdmitted (the
+// operation will not be retried as a whole): it tells the breaker nothing
+// about the database, and a probe's place goes to the next operation.
+func (a Admission) Release() { a.p.undecided() }
+
+// DoTxAdmitted is DoTx for an operation that Admit let start: it does not
+// ask the breaker again, and reports the outcome of its attempts to a.
+func (r *Retrier) DoTxAdmitted(ctx context.Context, a Admission, fn func(ctx context.Context) (failedQuery string, err error)) error {
+	return r.run(ctx, a.p, KindTransaction, "", nil, fn, boundNone)
+}
+
+// verdict is what an operation's outcome tells the circuit breaker.
+type verdict uint8
+
+const (
+	answered  verdict = iota // the database answered: success, or an error no rule retries
+	failedRun                // a retryable failure the loop gave up on
+)
+
+// run is the loop after admission. Whatever ends it, the outcome reaches
+// the breaker: a panic (or runtime.Goexit) in fn, a hook or an observer
+// counts as a failure, and goes on.
+func (r *Retrier) run(ctx context.Context, pm permit, kind Kind, query string,
+	stmt func(context.Context) error, tx func(context.Context) (string, error), b bound) error {
+	settled := false
+	defer func() {
+		if !settled {
+			pm.failed(errPanicked)
+		}
+	}()
+	err, v := r.attempts(ctx, kind, query, stmt, tx, b)
+	settled = true
+	switch {
+	case v == failedRun:
+		cause := err
+		if re, ok := err.(*RetryError); ok {
+			cause = re.Err // the driver's error opens the breaker, not the loop's
+		}
+		pm.failed(cause)
+	case err != nil && ctx.Err() != nil:
+		// The context ended: the error may be its own, not the database's.
+		pm.undecided()
+	default:
+		pm.succeeded()
+	}
+	return err
+}
+
+// attempts runs the attempts and waits, and returns the operation's error
+// with what it tells the breaker.
+func (r *Retrier) attempts(ctx context.Context, kind Kind, query string,
+	stmt func(context.Context) error, tx func(context.Context) (string, error), b bound) (error, verdict) {
+	p := r.policy.Load()
 	var started time.Time
 	for attempt := 1; ; attempt++ {
 		var err error
@@ -178,50 +252,57 @@ func (r *Retrier) loop(ctx context.Context, kind Kind, query string,
 		}
 		if err == nil {
 			r.budget.Earn()
-			r.breaker.succeeded()
 			if attempt > 1 && r.observer != nil {
 				r.observer.Succeeded(Succeeded{Kind: kind, Query: query, Attempts: attempt, Elapsed: r.clock.Now().Sub(started)})
 			}
-			return nil
+			return nil, answered
 		}
 		if attempt == 1 {
 			started = r.clock.Now()
 		}
 		if kind == KindTransaction && errors.Is(err, ErrCommitUnknown) {
-			r.breaker.failed(err)
-			return err
+			// Never retried, never silent: the caller must find out
+			// whether the transaction was applied.
+			if r.observer != nil {
+				r.observer.GaveUp(GaveUp{Kind: kind, Query: "COMMIT", Attempts: attempt, Reason: ErrCommitUnknown, Err: err})
+			}
+			return err, failedRun
 		}
 		cl := classify(err, timedOut)
 		rule := p.Statement.lookup(cl)
 		if rule == nil || rule.count == 0 || !rule.Matches(query) {
 			r.budget.Earn() // not a retryable failure
 			if attempt == 1 {
-				r.breaker.succeeded()
-				return err
+				return err, answered
 			}
-			return r.giveUp(kind, query, attempt, ErrNotRetryable, err, nil, "")
+			return r.giveUp(kind, query, attempt, ErrNotRetryable, err, nil, ""), answered
+		}
+		if kind == KindStatement {
+			if why := notAlone(query, rule); why != "" {
+				return r.giveUp(kind, query, attempt, ErrBatchNotRetried, err, nil, why), failedRun
+			}
 		}
 		retry := attempt - 1
 		if retry >= rule.count {
-			return r.giveUp(kind, query, attempt, ErrRetriesExhausted, err, nil, "")
+			return r.giveUp(kind, query, attempt, ErrRetriesExhausted, err, nil, ""), failedRun
 		}
 		scheduled := rule.wait(retry)
 		if qt := p.QueryTimeout; qt != 0 && scheduled > max(qt, 0) {
 			return r.giveUp(kind, query, attempt, ErrInvalidRetryInterval, err, nil,
-				"wait "+scheduled.String()+" > queryTimeout "+max(qt, 0).String())
+				"wait "+scheduled.String()+" > queryTimeout "+max(qt, 0).String()), failedRun
 		}
 		wait := p.Jitter.apply(scheduled, r.random)
 		if dl, ok := ctx.Deadline(); ok && !r.clock.Now().Add(wait).Before(dl) {
-			return r.giveUp(kind, query, attempt, ErrDeadline, err, nil, "wait "+wait.String())
+			return r.giveUp(kind, query, attempt, ErrDeadline, err, nil, "wait "+wait.String()), failedRun
 		}
 		if !r.budget.Withdraw(cl.timeout) {
-			return r.giveUp(kind, query, attempt, ErrRetryBudgetExceeded, err, nil, "")
+			return r.giveUp(kind, query, attempt, ErrRetryBudgetExceeded, err, nil, ""), failedRun
 		}
 		if r.observer != nil {
 			r.observer.RetryScheduled(RetryScheduled{Kind: kind, Query: query, Attempt: attempt, Wait: wait, Token: rule.tok.String(), Err: err})
 		}
 		if cerr := r.clock.Sleep(ctx, wait); cerr != nil {
-			return r.giveUp(kind, query, attempt, ErrDeadline, err, cerr, "context ended during the wait")
+			return r.giveUp(kind, query, attempt, ErrDeadline, err, cerr, "context ended during the wait"), failedRun
 		}
 	}
 }
@@ -246,14 +327,6 @@ func (r *Retrier) attempt(ctx context.Context, p *Policy, fn func(context.Contex
 }
 
 func (r *Retrier) giveUp(kind Kind, query string, attempts int, reason, err, ctxErr error, detail string) error {
-	if kind != KindConnection {
-		// The database answered: an error no rule retries means it is healthy.
-		if reason == ErrNotRetryable {
-			r.breaker.succeeded()
-		} else {
-			r.breaker.failed(err)
-		}
-	}
 	if r.observer != nil {
 		r.observer.GaveUp(GaveUp{Kind: kind, Query: query, Attempts: attempts, Reason: reason, Err: err})
 	}
