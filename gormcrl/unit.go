@@ -61,8 +61,8 @@ type unit struct {
 	// Of the first attempt only.
 	admission core.Admission // the circuit breaker's leave, asked before the chain ran
 	began     time.Time
-	base    *gorm.DB // the statement as it was before the chain ran
-	restore func()   // puts the value written back as it was
+	base      *gorm.DB // the statement as it was before the chain ran
+	restore   func()   // puts the value written back as it was
 }
 
 func unitOf(stmt *gorm.Statement) *unit {
