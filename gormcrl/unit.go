@@ -54,7 +54,7 @@ type unitKey struct{ stmt *gorm.Statement }
 // unit is the state of one Create, Update or Delete under the whole-unit
 // retry, or of one of its retries (retry set).
 type unit struct {
-	fail  failure
+	rec   adapter.Recorder
 	armed bool // the chain runs in a transaction this package records
 	retry bool // this statement is a retry's clone: the loop runs elsewhere
 
@@ -122,7 +122,7 @@ func watchTx(db *gorm.DB) {
 		return // not ours, or BEGIN failed (nothing ran: safe to retry)
 	}
 	if _, started := db.InstanceGet("gorm:started_transaction"); started {
-		if pool, ok := recordTx(stmt.ConnPool, &u.fail); ok {
+		if pool, ok := recordTx(stmt.ConnPool, &u.rec); ok {
 			stmt.ConnPool = pool
 			return
 		}
@@ -187,10 +187,10 @@ func (u *unit) outcome(err error) (string, error) {
 	if err == nil {
 		return "", nil
 	}
-	if cerr := u.fail.commitErr(); cerr != nil {
+	if cerr := u.rec.CommitErr(); cerr != nil {
 		return adapter.Finish("gormcrl", nil, nil, func() error { return cerr })
 	}
-	return u.fail.failedQuery(), err
+	return u.rec.FailedQuery(), err
 }
 
 // traceAttempt logs the first attempt, which failed, as GORM's processor

@@ -151,6 +151,25 @@ func Conformance(t *testing.T, open Open) {
 			t.Errorf("%q with {1205:2,0:exec}: err = %v after %d executions, want a retry", proc, err, srv2.Count(proc))
 		}
 	})
+	t.Run("the filter sees the statement whose error ended the transaction", func(t *testing.T) {
+		// The closure meets a duplicate key on its INSERT, handles it, and
+		// goes on; its UPDATE is then a deadlock victim, which ends the
+		// transaction. The rule's filter names update: the transaction is
+		// retried. (Recording the first failure instead saw the INSERT.)
+		const insert = "INSERT INTO ledger (account, amount) VALUES (1, 10)"
+		srv, h, _ := start(t, "&retryExec={1205,2627:2,0:update}")
+		srv.Handle(insert, mssqltest.Error(2627))
+		srv.Handle(update, mssqltest.Error(1205), mssqltest.Affected(1))
+		runs := 0
+		err := h.InTx(ctx, func(exec func(string) error) error {
+			runs++
+			_ = exec(insert) // already there: fine
+			return exec(update)
+		})
+		if err != nil || runs != 2 {
+			t.Errorf("err = %v after %d runs, want success after 2", err, runs)
+		}
+	})
 	t.Run("no statement retry inside a transaction; whole transaction retried", func(t *testing.T) {
 		const insert = "INSERT INTO ledger (account, amount) VALUES (1, 10)"
 		srv, h, clock := start(t, "&retryExec={1205:2,1:insert,update}")
