@@ -3,7 +3,7 @@ package sqlxcrl
 import (
 	"context"
 	"database/sql"
-	
+
 	"github.com/jmoiron/sqlx"
 
 	"github.com/crl-go/crl/internal/adapter"
