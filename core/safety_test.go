@@ -2,6 +2,8 @@ package core_test
 
 import (
 	"context"
+	"database/sql/driver"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -95,3 +97,20 @@ func (gaveUpRecorder) RetryScheduled(core.RetryScheduled)   {}
 func (gaveUpRecorder) Succeeded(core.Succeeded)             {}
 func (gaveUpRecorder) ConnectionRetry(core.ConnectionRetry) {}
 func (gaveUpRecorder) RulesReloaded(core.RulesReloaded)     {}
+
+// A COMMIT of unknown outcome is never retried, and never silent: it emits
+// a GaveUp event with its own reason, so that logs and metrics show it.
+func TestCommitUnknownEmitsGaveUp(t *testing.T) {
+	var gave []core.GaveUp
+	r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{badconn:3,0}")}, core.Options{Observer: gaveUpRecorder{&gave}})
+	unknown := fmt.Errorf("sqlxcrl: COMMIT failed: %w: %w", core.ErrCommitUnknown, driver.ErrBadConn)
+	runs := 0
+	err := r.DoTx(context.Background(), func(context.Context) (string, error) { runs++; return "", unknown })
+	require.ErrorIs(t, err, core.ErrCommitUnknown)
+	assert.Equal(t, 1, runs)
+	require.Len(t, gave, 1)
+	assert.Equal(t, core.ErrCommitUnknown, gave[0].Reason)
+	assert.Equal(t, core.KindTransaction, gave[0].Kind)
+	assert.Equal(t, 1, gave[0].Attempts)
+	assert.ErrorIs(t, gave[0].Err, driver.ErrBadConn)
+}
