@@ -103,9 +103,11 @@ func (r *Retrier) Do(ctx context.Context, query string, fn func(ctx context.Cont
 }
 
 // DoRows is Do for statements whose result (rows) is read after fn
-// returns: the attempt's context, bounded by a positive QueryTimeout, is
-// not cancelled on success but ends by itself at its deadline, so reading
-// the rows is bounded too.
+// returns: on success the attempt's context, bounded by a positive
+// QueryTimeout, is not cancelled, so reading the rows is bounded too; it
+// is released (its timer stopped) as soon as the rows are closed or read
+// to the end (database/sql tells it, see rowsContext), so a read keeps
+// nothing alive until the timeout.
 func (r *Retrier) DoRows(ctx context.Context, query string, fn func(ctx context.Context) error) error {
 	return r.loop(ctx, KindStatement, query, fn, nil, boundKeep)
 }
@@ -128,9 +130,9 @@ func Retry[T any](ctx context.Context, r *Retrier, query string, fn func(ctx con
 }
 
 // RetryRows is DoRows for a statement that returns its rows: the attempt's
-// context is left to end at its deadline, so that reading the rows after
-// RetryRows returns is still bounded by QueryTimeout. On failure the rows
-// are the zero value.
+// context lives on, so that reading the rows after RetryRows returns is
+// still bounded by QueryTimeout, until the rows are closed or read to the
+// end. On failure the rows are the zero value.
 func RetryRows[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error)) (T, error) {
 	return retry(ctx, r, query, fn, boundKeep)
 }
@@ -152,7 +154,7 @@ type bound uint8
 const (
 	boundNone   bound = iota // attempts are not bounded
 	boundCancel              // bounded by QueryTimeout, cancelled when fn returns
-	boundKeep                // bounded by QueryTimeout, left to expire
+	boundKeep                // bounded by QueryTimeout, released when the rows are done
 )
 
 func (r *Retrier) loop(ctx context.Context, kind Kind, query string,
@@ -313,16 +315,23 @@ func (r *Retrier) attempt(ctx context.Context, p *Policy, fn func(context.Contex
 	if p.QueryTimeout <= 0 || b == boundNone {
 		return fn(ctx), false
 	}
+	if b == boundKeep {
+		// The rows are read after fn returns: the context lives until they
+		// are closed or read to the end, or until its deadline.
+		actx := newRowsContext(ctx, p.QueryTimeout)
+		err := fn(actx)
+		timedOut := err != nil && actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
+		if err != nil {
+			actx.cancel(context.Canceled)
+		} else {
+			actx.returnedRows()
+		}
+		return err, timedOut
+	}
 	actx, cancel := context.WithTimeout(ctx, p.QueryTimeout)
 	err := fn(actx)
 	timedOut := err != nil && actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
-	if err != nil || b == boundCancel {
-		cancel()
-	} else {
-		// The rows are read after fn returns: leave the context to end at
-		// its deadline, which releases it.
-		_ = context.AfterFunc(actx, cancel)
-	}
+	cancel()
 	return err, timedOut
 }
 
