@@ -214,6 +214,10 @@ const (
 // counts as a failure, and goes on.
 func (r *Retrier) run(ctx context.Context, pm permit, kind Kind, query string,
 	stmt func(context.Context) error, tx func(context.Context) (string, error), b bound) error {
+	if pm.b == nil { // no breaker: nothing to report
+		err, _ := r.attempts(ctx, kind, query, stmt, tx, b)
+		return err
+	}
 	settled := false
 	defer func() {
 		if !settled {
