@@ -36,8 +36,8 @@ type Open func(t *testing.T, dsn string, clock core.Clock) (Handle, error)
 // waits, the context deadline is checked before a wait, the connection
 // loop's first retry is immediate, a batch or a procedure call is not
 // retried on its own, a statement inside a transaction is not retried on
-// its own, and a whole transaction is retried with exactly one
-// committed write. Each adapter's tests call it.
+// its own, a whole transaction is retried with exactly one committed
+// write, and its rule's filter sees the statement whose error ended it. Each adapter's tests call it.
 func Conformance(t *testing.T, open Open) {
 	const update = "UPDATE accounts SET balance = balance - 10 WHERE id = 1"
 	ctx := context.Background()
