@@ -87,3 +87,51 @@ func TestRealBatchUnderLockContention(t *testing.T) {
 		})
 	}
 }
+
+// An error that arrives while the rows of a query are read is the failed
+// statement of the transaction: on MariaDB, INSERT … RETURNING of two rows
+// whose second waits for a lock another transaction holds fails in
+// rows.Next, not in Queryx. RunInTx's rule, whose filter names insert,
+// retries the transaction.
+func TestRealRowsErrorIsTheFailedStatement(t *testing.T) {
+	dsn := os.Getenv("CRL_MYSQL_DSN")
+	if dsn == "" {
+		t.Skip("CRL_MYSQL_DSN is not set")
+	}
+	db, err := sqlxcrl.Connect("mysql", dsn+sep(dsn)+"innodb_lock_wait_timeout=1", sqlxcrl.WithRetryExec("{1205:3,0:insert}"))
+	require.NoError(t, err)
+	defer db.Close()
+	table := fmt.Sprintf("crl_rows_err_%d", time.Now().UnixNano()%1e9)
+	db.MustExec("CREATE TABLE " + table + " (id INT PRIMARY KEY)")
+	defer db.Exec("DROP TABLE " + table)
+
+	ctx := context.Background()
+	holder, err := db.DB.DB.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	_, err = holder.ExecContext(ctx, "INSERT INTO "+table+" (id) VALUES (1)")
+	require.NoError(t, err)
+	released := make(chan error, 1)
+	go func() {
+		time.Sleep(1500 * time.Millisecond) // after the first attempt's time-out
+		released <- holder.Rollback()
+	}()
+
+	runs := 0
+	err = db.RunInTx(ctx, nil, func(tx *sqlxcrl.Tx) error {
+		runs++
+		rows, err := tx.Queryx("INSERT INTO " + table + " (id) VALUES (2), (1) RETURNING id")
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+		}
+		return rows.Err()
+	})
+	require.NoError(t, <-released)
+	require.NoError(t, err)
+	assert.Equal(t, 2, runs)
+	var n int
+	require.NoError(t, db.Get(&n, "SELECT COUNT(*) FROM "+table))
+	assert.Equal(t, 2, n)
+}
