@@ -185,9 +185,9 @@ func TestBreakerStaleOutcomeIgnored(t *testing.T) {
 func TestBreakerLostProbeReplaced(t *testing.T) {
 	r, breaker, clock := openBreaker(t)
 	clock.Advance(10 * time.Second)
-	_, err := r.Admit(core.KindTransaction, "")
+	_, err := r.Admit(context.Background())
 	require.NoError(t, err) // the probe, never reported
-	_, err = r.Admit(core.KindTransaction, "")
+	_, err = r.Admit(context.Background())
 	require.ErrorIs(t, err, core.ErrCircuitOpen, "one probe at a time")
 	clock.Advance(10 * time.Second)
 	require.NoError(t, r.Do(context.Background(), "select 1", func(context.Context) error { return nil }))
