@@ -29,8 +29,10 @@ import (
 //     the value and clones the statement as it is before any callback
 //     changed it.
 //   - crl:unit_tx (after gorm:begin_transaction) wraps GORM's *sql.Tx so
-//     that the statement that fails and a failed COMMIT are recorded; when
-//     GORM did not open a transaction it disarms the unit.
+//     that the statement whose error ends the transaction (the last that
+//     failed, an error met while reading its rows included) and a failed
+//     COMMIT are recorded (adapter.Recorder); when GORM did not open a
+//     transaction it disarms the unit and releases the breaker's leave.
 //   - The chain runs as usual: that is the first attempt.
 //   - crl:unit_end (last) hands the outcome of the first attempt to the
 //     transaction loop (core.Retrier.DoTxAdmitted, with the breaker's
