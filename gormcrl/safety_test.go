@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gorm.io/gorm"
 
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
@@ -87,4 +88,38 @@ func TestGormReadsRetainNothingUntilQueryTimeout(t *testing.T) {
 	with := retained(config.WithQueryTimeout(time.Hour))
 	t.Logf("retained per read: %.0f B without queryTimeout, %.0f B with", without, with)
 	assert.InDelta(t, without, with, 150, "bytes retained per read")
+}
+
+// PanickyOrder's BeforeCreate panics while panicking is set.
+type PanickyOrder struct {
+	ID        int64
+	Name      string
+	panicking bool
+}
+
+func (o *PanickyOrder) BeforeCreate(*gorm.DB) error {
+	if o.panicking {
+		panic("hook")
+	}
+	return nil
+}
+
+// A hook that panics while its Create is the breaker's probe goes through
+// GORM, where crl cannot see it: the probe never reports. The breaker is
+// not wedged: after OpenFor another probe runs.
+func TestBreakerNotWedgedByAPanickingHook(t *testing.T) {
+	const insert = `INSERT INTO "panicky_orders" ("name") OUTPUT INSERTED."id" VALUES (@p1);`
+	s := mssqltest.NewServer(t)
+	db, clock := open(t, s, nil, config.WithCircuitBreaker(core.BreakerSettings{Failures: 1, OpenFor: time.Minute}))
+	s.Handle(insert, mssqltest.Error(1205), mssqltest.Error(1205), mssqltest.Error(1205), mssqltest.Error(1205), idRow(5))
+	require.ErrorIs(t, db.Create(&PanickyOrder{Name: "a"}).Error, core.ErrRetriesExhausted)
+
+	clock.Advance(time.Minute)
+	assert.Panics(t, func() { db.Create(&PanickyOrder{Name: "b", panicking: true}) })
+	assert.ErrorIs(t, db.Create(&PanickyOrder{Name: "c"}).Error, core.ErrCircuitOpen, "one probe at a time")
+	clock.Advance(time.Minute)
+	o := PanickyOrder{Name: "d"}
+	require.NoError(t, db.Create(&o).Error, "the breaker is wedged")
+	assert.Equal(t, int64(5), o.ID)
+	require.NoError(t, db.Create(&PanickyOrder{Name: "e"}).Error)
 }
