@@ -532,8 +532,8 @@ func (c ConnectionRules) retryable(cl class, fromServer bool) bool {
 // names reports whether the rules list the error explicitly: its number,
 // its SQLSTATE, or a named condition it meets.
 func (c ConnectionRules) names(cl class) bool {
-	if cl.hasNumber && cl.number >= 0 {
-		if _, ok := c.set[token(cl.number)]; ok {
+	if t, ok := numberToken(cl.number); cl.hasNumber && ok {
+		if _, ok := c.set[t]; ok {
 			return true
 		}
 	}
