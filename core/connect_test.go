@@ -165,15 +165,3 @@ func TestConnectWithAFixedDateClock(t *testing.T) {
 	})
 	assert.NoError(t, err)
 }
-
-// TestConnectRetriesSpendTheBudget: both loops' retries are refused by an
-// empty budget.
-func TestConnectRetriesSpendTheBudget(t *testing.T) {
-	clock := coretest.NewClock(time.Time{})
-	budget := core.NewBudget(core.BudgetSettings{Max: 1, EarnPerAttempt: -1, RefillPerSecond: -1}, clock)
-	r, _ := newRetrier(t, core.Policy{}, core.Options{Clock: clock, Budget: budget})
-	calls := 0
-	err := r.Connect(context.Background(), failing(&calls, repeat(serverError{40613}, 10)...))
-	assert.Equal(t, 2, calls, "one retry, then the budget is empty")
-	assert.ErrorIs(t, err, core.ErrRetryBudgetExceeded)
-}
