@@ -232,7 +232,7 @@ func TestJitter(t *testing.T) {
 	} {
 		r, clock := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:2,2*2}"), Jitter: tc.j}, core.Options{Random: func() float64 { return 0.25 }})
 		calls := 0
-		_ = r.Do(context.Background(), "x", failing(&calls, repeat(serverError{1205}, 5)...))
+		_ = r.Do(context.Background(), "update t set n = n + 1", failing(&calls, repeat(serverError{1205}, 5)...))
 		if !slices.Equal(clock.Sleeps(), tc.want) {
 			t.Errorf("%v: waits %v, want %v", tc.j, clock.Sleeps(), tc.want)
 		}
@@ -312,13 +312,21 @@ func TestConnectDefaultsAndLists(t *testing.T) {
 		calls  int
 		waits  []time.Duration
 	}{
-		{"default: one immediate retry", core.Policy{}, serverError{40613}, 2, []time.Duration{0}},
+		// Defaults: the login loop tries twice (its retry immediate), the
+		// connection loop runs it twice (its retry immediate): 4 logins.
+		{"default: 2 × 2 logins", core.Policy{}, serverError{40613}, 4, []time.Duration{0, 0, 0}},
 		{"disabled", core.Policy{ConnectRetryCount: core.Disabled}, serverError{40613}, 1, nil},
-		{"not transient", core.Policy{ConnectRetryCount: 3}, serverError{18456}, 1, nil},
+		{"fatal, not in the list", core.Policy{ConnectRetryCount: 3}, serverError{18456}, 1, nil},
+		// 18456 is fatal for the login loop, but the connection loop
+		// retries it when retryConn names it.
 		{"appended", core.Policy{ConnectRetryCount: 3, Connection: conn("{+18456}")}, serverError{18456}, 4, []time.Duration{0, 10 * time.Second, 10 * time.Second}},
-		{"append keeps builtin", core.Policy{ConnectRetryCount: 1, Connection: conn("{+18456}")}, serverError{40613}, 2, []time.Duration{0}},
-		{"replaced", core.Policy{ConnectRetryCount: 3, Connection: conn("{18456}")}, serverError{40613}, 1, nil},
+		{"append keeps builtin", core.Policy{ConnectRetryCount: 1, Connection: conn("{+18456}")}, serverError{40613}, 4, []time.Duration{0, 0, 0}},
+		// The login loop retries every error that is not fatal, whatever
+		// retryConn says; the connection loop then stops.
+		{"replaced", core.Policy{ConnectRetryCount: 3, Connection: conn("{18456}")}, serverError{40613}, 4, []time.Duration{0, 10 * time.Second, 10 * time.Second}},
 		{"replacement retried", core.Policy{ConnectRetryCount: 2, Connection: conn("{18456}")}, serverError{18456}, 3, []time.Duration{0, 10 * time.Second}},
+		// A network failure: the login loop retries it, the connection
+		// loop does not (the builtin list is for server errors).
 		{"network reset", core.Policy{}, fmt.Errorf("read: %w", econnreset), 2, []time.Duration{0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -342,7 +350,7 @@ func TestNoBudget(t *testing.T) {
 	}
 	executions := 0
 	for i := 0; i < 300; i++ {
-		_ = r.Do(context.Background(), "x", func(context.Context) error { executions++; return serverError{1205} })
+		_ = r.Do(context.Background(), "update t set n = n + 1", func(context.Context) error { executions++; return serverError{1205} })
 	}
 	if executions != 600 {
 		t.Errorf("%d executions, want 600", executions)
@@ -354,14 +362,14 @@ func TestSetPolicyAndRefresh(t *testing.T) {
 	r, _ := newRetrier(t, core.Policy{}, core.Options{Refresh: func() { refreshed.Add(1) }})
 	calls := 0
 	driverErr := serverError{1205}
-	if err := r.Do(context.Background(), "x", failing(&calls, driverErr)); err != driverErr {
+	if err := r.Do(context.Background(), "update t set n = n + 1", failing(&calls, driverErr)); err != driverErr {
 		t.Fatalf("no rules: %v", err)
 	}
 	if err := r.SetPolicy(core.Policy{Statement: mustRules(t, "{1205:1}")}); err != nil {
 		t.Fatal(err)
 	}
 	calls = 0
-	if err := r.Do(context.Background(), "x", failing(&calls, driverErr)); err != nil || calls != 2 {
+	if err := r.Do(context.Background(), "update t set n = n + 1", failing(&calls, driverErr)); err != nil || calls != 2 {
 		t.Errorf("after SetPolicy: %v, %d calls", err, calls)
 	}
 	if refreshed.Load() != 2 {
