@@ -408,4 +408,3 @@ func (r *Retrier) giveUp(o *operation, attempts int, reason, err, ctxErr error, 
 	}
 	return &RetryError{Attempts: attempts, Reason: reason, Err: err, Context: ctxErr, Detail: detail}
 }
-
