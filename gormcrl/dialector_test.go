@@ -154,3 +154,35 @@ func TestWhatAProgramLinks(t *testing.T) {
 	t.Logf("binary: %d bytes plain, %d with gormcrl (+%d)", plainSize, crlSize, crlSize-plainSize)
 	assert.Less(t, crlSize-plainSize, int64(1<<20), "gormcrl adds less than 1 MB")
 }
+
+// A dialector passed by value works as one passed by pointer.
+func TestOpenValueDialector(t *testing.T) {
+	s := mssqltest.NewServer(t)
+	s.FailLogin(40613, 1)
+	d := sqlserver.Dialector{Config: &sqlserver.Config{DSN: s.DSN() + "&retryExec={1205:1,5ms}"}}
+	db, err := gorm.Open(gormcrl.Open(d, config.WithClock(coretest.NewClock(time.Time{}))), &gorm.Config{Logger: logger.Discard})
+	require.NoError(t, err, "the failed login is retried")
+	got, ok := db.Dialector.(sqlserver.Dialector)
+	require.True(t, ok, "db.Dialector is %T, want sqlserver.Dialector", db.Dialector)
+	assert.NotNil(t, got.Conn)
+	assert.Nil(t, d.Conn, "the caller's Config is not changed")
+	assert.Equal(t, 2, s.Logins())
+}
+
+// namedDialector has the fields of a dialector and a Name whose driver is
+// not registered.
+type namedDialector struct {
+	gorm.Dialector
+	DSN        string
+	DriverName string
+	Conn       gorm.ConnPool
+}
+
+func (namedDialector) Name() string { return "nosuchdb" }
+
+func TestOpenWithoutTheDriverRegistered(t *testing.T) {
+	_, err := gorm.Open(gormcrl.Open(namedDialector{Dialector: sqlserver.Open("sqlserver://h")}), &gorm.Config{Logger: logger.Discard})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `no database/sql driver named nosuchdb is registered`)
+	assert.Contains(t, err.Error(), "set DriverName")
+}
