@@ -1,12 +1,33 @@
 package core
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Observer receives the loops' events. Methods run on the goroutine that
 // runs the statement, outside any lock, and must not block. A nil Observer
 // costs nothing; embed NopObserver to implement only some methods.
 //
-// No event is emitted on the success path of a first attempt.
+// No event of this interface is emitted on the success path of a first
+// attempt; an Observer that also implements OperationObserver is told of
+// every operation.
+//
+// The events of one operation share its Context and its Op.
+//
+// Context is the context the caller gave the operation (Do, DoTx,
+// Connect...), so that an observer can find the caller's trace span or
+// request values; it is never nil in an event a Retrier emits.
+//
+// Op identifies one operation across its events: every event of a retried
+// operation carries the same non-zero Op, and two operations carry different
+// ones, also across Retriers (each Retrier numbers its operations from a
+// random 64-bit base). It is drawn at the operation's first event, so an
+// operation that emits none costs nothing.
+//
+// Query is the statement text for a statement; for a transaction, the text
+// of the statement that failed last ("" when the failure was not a
+// statement, such as BEGIN or the circuit breaker); "" for a connection.
 type Observer interface {
 	// RetryScheduled is called before the loop waits for a retry.
 	RetryScheduled(RetryScheduled)
@@ -23,6 +44,21 @@ type Observer interface {
 	// RulesReloaded is called when a hot reload of the rules succeeded or
 	// failed (see the config package).
 	RulesReloaded(RulesReloaded)
+}
+
+// OperationObserver is an optional interface of an Observer, found by type
+// assertion when the Retrier is built (NewRetrier), so that an Observer
+// written without it keeps compiling and costs nothing more. Operation is
+// called once at the start of every operation a Retrier runs, whatever its
+// outcome: a statement (Do, DoRows, Retry, RetryRows), a transaction unit
+// (DoTx, once however many times it is re-run) and a connection (Connect,
+// once however many login attempts it takes). It is the denominator of a
+// retry ratio (database_total_requests_total in hooks/prometheus).
+//
+// Operation runs on the success path of every statement: it must not
+// block, lock or allocate; one atomic add is the intended cost.
+type OperationObserver interface {
+	Operation(Kind)
 }
 
 // Kind says which loop an event comes from.
@@ -50,16 +86,21 @@ func (k Kind) String() string {
 
 // RetryScheduled describes a retry about to wait.
 type RetryScheduled struct {
+	Context context.Context
+	Op      uint64
 	Kind    Kind
-	Query   string        // the statement text ("" for a connection)
+	Query   string        // see above: for a transaction, the statement that failed
 	Attempt int           // the attempt that failed, 1-based
 	Wait    time.Duration // the wait before the next attempt, jitter applied
 	Token   string        // the error token whose rule fired
 	Err     error         // the attempt's error
 }
 
-// GaveUp describes an error returned after a retryable failure.
+// GaveUp describes an error returned after a retryable failure, or an
+// operation the circuit breaker refused (Reason ErrCircuitOpen, Attempts 0).
 type GaveUp struct {
+	Context  context.Context
+	Op       uint64
 	Kind     Kind
 	Query    string
 	Attempts int   // attempts that ran
@@ -69,14 +110,18 @@ type GaveUp struct {
 
 // Succeeded describes an operation that succeeded after retries.
 type Succeeded struct {
+	Context  context.Context
+	Op       uint64
 	Kind     Kind
-	Query    string
-	Attempts int // attempts that ran, the successful one included (≥ 2)
-	Elapsed  time.Duration
+	Query    string        // for a transaction, the statement that failed last
+	Attempts int           // attempts that ran, the successful one included (≥ 2)
+	Elapsed  time.Duration // from the start of the first attempt to the end of the last
 }
 
 // ConnectionRetry describes a connection retry about to wait.
 type ConnectionRetry struct {
+	Context context.Context
+	Op      uint64
 	Attempt int           // the attempt that failed, 1-based
 	Wait    time.Duration // 0 for the first retry, connectRetryInterval after
 	Elapsed time.Duration // since the first attempt started

@@ -41,6 +41,9 @@ type Retrier struct {
 	breaker  *Breaker
 	random   func() float64
 	refresh  func()
+	ops      OperationObserver // observer, when it implements it
+	opBase   uint64            // random base of the Op numbers of events
+	opSeq    atomic.Uint64
 }
 
 // NewRetrier returns a Retrier for p, or an error naming the first field
@@ -61,8 +64,29 @@ func NewRetrier(p Policy, o Options) (*Retrier, error) {
 	} else if r.budget == nil {
 		r.budget = NewBudget(BudgetSettings{}, r.clock)
 	}
+	if r.observer != nil {
+		r.ops, _ = r.observer.(OperationObserver)
+		r.opBase = rand.Uint64()
+	}
 	r.policy.Store(&p)
 	return r, nil
+}
+
+// operation is what the events of one operation share.
+type operation struct {
+	ctx     context.Context
+	kind    Kind
+	query   string
+	id      uint64 // drawn at the first event
+	started time.Time
+}
+
+// opID returns o's event number, drawing it at the first event.
+func (r *Retrier) opID(o *operation) uint64 {
+	for o.id == 0 {
+		o.id = r.opBase + r.opSeq.Add(1)
+	}
+	return o.id
 }
 
 // SetPolicy replaces the policy atomically; operations already running keep
@@ -161,18 +185,27 @@ func (r *Retrier) loop(ctx context.Context, kind Kind, query string,
 		r.refresh()
 	}
 	p := r.policy.Load()
+	o := operation{ctx: ctx, kind: kind, query: query}
+	if r.observer != nil { // the only cost on the success path without one
+		if r.ops != nil {
+			r.ops.Operation(kind)
+		}
+		o.started = r.clock.Now()
+	}
 	if err := r.breaker.allow(); err != nil {
 		if r.observer != nil {
-			r.observer.GaveUp(GaveUp{Kind: kind, Query: query, Reason: ErrCircuitOpen, Err: err})
+			r.observer.GaveUp(GaveUp{Context: ctx, Op: r.opID(&o), Kind: kind, Query: query, Reason: ErrCircuitOpen, Err: err})
 		}
 		return err
 	}
-	var started time.Time
 	for attempt := 1; ; attempt++ {
 		var err error
 		timedOut := false
 		if tx != nil {
-			query, err = tx(ctx)
+			var failed string
+			if failed, err = tx(ctx); err != nil {
+				o.query = failed // the events name the statement that failed
+			}
 		} else {
 			err, timedOut = r.attempt(ctx, p, stmt, b)
 		}
@@ -180,13 +213,12 @@ func (r *Retrier) loop(ctx context.Context, kind Kind, query string,
 			r.budget.Earn()
 			r.breaker.succeeded()
 			if attempt > 1 && r.observer != nil {
-				r.observer.Succeeded(Succeeded{Kind: kind, Query: query, Attempts: attempt, Elapsed: r.clock.Now().Sub(started)})
+				r.observer.Succeeded(Succeeded{Context: ctx, Op: r.opID(&o), Kind: kind, Query: o.query,
+					Attempts: attempt, Elapsed: r.clock.Now().Sub(o.started)})
 			}
 			return nil
 		}
-		if attempt == 1 {
-			started = r.clock.Now()
-		}
+		query := o.query
 		if kind == KindTransaction && errors.Is(err, ErrCommitUnknown) {
 			r.breaker.failed(err)
 			return err
@@ -199,29 +231,30 @@ func (r *Retrier) loop(ctx context.Context, kind Kind, query string,
 				r.breaker.succeeded()
 				return err
 			}
-			return r.giveUp(kind, query, attempt, ErrNotRetryable, err, nil, "")
+			return r.giveUp(&o, attempt, ErrNotRetryable, err, nil, "")
 		}
 		retry := attempt - 1
 		if retry >= rule.count {
-			return r.giveUp(kind, query, attempt, ErrRetriesExhausted, err, nil, "")
+			return r.giveUp(&o, attempt, ErrRetriesExhausted, err, nil, "")
 		}
 		scheduled := rule.wait(retry)
 		if qt := p.QueryTimeout; qt != 0 && scheduled > max(qt, 0) {
-			return r.giveUp(kind, query, attempt, ErrInvalidRetryInterval, err, nil,
+			return r.giveUp(&o, attempt, ErrInvalidRetryInterval, err, nil,
 				"wait "+scheduled.String()+" > queryTimeout "+max(qt, 0).String())
 		}
 		wait := p.Jitter.apply(scheduled, r.random)
 		if dl, ok := ctx.Deadline(); ok && !r.clock.Now().Add(wait).Before(dl) {
-			return r.giveUp(kind, query, attempt, ErrDeadline, err, nil, "wait "+wait.String())
+			return r.giveUp(&o, attempt, ErrDeadline, err, nil, "wait "+wait.String())
 		}
 		if !r.budget.Withdraw(cl.timeout) {
-			return r.giveUp(kind, query, attempt, ErrRetryBudgetExceeded, err, nil, "")
+			return r.giveUp(&o, attempt, ErrRetryBudgetExceeded, err, nil, "")
 		}
 		if r.observer != nil {
-			r.observer.RetryScheduled(RetryScheduled{Kind: kind, Query: query, Attempt: attempt, Wait: wait, Token: rule.tok.String(), Err: err})
+			r.observer.RetryScheduled(RetryScheduled{Context: ctx, Op: r.opID(&o), Kind: kind, Query: query,
+				Attempt: attempt, Wait: wait, Token: rule.tok.String(), Err: err})
 		}
 		if cerr := r.clock.Sleep(ctx, wait); cerr != nil {
-			return r.giveUp(kind, query, attempt, ErrDeadline, err, cerr, "context ended during the wait")
+			return r.giveUp(&o, attempt, ErrDeadline, err, cerr, "context ended during the wait")
 		}
 	}
 }
@@ -245,8 +278,8 @@ func (r *Retrier) attempt(ctx context.Context, p *Policy, fn func(context.Contex
 	return err, timedOut
 }
 
-func (r *Retrier) giveUp(kind Kind, query string, attempts int, reason, err, ctxErr error, detail string) error {
-	if kind != KindConnection {
+func (r *Retrier) giveUp(o *operation, attempts int, reason, err, ctxErr error, detail string) error {
+	if o.kind != KindConnection {
 		// The database answered: an error no rule retries means it is healthy.
 		if reason == ErrNotRetryable {
 			r.breaker.succeeded()
@@ -255,7 +288,7 @@ func (r *Retrier) giveUp(kind Kind, query string, attempts int, reason, err, ctx
 		}
 	}
 	if r.observer != nil {
-		r.observer.GaveUp(GaveUp{Kind: kind, Query: query, Attempts: attempts, Reason: reason, Err: err})
+		r.observer.GaveUp(GaveUp{Context: o.ctx, Op: r.opID(o), Kind: o.kind, Query: o.query, Attempts: attempts, Reason: reason, Err: err})
 	}
 	return &RetryError{Attempts: attempts, Reason: reason, Err: err, Context: ctxErr, Detail: detail}
 }
@@ -272,7 +305,11 @@ func (r *Retrier) Connect(ctx context.Context, fn func(ctx context.Context) erro
 	}
 	p := r.policy.Load()
 	count, interval, login := p.connectRetryCount(), p.connectRetryInterval(), p.loginTimeout()
+	if r.ops != nil {
+		r.ops.Operation(KindConnection)
+	}
 	start := r.clock.Now()
+	o := operation{ctx: ctx, kind: KindConnection, started: start}
 	for attempt := 1; ; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, login)
 		err := fn(actx)
@@ -281,7 +318,7 @@ func (r *Retrier) Connect(ctx context.Context, fn func(ctx context.Context) erro
 		if err == nil {
 			r.budget.Earn()
 			if attempt > 1 && r.observer != nil {
-				r.observer.Succeeded(Succeeded{Kind: KindConnection, Attempts: attempt, Elapsed: r.clock.Now().Sub(start)})
+				r.observer.Succeeded(Succeeded{Context: ctx, Op: r.opID(&o), Kind: KindConnection, Attempts: attempt, Elapsed: r.clock.Now().Sub(start)})
 			}
 			return nil
 		}
@@ -291,17 +328,17 @@ func (r *Retrier) Connect(ctx context.Context, fn func(ctx context.Context) erro
 			if attempt == 1 {
 				return err
 			}
-			return r.giveUp(KindConnection, "", attempt, ErrNotRetryable, err, nil, "")
+			return r.giveUp(&o, attempt, ErrNotRetryable, err, nil, "")
 		}
 		if attempt > count {
 			if attempt == 1 { // connection retries are off
 				return err
 			}
-			return r.giveUp(KindConnection, "", attempt, ErrRetriesExhausted, err, nil, "")
+			return r.giveUp(&o, attempt, ErrRetriesExhausted, err, nil, "")
 		}
 		elapsed := r.clock.Now().Sub(start)
 		if elapsed+interval >= login {
-			return r.giveUp(KindConnection, "", attempt, ErrLoginTimeout, err, nil,
+			return r.giveUp(&o, attempt, ErrLoginTimeout, err, nil,
 				"elapsed "+elapsed.String()+" + connectRetryInterval "+interval.String()+" ≥ loginTimeout "+login.String())
 		}
 		var wait time.Duration
@@ -309,16 +346,16 @@ func (r *Retrier) Connect(ctx context.Context, fn func(ctx context.Context) erro
 			wait = interval
 		}
 		if dl, ok := ctx.Deadline(); ok && !r.clock.Now().Add(wait).Before(dl) {
-			return r.giveUp(KindConnection, "", attempt, ErrDeadline, err, nil, "wait "+wait.String())
+			return r.giveUp(&o, attempt, ErrDeadline, err, nil, "wait "+wait.String())
 		}
 		if !r.budget.Withdraw(cl.timeout) {
-			return r.giveUp(KindConnection, "", attempt, ErrRetryBudgetExceeded, err, nil, "")
+			return r.giveUp(&o, attempt, ErrRetryBudgetExceeded, err, nil, "")
 		}
 		if r.observer != nil {
-			r.observer.ConnectionRetry(ConnectionRetry{Attempt: attempt, Wait: wait, Elapsed: elapsed, Err: err})
+			r.observer.ConnectionRetry(ConnectionRetry{Context: ctx, Op: r.opID(&o), Attempt: attempt, Wait: wait, Elapsed: elapsed, Err: err})
 		}
 		if cerr := r.clock.Sleep(ctx, wait); cerr != nil {
-			return r.giveUp(KindConnection, "", attempt, ErrDeadline, err, cerr, "context ended during the wait")
+			return r.giveUp(&o, attempt, ErrDeadline, err, cerr, "context ended during the wait")
 		}
 	}
 }

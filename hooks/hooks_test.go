@@ -2,11 +2,16 @@ package hooks_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/core/coretest"
@@ -44,6 +49,7 @@ func TestReason(t *testing.T) {
 		core.ErrNotRetryable:         "not_retryable",
 		core.ErrLoginTimeout:         "login_timeout",
 		core.ErrCircuitOpen:          "circuit_open",
+		core.ErrCommitUnknown:        "commit_unknown",
 		errors.New("x"):              "other",
 	} {
 		if got := hooks.Reason(err); got != want {
@@ -65,3 +71,69 @@ func TestSlog(t *testing.T) {
 		}
 	}
 }
+
+type opCounter struct {
+	core.NopObserver
+	n [3]int
+}
+
+func (o *opCounter) Operation(k core.Kind) { o.n[k]++ }
+
+func TestMultiOperation(t *testing.T) {
+	a, b := &opCounter{}, &opCounter{}
+	plain := &coretest.Observer{}
+	m := hooks.Multi(a, plain, hooks.Multi(b, plain))
+	ops, ok := m.(core.OperationObserver)
+	require.True(t, ok, "Multi counts operations when a member does")
+	ops.Operation(core.KindTransaction)
+	assert.Equal(t, [3]int{0, 1, 0}, a.n)
+	assert.Equal(t, [3]int{0, 1, 0}, b.n)
+	_, ok = hooks.Multi(plain, &coretest.Observer{}).(core.OperationObserver)
+	assert.False(t, ok, "no member counts operations: Multi does not claim to")
+	assert.Same(t, a, hooks.Multi(nil, a), "one observer is returned as it is, OperationObserver kept")
+}
+
+func TestSlogCommitUnknownIsAnError(t *testing.T) {
+	var buf bytes.Buffer
+	o := hooks.Slog(slog.New(slog.NewTextHandler(&buf, nil)))
+	reason := fmt.Errorf("wrapped: %w", core.ErrCommitUnknown)
+	o.GaveUp(core.GaveUp{Context: context.Background(), Op: 42, Kind: core.KindTransaction,
+		Query: "COMMIT", Attempts: 1, Reason: reason, Err: errors.New("read tcp: connection reset by peer")})
+	out := buf.String()
+	assert.Contains(t, out, "level=ERROR")
+	assert.Contains(t, out, "reason=commit_unknown")
+	assert.Contains(t, out, "COMMIT outcome unknown")
+	assert.Contains(t, out, "op=42")
+	assert.Contains(t, out, "kind=transaction")
+
+	buf.Reset()
+	o.GaveUp(core.GaveUp{Kind: core.KindTransaction, Attempts: 4, Reason: core.ErrRetriesExhausted, Err: errors.New("deadlock")})
+	assert.Contains(t, buf.String(), "level=WARN", "other give-ups stay warnings")
+	assert.Equal(t, "commit_unknown", hooks.Reason(reason))
+	assert.Contains(t, hooks.Reasons(), hooks.Reason(reason))
+}
+
+// The records of an operation are logged with its context, so a handler
+// can read the caller's values (trace IDs).
+func TestSlogUsesTheEventContext(t *testing.T) {
+	h := &ctxHandler{}
+	o := hooks.Slog(slog.New(h))
+	ctx := context.WithValue(context.Background(), ctxKey{}, "trace-1")
+	o.RetryScheduled(core.RetryScheduled{Context: ctx, Attempt: 1})
+	o.GaveUp(core.GaveUp{Context: ctx, Reason: core.ErrRetriesExhausted})
+	o.Succeeded(core.Succeeded{Context: ctx, Attempts: 2})
+	o.ConnectionRetry(core.ConnectionRetry{Context: ctx, Attempt: 1})
+	assert.Equal(t, []any{"trace-1", "trace-1", "trace-1", "trace-1"}, h.seen)
+}
+
+type ctxKey struct{}
+
+type ctxHandler struct{ seen []any }
+
+func (h *ctxHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *ctxHandler) Handle(ctx context.Context, _ slog.Record) error {
+	h.seen = append(h.seen, ctx.Value(ctxKey{}))
+	return nil
+}
+func (h *ctxHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *ctxHandler) WithGroup(string) slog.Handler      { return h }

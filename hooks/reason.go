@@ -8,7 +8,7 @@ import (
 
 // Reason names why a loop gave up, for logs and metric labels:
 // exhausted, query_timeout, budget, deadline, not_retryable,
-// login_timeout, circuit_open, or other.
+// login_timeout, circuit_open, commit_unknown, or other. Reasons lists them.
 func Reason(err error) string {
 	switch {
 	case errors.Is(err, core.ErrRetriesExhausted):
@@ -25,6 +25,15 @@ func Reason(err error) string {
 		return "login_timeout"
 	case errors.Is(err, core.ErrCircuitOpen):
 		return "circuit_open"
+	case errors.Is(err, core.ErrCommitUnknown):
+		return "commit_unknown"
 	}
 	return "other"
+}
+
+// Reasons returns every name Reason can return, for metrics that create
+// their labelled series up front.
+func Reasons() []string {
+	return []string{"exhausted", "query_timeout", "budget", "deadline", "not_retryable",
+		"login_timeout", "circuit_open", "commit_unknown", "other"}
 }

@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/crl-go/crl/core"
@@ -9,9 +10,14 @@ import (
 
 // Slog returns an observer that logs the events with logger (nil means
 // slog.Default()): a scheduled retry and a connection retry at Info, a
-// success after retries at Info, giving up at Warn, a failed reload of the
-// properties file at Error and a successful one at Info. Statement texts
-// are logged as they were run, so keep values in parameters, not in the SQL.
+// success after retries at Info, giving up at Warn, a COMMIT of unknown
+// outcome (core.ErrCommitUnknown: the transaction may or may not have been
+// applied, and was not retried) at Error with reason=commit_unknown, a
+// failed reload of the properties file at Error and a successful one at
+// Info. Every record of one operation has the same op attribute (the
+// event's Op), and is logged with the operation's context, so a handler
+// can add the caller's trace IDs. Statement texts are logged as they were
+// run, so keep values in parameters, not in the SQL.
 func Slog(logger *slog.Logger) core.Observer {
 	if logger == nil {
 		logger = slog.Default()
@@ -21,26 +27,38 @@ func Slog(logger *slog.Logger) core.Observer {
 
 type slogObserver struct{ l *slog.Logger }
 
+// orBackground is ctx, or context.Background() for an event built by hand.
+func orBackground(ctx context.Context) context.Context {
+	if ctx == nil {
+		return context.Background()
+	}
+	return ctx
+}
+
 func (s slogObserver) RetryScheduled(e core.RetryScheduled) {
-	s.l.LogAttrs(context.Background(), slog.LevelInfo, "crl: retry scheduled",
+	s.l.LogAttrs(orBackground(e.Context), slog.LevelInfo, "crl: retry scheduled", slog.Uint64("op", e.Op),
 		slog.String("kind", e.Kind.String()), slog.String("query", e.Query), slog.Int("attempt", e.Attempt),
 		slog.Duration("wait", e.Wait), slog.String("token", e.Token), slog.Any("error", e.Err))
 }
 
 func (s slogObserver) GaveUp(e core.GaveUp) {
-	s.l.LogAttrs(context.Background(), slog.LevelWarn, "crl: gave up",
+	level, msg := slog.LevelWarn, "crl: gave up"
+	if errors.Is(e.Reason, core.ErrCommitUnknown) {
+		level, msg = slog.LevelError, "crl: COMMIT outcome unknown; the transaction was not retried and may or may not have been applied"
+	}
+	s.l.LogAttrs(orBackground(e.Context), level, msg, slog.Uint64("op", e.Op),
 		slog.String("kind", e.Kind.String()), slog.String("query", e.Query), slog.Int("attempts", e.Attempts),
 		slog.String("reason", Reason(e.Reason)), slog.Any("error", e.Err))
 }
 
 func (s slogObserver) Succeeded(e core.Succeeded) {
-	s.l.LogAttrs(context.Background(), slog.LevelInfo, "crl: succeeded after retries",
+	s.l.LogAttrs(orBackground(e.Context), slog.LevelInfo, "crl: succeeded after retries", slog.Uint64("op", e.Op),
 		slog.String("kind", e.Kind.String()), slog.String("query", e.Query), slog.Int("attempts", e.Attempts),
 		slog.Duration("elapsed", e.Elapsed))
 }
 
 func (s slogObserver) ConnectionRetry(e core.ConnectionRetry) {
-	s.l.LogAttrs(context.Background(), slog.LevelInfo, "crl: connection retry scheduled",
+	s.l.LogAttrs(orBackground(e.Context), slog.LevelInfo, "crl: connection retry scheduled", slog.Uint64("op", e.Op),
 		slog.Int("attempt", e.Attempt), slog.Duration("wait", e.Wait), slog.Duration("elapsed", e.Elapsed), slog.Any("error", e.Err))
 }
 
