@@ -1,7 +1,8 @@
 // Package foreigndialector_test shows gormcrl.Open on a dialector this
 // project has never seen and does not import: the pure-Go SQLite dialector
-// github.com/glebarez/sqlite. It lives apart from gormcrl's tests so that
-// only this test links SQLite.
+// github.com/glebarez/sqlite. It is a module of its own (with a replace of
+// crl), so that crl's go.mod, and so every user's module graph, requires no
+// SQLite; .ci/run vets and tests it.
 package foreigndialector_test
 
 import (
