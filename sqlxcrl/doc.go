@@ -21,8 +21,9 @@
 // own. Make such code take sqlx.ExtContext (or sqlx.QueryerContext,
 // sqlx.ExecerContext), which *DB and *Tx satisfy and sqlx's package
 // functions (sqlx.GetContext, sqlx.SelectContext, …) accept: then a *DB
-// retries each statement and a *Tx runs it in the transaction. See
-// docs/sqlx.md.
+// retries each statement and a *Tx runs it in the transaction. The
+// command crl vet (github.com/crl-go/crl/cmd/crl) reports the places that
+// take db.DB out. See docs/sqlx.md.
 //
 // What is not retried, and why:
 //   - Statements inside a transaction (Tx) are never retried one by one:

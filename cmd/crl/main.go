@@ -1,5 +1,6 @@
 // Command crl checks Configurable Retry Logic settings and explains what
-// they do, reading them exactly as a crl handle would.
+// they do, reading them exactly as a crl handle would, and finds Go code
+// that takes the sqlx handle out of a sqlxcrl handle (losing its retries).
 //
 //	crl check '{1205,1222:3,2*2:select,update}'
 //	crl check -conn '{+4060}'
@@ -7,6 +8,7 @@
 //	crl check -file mssql-jdbc.properties
 //	crl explain '{1205:3,2*2}'
 //	crl explain -querytimeout 5 '{1205:5,2*2}'
+//	crl vet ./...
 //
 // Run crl help for what each command does. check exits 0 when everything
 // parses and 1 with an error naming the bad value otherwise; a command line
@@ -35,6 +37,7 @@ rules of the Microsoft JDBC driver, as crl reads them) and explains what they do
 Usage:
   crl check   [RULES] [-conn RULES] [-dsn DSN [-driver NAME]] [-file PATH]
   crl explain [RULES] [-conn RULES] [-dsn DSN [-driver NAME]] [-file PATH] [-querytimeout SECONDS]
+  crl vet     [PACKAGES]
   crl help
 
 RULES is a retryExec value (statement rules); -conn takes a retryConn value
@@ -56,6 +59,13 @@ Commands:
            and the retries that queryTimeout refuses; then the connection loop.
              crl explain '{1205:3,2*2}'
              crl explain -querytimeout 5 '{1205:5,2*2}'
+  vet      Type-checks Go packages (default: the one in the working directory)
+           and reports every place that takes the embedded sqlx handle out of
+           a sqlxcrl handle (db.DB, db.DB.DB, tx.Tx, stmt.Stmt) to run
+           statements or to pass it on: those statements are not retried.
+           Methods that run no statement (db.DB.Stats(), SetMaxOpenConns) are
+           fine. Exits 1 when it finds one.
+             crl vet ./...
   help     Prints this text (as do crl -h and crl with no command).
 
 Flags:
@@ -90,9 +100,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, help)
 		return 0
+	case "vet":
+		if len(args) > 1 && strings.HasPrefix(args[1], "-") {
+			if h := strings.TrimLeft(args[1], "-"); h == "h" || h == "help" {
+				fmt.Fprint(stdout, help)
+				return 0
+			}
+			fmt.Fprintf(stderr, "crl vet: unknown flag %s: expected packages such as ./...\n", args[1])
+			return 2
+		}
+		return vet(args[1:], stdout, stderr)
 	case "check", "explain":
 	default:
-		fmt.Fprintf(stderr, "crl: unknown command %q: expected check, explain or help\n\n%s", cmd, help)
+		fmt.Fprintf(stderr, "crl: unknown command %q: expected check, explain, vet or help\n\n%s", cmd, help)
 		return 2
 	}
 	o, err := parseFlags(cmd, args[1:])

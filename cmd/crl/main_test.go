@@ -36,7 +36,7 @@ func TestHelpExitsZero(t *testing.T) {
 		code, out, errOut := runCRL(args...)
 		assert.Equal(t, 0, code, "%q exits 0", args)
 		assert.Empty(t, errOut, "%q writes nothing to stderr", args)
-		for _, want := range []string{"crl check", "crl explain", "crl explain '{1205:3,2*2}'", "crl check '{1205:3,2AND2}'", "Reads the settings", "prints, for each error"} {
+		for _, want := range []string{"crl check", "crl explain", "crl explain '{1205:3,2*2}'", "crl check '{1205:3,2AND2}'", "Reads the settings", "prints, for each error", "crl vet ./...", "not retried"} {
 			assert.Contains(t, out, want, "%q prints the usage with examples", args)
 		}
 	}
