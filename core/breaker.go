@@ -10,8 +10,13 @@ import (
 
 // ErrCircuitOpen reports an operation refused at once because the circuit
 // breaker is open: the last operations all failed with retryable errors.
-// The error still unwraps to the driver error that opened the breaker.
+// Nothing of the operation ran. The error still unwraps to the driver
+// error that opened the breaker (an earlier operation's, not this one's).
 var ErrCircuitOpen = errors.New("core: circuit breaker open")
+
+// errPanicked is the failure the breaker records for an operation that
+// panicked (or called runtime.Goexit) before it reported its outcome.
+var errPanicked = errors.New("core: the operation panicked")
 
 // BreakerSettings configures a circuit breaker. The zero value is a breaker
 // that is off.
@@ -21,7 +26,8 @@ type BreakerSettings struct {
 	// breaker is off.
 	Failures int
 	// OpenFor is how long the breaker stays open before it lets one probe
-	// operation through. Zero means 30 s.
+	// operation through, and how long a probe may take to report before
+	// another one is let through. Zero means 30 s.
 	OpenFor time.Duration
 }
 
@@ -38,28 +44,54 @@ func (s BreakerSettings) Validate() error {
 
 const defaultOpenFor = 30 * time.Second
 
+// The breaker's state word packs, so that one atomic load tells all:
+// bits 0-1 the state, bits 2-31 the failures in a row (closed state), bits
+// 32-63 the generation, which changes with every change of state. A
+// result reported under an earlier generation moves nothing.
 const (
-	breakerClosed int32 = iota
-	breakerOpen
-	breakerHalfOpen // one probe is running
+	breakerClosed   uint64 = 0
+	breakerOpen     uint64 = 1
+	breakerHalfOpen uint64 = 2 // one probe is running
+
+	stateMask    uint64 = 3
+	countShift          = 2
+	countOne     uint64 = 1 << countShift
+	countMask    uint64 = (1<<30 - 1) << countShift
+	genShift            = 32
+	genOne       uint64 = 1 << genShift
+	maxThreshold        = 1<<30 - 1
 )
 
-// Breaker is a circuit breaker, one per DB: after Failures operations in a
-// row end with retryable errors it opens, and every operation fails at
-// once with ErrCircuitOpen for OpenFor; then one probe runs, and its
-// outcome closes or reopens the breaker. In the closed state the success
-// path costs two atomic loads and takes no lock.
+func stateOf(w uint64) uint64         { return w & stateMask }
+func failuresOf(w uint64) uint64      { return (w & countMask) >> countShift }
+func sameGeneration(a, b uint64) bool { return a>>genShift == b>>genShift }
+
+// next is the word of a new generation in state s, with no failures.
+func next(w, s uint64) uint64 { return (w>>genShift+1)<<genShift | s }
+
+// Breaker is a two-step circuit breaker, one per DB: an operation asks it
+// before it runs (allow) and tells it the outcome after (the permit it got).
+// After Failures operations in a row end with retryable errors it opens,
+// and every operation fails at once with ErrCircuitOpen, without running,
+// for OpenFor; then one probe runs, and its outcome closes or reopens the
+// breaker. A probe that panics counts as a failure; a probe whose context
+// ended before the database answered decides nothing, and the next
+// operation is the probe; a probe that never reports (its goroutine
+// blocked, a panic no one saw) is replaced by another after OpenFor.
+// Outcomes reported under an earlier state (an operation let through
+// before the breaker opened) never move the current one. In the closed
+// state asking and reporting a success cost one atomic load each and take
+// no lock.
 type Breaker struct {
-	failures int32
+	failures uint64
 	openFor  time.Duration
 	clock    Clock
 
-	state       atomic.Int32
-	consecutive atomic.Int32
+	word atomic.Uint64
 
-	mu       sync.Mutex // guards the fields below and state changes
-	openedAt time.Time
-	lastErr  error
+	mu      sync.Mutex // held for every change of state, with the fields below
+	since   time.Time  // when the breaker opened, or when the probe started
+	lastErr error      // the error that opened it
 }
 
 // NewBreaker returns a closed breaker, or nil when s is off. A nil clock
@@ -74,64 +106,130 @@ func NewBreaker(s BreakerSettings, clock Clock) *Breaker {
 	if clock == nil {
 		clock = SystemClock{}
 	}
-	return &Breaker{failures: int32(min(s.Failures, 1<<30)), openFor: s.OpenFor, clock: clock}
+	return &Breaker{failures: uint64(min(s.Failures, maxThreshold)), openFor: s.OpenFor, clock: clock}
 }
 
-// Open reports whether the breaker refuses operations now.
-func (b *Breaker) Open() bool { return b != nil && b.state.Load() != breakerClosed }
+// Open reports whether the breaker refuses operations now (open, or
+// half-open with its probe running).
+func (b *Breaker) Open() bool { return b != nil && stateOf(b.word.Load()) != breakerClosed }
 
-// allow lets an operation start, or returns the error to fail it with.
-func (b *Breaker) allow() error {
-	if b == nil || b.state.Load() == breakerClosed {
-		return nil
+// permit is the breaker's leave for one operation: the state word it was
+// given under. Its zero value (no breaker) reports nowhere.
+type permit struct {
+	b    *Breaker
+	word uint64
+}
+
+// allow asks the breaker whether an operation may start. It returns the
+// permit to report the outcome to, or the error to fail the operation
+// with (nothing of it may run).
+func (b *Breaker) allow() (permit, error) {
+	if b == nil {
+		return permit{}, nil
+	}
+	if w := b.word.Load(); stateOf(w) == breakerClosed {
+		return permit{b, w}, nil
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	switch b.state.Load() {
+	w := b.word.Load()
+	now := b.clock.Now()
+	switch stateOf(w) {
 	case breakerClosed:
-		return nil
-	case breakerOpen:
-		if b.clock.Now().Sub(b.openedAt) >= b.openFor {
-			b.state.Store(breakerHalfOpen) // this operation is the probe
-			return nil
+		return permit{b, w}, nil
+	case breakerOpen, breakerHalfOpen:
+		// Open: after OpenFor this operation is the probe. Half-open: the
+		// probe has not reported for OpenFor; this one replaces it.
+		if now.Sub(b.since) >= b.openFor {
+			w = next(w, breakerHalfOpen)
+			b.word.Store(w)
+			b.since = now
+			return permit{b, w}, nil
 		}
 	}
-	return &RetryError{Reason: ErrCircuitOpen, Err: b.lastErr,
-		Detail: "open since " + b.openedAt.Format(time.RFC3339) + " for " + b.openFor.String()}
+	return permit{}, &RetryError{Reason: ErrCircuitOpen, Err: b.lastErr,
+		Detail: "since " + b.since.Format(time.RFC3339) + ", next probe after " + b.openFor.String()}
 }
 
-// succeeded records an operation that did not end with a retryable error.
-func (b *Breaker) succeeded() {
+// succeeded reports an operation that did not end with a retryable error:
+// the database answered.
+func (p permit) succeeded() {
+	b := p.b
 	if b == nil {
 		return
 	}
-	if b.state.Load() == breakerClosed {
-		if b.consecutive.Load() != 0 {
-			b.consecutive.Store(0)
+	for {
+		w := b.word.Load()
+		if !sameGeneration(w, p.word) {
+			return
 		}
-		return
+		switch stateOf(w) {
+		case breakerClosed:
+			if failuresOf(w) == 0 || b.word.CompareAndSwap(w, w&^countMask) {
+				return
+			}
+		case breakerHalfOpen:
+			b.mu.Lock()
+			if w := b.word.Load(); sameGeneration(w, p.word) {
+				b.word.Store(next(w, breakerClosed))
+				b.lastErr = nil
+			}
+			b.mu.Unlock()
+			return
+		default:
+			return
+		}
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.consecutive.Store(0)
-	b.state.Store(breakerClosed)
-	b.lastErr = nil
 }
 
-// failed records an operation that ended with a retryable error.
-func (b *Breaker) failed(err error) {
+// failed reports an operation that ended with a retryable error (or
+// panicked).
+func (p permit) failed(err error) {
+	b := p.b
 	if b == nil {
 		return
 	}
-	n := b.consecutive.Add(1)
-	if b.state.Load() == breakerClosed && n < b.failures {
+	for {
+		w := b.word.Load()
+		if !sameGeneration(w, p.word) {
+			return
+		}
+		switch stateOf(w) {
+		case breakerClosed:
+			if failuresOf(w)+1 < b.failures {
+				if b.word.CompareAndSwap(w, w+countOne) {
+					return
+				}
+				continue
+			}
+		case breakerHalfOpen:
+		default:
+			return
+		}
+		b.mu.Lock()
+		if w := b.word.Load(); sameGeneration(w, p.word) {
+			b.word.Store(next(w, breakerOpen))
+			b.since = b.clock.Now()
+			b.lastErr = err
+		}
+		b.mu.Unlock()
+		return
+	}
+}
+
+// undecided reports an operation whose context ended before the database
+// answered: it tells nothing about the database. A probe so ended leaves
+// the breaker open with the next operation as the probe; in the closed
+// state nothing changes.
+func (p permit) undecided() {
+	b := p.b
+	if b == nil || stateOf(p.word) != breakerHalfOpen {
 		return
 	}
 	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.lastErr = err
-	if b.state.Load() == breakerHalfOpen || n >= b.failures {
-		b.state.Store(breakerOpen)
-		b.openedAt = b.clock.Now()
+	if w := b.word.Load(); sameGeneration(w, p.word) {
+		b.word.Store(next(w, breakerOpen))
+		b.since = b.clock.Now().Add(-b.openFor)
 	}
+	b.mu.Unlock()
 }

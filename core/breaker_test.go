@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/core/coretest"
 )
@@ -20,37 +23,37 @@ func TestBreaker(t *testing.T) {
 	ok := func(context.Context) error { executions++; return nil }
 
 	// Two failed operations, then a success: the count starts again.
-	_ = r.Do(ctx, "x", deadlock)
-	_ = r.Do(ctx, "x", deadlock)
-	if err := r.Do(ctx, "x", ok); err != nil || breaker.Open() {
+	_ = r.Do(ctx, "update t set n = n + 1", deadlock)
+	_ = r.Do(ctx, "update t set n = n + 1", deadlock)
+	if err := r.Do(ctx, "update t set n = n + 1", ok); err != nil || breaker.Open() {
 		t.Fatalf("err %v open %v", err, breaker.Open())
 	}
 	// A constraint violation means the database answered: not a failure.
-	_ = r.Do(ctx, "x", func(context.Context) error { return serverError{2627} })
+	_ = r.Do(ctx, "update t set n = n + 1", func(context.Context) error { return serverError{2627} })
 	// Three failed operations in a row open it.
 	for i := 0; i < 3; i++ {
-		_ = r.Do(ctx, "x", deadlock)
+		_ = r.Do(ctx, "update t set n = n + 1", deadlock)
 	}
 	if !breaker.Open() {
 		t.Fatal("breaker not open after 3 failures in a row")
 	}
 	executions = 0
-	err := r.Do(ctx, "x", ok)
+	err := r.Do(ctx, "update t set n = n + 1", ok)
 	if !errors.Is(err, core.ErrCircuitOpen) || !errors.Is(err, serverError{1205}) || executions != 0 {
 		t.Fatalf("open breaker: err %v, %d executions", err, executions)
 	}
 	// After OpenFor one probe runs; its failure reopens the breaker.
 	clock.Advance(10 * time.Second)
-	_ = r.Do(ctx, "x", deadlock)
+	_ = r.Do(ctx, "update t set n = n + 1", deadlock)
 	if executions != 2 || !breaker.Open() {
 		t.Fatalf("probe: %d executions, open %v", executions, breaker.Open())
 	}
-	if err := r.Do(ctx, "x", ok); !errors.Is(err, core.ErrCircuitOpen) {
+	if err := r.Do(ctx, "update t set n = n + 1", ok); !errors.Is(err, core.ErrCircuitOpen) {
 		t.Fatalf("reopened breaker let an operation through: %v", err)
 	}
 	// A successful probe closes it.
 	clock.Advance(10 * time.Second)
-	if err := r.Do(ctx, "x", ok); err != nil || breaker.Open() {
+	if err := r.Do(ctx, "update t set n = n + 1", ok); err != nil || breaker.Open() {
 		t.Fatalf("successful probe: err %v open %v", err, breaker.Open())
 	}
 }
@@ -71,7 +74,134 @@ func TestBreakerOffAndValidate(t *testing.T) {
 func TestBreakerSuccessAllocatesNothing(t *testing.T) {
 	r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:1,0}")}, core.Options{Breaker: core.NewBreaker(core.BreakerSettings{Failures: 5}, nil)})
 	ctx := context.Background()
-	if a := testing.AllocsPerRun(1000, func() { _ = r.Do(ctx, "x", func(context.Context) error { return nil }) }); a != 0 {
+	if a := testing.AllocsPerRun(1000, func() { _ = r.Do(ctx, "update t set n = n + 1", func(context.Context) error { return nil }) }); a != 0 {
 		t.Errorf("%v allocations", a)
 	}
+}
+
+// openBreaker returns a retrier whose breaker (2 failures, open 10 s) has
+// just opened, and its clock.
+func openBreaker(t *testing.T) (*core.Retrier, *core.Breaker, *coretest.Clock) {
+	t.Helper()
+	clock := coretest.NewClock(time.Time{})
+	breaker := core.NewBreaker(core.BreakerSettings{Failures: 2, OpenFor: 10 * time.Second}, clock)
+	r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:1,0}")}, core.Options{Clock: clock, Breaker: breaker})
+	for i := 0; i < 2; i++ {
+		_ = r.Do(context.Background(), "update t set n = 1", func(context.Context) error { return serverError{1205} })
+	}
+	require.True(t, breaker.Open())
+	return r, breaker, clock
+}
+
+// A probe that panics counts as a failure: the breaker reopens instead of
+// staying half-open for ever, and the next probe can close it.
+func TestBreakerPanicInProbeReopens(t *testing.T) {
+	for name, observer := range map[string]bool{"closure": false, "observer": true} {
+		t.Run(name, func(t *testing.T) {
+			clock := coretest.NewClock(time.Time{})
+			breaker := core.NewBreaker(core.BreakerSettings{Failures: 2, OpenFor: 10 * time.Second}, clock)
+			var obs core.Observer
+			panicking := false
+			if observer {
+				obs = panicOnRetry{&panicking}
+			}
+			r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:1,0}")}, core.Options{Clock: clock, Breaker: breaker, Observer: obs})
+			ctx := context.Background()
+			for i := 0; i < 2; i++ {
+				_ = r.Do(ctx, "update t set n = 1", func(context.Context) error { return serverError{1205} })
+			}
+			require.True(t, breaker.Open())
+			clock.Advance(10 * time.Second)
+			panicking = true
+			assert.Panics(t, func() {
+				_ = r.Do(ctx, "update t set n = 1", func(context.Context) error {
+					if !observer {
+						panic("boom")
+					}
+					return serverError{1205} // the observer panics when the retry is scheduled
+				})
+			})
+			panicking = false
+			assert.True(t, breaker.Open(), "a panicking probe is a failure")
+			err := r.Do(ctx, "update t set n = 1", func(context.Context) error { return nil })
+			assert.ErrorIs(t, err, core.ErrCircuitOpen, "reopened for OpenFor")
+			clock.Advance(10 * time.Second)
+			require.NoError(t, r.Do(ctx, "update t set n = 1", func(context.Context) error { return nil }))
+			assert.False(t, breaker.Open(), "the next probe closes it")
+		})
+	}
+}
+
+type panicOnRetry struct{ on *bool }
+
+func (p panicOnRetry) RetryScheduled(core.RetryScheduled) {
+	if *p.on {
+		panic("observer")
+	}
+}
+func (panicOnRetry) GaveUp(core.GaveUp)                   {}
+func (panicOnRetry) Succeeded(core.Succeeded)             {}
+func (panicOnRetry) ConnectionRetry(core.ConnectionRetry) {}
+func (panicOnRetry) RulesReloaded(core.RulesReloaded)     {}
+
+// A probe whose context was already cancelled does not close the breaker
+// (the database did not answer), and does not keep it half-open: the next
+// operation is the probe.
+func TestBreakerCancelledProbeDecidesNothing(t *testing.T) {
+	r, breaker, clock := openBreaker(t)
+	clock.Advance(10 * time.Second)
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	err := r.Do(cancelled, "update t set n = 1", func(ctx context.Context) error { return ctx.Err() })
+	require.ErrorIs(t, err, context.Canceled)
+	assert.True(t, breaker.Open(), "a cancelled probe closed the breaker")
+	ran := false
+	require.NoError(t, r.Do(context.Background(), "update t set n = 1", func(context.Context) error { ran = true; return nil }))
+	assert.True(t, ran, "the next operation must be the probe, at once")
+	assert.False(t, breaker.Open())
+}
+
+// An outcome reported under an earlier state moves nothing: an operation
+// let through while the breaker was closed, which succeeds after the
+// breaker opened, does not close it.
+func TestBreakerStaleOutcomeIgnored(t *testing.T) {
+	clock := coretest.NewClock(time.Time{})
+	breaker := core.NewBreaker(core.BreakerSettings{Failures: 2, OpenFor: 10 * time.Second}, clock)
+	r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:1,0}")}, core.Options{Clock: clock, Breaker: breaker})
+	ctx := context.Background()
+	err := r.Do(ctx, "select 1", func(context.Context) error {
+		for i := 0; i < 2; i++ { // meanwhile, other operations open the breaker
+			_ = r.Do(ctx, "update t set n = 1", func(context.Context) error { return serverError{1205} })
+		}
+		require.True(t, breaker.Open())
+		return nil
+	})
+	require.NoError(t, err)
+	assert.True(t, breaker.Open(), "a success from before the breaker opened closed it")
+}
+
+// A probe that never reports (a GORM chain that panicked after Admit) is
+// replaced by another after OpenFor: the breaker is never wedged.
+func TestBreakerLostProbeReplaced(t *testing.T) {
+	r, breaker, clock := openBreaker(t)
+	clock.Advance(10 * time.Second)
+	_, err := r.Admit(context.Background())
+	require.NoError(t, err) // the probe, never reported
+	_, err = r.Admit(context.Background())
+	require.ErrorIs(t, err, core.ErrCircuitOpen, "one probe at a time")
+	clock.Advance(10 * time.Second)
+	require.NoError(t, r.Do(context.Background(), "select 1", func(context.Context) error { return nil }))
+	assert.False(t, breaker.Open())
+}
+
+// The refusal says that nothing ran and that the error it carries is the
+// one that opened the breaker, not this operation's.
+func TestBreakerRefusalNamesTheEarlierError(t *testing.T) {
+	r, _, _ := openBreaker(t)
+	ran := false
+	err := r.Do(context.Background(), "select 1", func(context.Context) error { ran = true; return nil })
+	require.ErrorIs(t, err, core.ErrCircuitOpen)
+	assert.ErrorIs(t, err, serverError{1205})
+	assert.False(t, ran)
+	assert.Contains(t, err.Error(), "nothing ran; the error that opened it: mssql: error 1205")
 }

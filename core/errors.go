@@ -50,6 +50,14 @@ var (
 	// because elapsed time plus connectRetryInterval reaches loginTimeout.
 	ErrLoginTimeout = errors.New("core: loginTimeout leaves no time to retry the connection")
 
+	// ErrBatchNotRetried reports a retryable error of a statement text that
+	// is not retried on its own because part of it may have committed: a
+	// batch of several statements that is not only reads, or a procedure
+	// call whose rule's filter does not name it. Run it in a transaction
+	// (sqlxcrl.DB.RunInTx, gormcrl.Transaction) to retry it as a whole.
+	// The error still unwraps to the driver's error.
+	ErrBatchNotRetried = errors.New("core: not retried on its own, part of it may have committed; run it in a transaction (sqlxcrl.DB.RunInTx, gormcrl.Transaction) to retry it")
+
 	// ErrCommitUnknown marks a failed COMMIT whose outcome is unknown: the
 	// transaction may or may not have been applied, so it is never retried.
 	// Adapters wrap such failures with it.
@@ -87,11 +95,19 @@ type RetryError struct {
 	Detail   string
 }
 
-// Error implements error.
+// Error implements error. When no attempt ran (an open circuit breaker),
+// the error it carries is the one of the earlier operation that opened the
+// breaker, and the message says so.
 func (e *RetryError) Error() string {
 	msg := e.Reason.Error()
 	if e.Detail != "" {
 		msg += " (" + e.Detail + ")"
+	}
+	if e.Attempts == 0 {
+		if e.Err == nil {
+			return msg + ": nothing ran"
+		}
+		return fmt.Sprintf("%s: nothing ran; the error that opened it: %v", msg, e.Err)
 	}
 	return fmt.Sprintf("%s after %d %s: %v", msg, e.Attempts, plural(e.Attempts, "attempt", "attempts"), e.Err)
 }

@@ -33,7 +33,9 @@ type Observer interface {
 	RetryScheduled(RetryScheduled)
 	// GaveUp is called when the loop returns an error after a retryable
 	// failure: retries used up, or a retry refused (queryTimeout, budget,
-	// deadline, loginTimeout, filter).
+	// deadline, loginTimeout, filter, a batch not retried on its own); for
+	// a COMMIT of unknown outcome (ErrCommitUnknown); and for an operation
+	// the circuit breaker refused (ErrCircuitOpen).
 	GaveUp(GaveUp)
 	// Succeeded is called when an operation succeeds after at least one
 	// retry.

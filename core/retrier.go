@@ -127,9 +127,11 @@ func (r *Retrier) Do(ctx context.Context, query string, fn func(ctx context.Cont
 }
 
 // DoRows is Do for statements whose result (rows) is read after fn
-// returns: the attempt's context, bounded by a positive QueryTimeout, is
-// not cancelled on success but ends by itself at its deadline, so reading
-// the rows is bounded too.
+// returns: on success the attempt's context, bounded by a positive
+// QueryTimeout, is not cancelled, so reading the rows is bounded too; it
+// is released (its timer stopped) as soon as the rows are closed or read
+// to the end (database/sql tells it, see rowsContext), so a read keeps
+// nothing alive until the timeout.
 func (r *Retrier) DoRows(ctx context.Context, query string, fn func(ctx context.Context) error) error {
 	return r.loop(ctx, KindStatement, query, fn, nil, boundKeep)
 }
@@ -152,9 +154,9 @@ func Retry[T any](ctx context.Context, r *Retrier, query string, fn func(ctx con
 }
 
 // RetryRows is DoRows for a statement that returns its rows: the attempt's
-// context is left to end at its deadline, so that reading the rows after
-// RetryRows returns is still bounded by QueryTimeout. On failure the rows
-// are the zero value.
+// context lives on, so that reading the rows after RetryRows returns is
+// still bounded by QueryTimeout, until the rows are closed or read to the
+// end. On failure the rows are the zero value.
 func RetryRows[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error)) (T, error) {
 	return retry(ctx, r, query, fn, boundKeep)
 }
@@ -176,7 +178,7 @@ type bound uint8
 const (
 	boundNone   bound = iota // attempts are not bounded
 	boundCancel              // bounded by QueryTimeout, cancelled when fn returns
-	boundKeep                // bounded by QueryTimeout, left to expire
+	boundKeep                // bounded by QueryTimeout, released when the rows are done
 )
 
 func (r *Retrier) loop(ctx context.Context, kind Kind, query string,
@@ -184,7 +186,17 @@ func (r *Retrier) loop(ctx context.Context, kind Kind, query string,
 	if r.refresh != nil {
 		r.refresh()
 	}
-	p := r.policy.Load()
+	o := r.begin(ctx, kind, query)
+	pm, err := r.admit(&o)
+	if err != nil {
+		return err
+	}
+	return r.run(&o, pm, stmt, tx, b)
+}
+
+// begin starts an operation: it counts it for an OperationObserver and
+// notes its start when there is an observer.
+func (r *Retrier) begin(ctx context.Context, kind Kind, query string) operation {
 	o := operation{ctx: ctx, kind: kind, query: query}
 	if r.observer != nil { // the only cost on the success path without one
 		if r.ops != nil {
@@ -192,12 +204,105 @@ func (r *Retrier) loop(ctx context.Context, kind Kind, query string,
 		}
 		o.started = r.clock.Now()
 	}
-	if err := r.breaker.allow(); err != nil {
-		if r.observer != nil {
-			r.observer.GaveUp(GaveUp{Context: ctx, Op: r.opID(&o), Kind: kind, Query: query, Reason: ErrCircuitOpen, Err: err})
-		}
+	return o
+}
+
+// admit asks the circuit breaker whether o may start, and emits GaveUp
+// when it may not.
+func (r *Retrier) admit(o *operation) (permit, error) {
+	pm, err := r.breaker.allow()
+	if err != nil && r.observer != nil {
+		r.observer.GaveUp(GaveUp{Context: o.ctx, Op: r.opID(o), Kind: o.kind, Query: o.query, Reason: ErrCircuitOpen, Err: err})
+	}
+	return pm, err
+}
+
+// Admission is the circuit breaker's leave for one operation: Admit gives
+// it before anything of the operation runs, and DoTxAdmitted reports the
+// operation's outcome to it. The zero value is the leave of a Retrier
+// without a breaker.
+type Admission struct {
+	p permit
+	o operation
+}
+
+// Admit starts a transaction unit and asks the circuit breaker whether it
+// may run. It is for adapters whose first attempt runs before the loop
+// does (GORM runs a Create's first attempt through its own callbacks):
+// they ask before that attempt and hand the Admission to DoTxAdmitted.
+// When the breaker is open the error matches ErrCircuitOpen (and unwraps
+// to the error that opened it), a GaveUp event is emitted, and nothing of
+// the operation may run. The other loops ask by themselves.
+func (r *Retrier) Admit(ctx context.Context) (Admission, error) {
+	if r.refresh != nil {
+		r.refresh()
+	}
+	o := r.begin(ctx, KindTransaction, "")
+	pm, err := r.admit(&o)
+	return Admission{p: pm, o: o}, err
+}
+
+// Release gives back an Admission that will not reach DoTxAdmitted (the
+// operation will not be retried as a whole): it tells the breaker nothing
+// about the database, and a probe's place goes to the next operation.
+func (a Admission) Release() { a.p.undecided() }
+
+// DoTxAdmitted is DoTx for a transaction unit that Admit let start: it
+// does not ask the breaker again, and reports the outcome of its attempts
+// to a.
+func (r *Retrier) DoTxAdmitted(ctx context.Context, a Admission, fn func(ctx context.Context) (failedQuery string, err error)) error {
+	o := a.o
+	o.ctx = ctx
+	return r.run(&o, a.p, nil, fn, boundNone)
+}
+
+// verdict is what an operation's outcome tells the circuit breaker.
+type verdict uint8
+
+const (
+	answered  verdict = iota // the database answered: success, or an error no rule retries
+	failedRun                // a retryable failure the loop gave up on
+)
+
+// run is the loop after admission. Whatever ends it, the outcome reaches
+// the breaker: a panic (or runtime.Goexit) in fn, a hook or an observer
+// counts as a failure, and goes on.
+func (r *Retrier) run(o *operation, pm permit,
+	stmt func(context.Context) error, tx func(context.Context) (string, error), b bound) error {
+	if pm.b == nil { // no breaker: nothing to report
+		err, _ := r.attempts(o, stmt, tx, b)
 		return err
 	}
+	settled := false
+	defer func() {
+		if !settled {
+			pm.failed(errPanicked)
+		}
+	}()
+	err, v := r.attempts(o, stmt, tx, b)
+	settled = true
+	switch {
+	case v == failedRun:
+		cause := err
+		if re, ok := err.(*RetryError); ok {
+			cause = re.Err // the driver's error opens the breaker, not the loop's
+		}
+		pm.failed(cause)
+	case err != nil && o.ctx.Err() != nil:
+		// The context ended: the error may be its own, not the database's.
+		pm.undecided()
+	default:
+		pm.succeeded()
+	}
+	return err
+}
+
+// attempts runs the attempts and waits, and returns the operation's error
+// with what it tells the breaker.
+func (r *Retrier) attempts(o *operation,
+	stmt func(context.Context) error, tx func(context.Context) (string, error), b bound) (error, verdict) {
+	ctx, kind := o.ctx, o.kind
+	p := r.policy.Load()
 	for attempt := 1; ; attempt++ {
 		var err error
 		timedOut := false
@@ -211,50 +316,58 @@ func (r *Retrier) loop(ctx context.Context, kind Kind, query string,
 		}
 		if err == nil {
 			r.budget.Earn()
-			r.breaker.succeeded()
 			if attempt > 1 && r.observer != nil {
-				r.observer.Succeeded(Succeeded{Context: ctx, Op: r.opID(&o), Kind: kind, Query: o.query,
+				r.observer.Succeeded(Succeeded{Context: ctx, Op: r.opID(o), Kind: kind, Query: o.query,
 					Attempts: attempt, Elapsed: r.clock.Now().Sub(o.started)})
 			}
-			return nil
+			return nil, answered
 		}
 		query := o.query
 		if kind == KindTransaction && errors.Is(err, ErrCommitUnknown) {
-			r.breaker.failed(err)
-			return err
+			// Never retried, never silent: the caller must find out
+			// whether the transaction was applied.
+			if r.observer != nil {
+				r.observer.GaveUp(GaveUp{Context: ctx, Op: r.opID(o), Kind: kind, Query: "COMMIT",
+					Attempts: attempt, Reason: ErrCommitUnknown, Err: err})
+			}
+			return err, failedRun
 		}
 		cl := classify(err, timedOut)
 		rule := p.Statement.lookup(cl)
 		if rule == nil || rule.count == 0 || !rule.Matches(query) {
 			r.budget.Earn() // not a retryable failure
 			if attempt == 1 {
-				r.breaker.succeeded()
-				return err
+				return err, answered
 			}
-			return r.giveUp(&o, attempt, ErrNotRetryable, err, nil, "")
+			return r.giveUp(o, attempt, ErrNotRetryable, err, nil, ""), answered
+		}
+		if kind == KindStatement {
+			if why := notAlone(query, rule); why != "" {
+				return r.giveUp(o, attempt, ErrBatchNotRetried, err, nil, why), failedRun
+			}
 		}
 		retry := attempt - 1
 		if retry >= rule.count {
-			return r.giveUp(&o, attempt, ErrRetriesExhausted, err, nil, "")
+			return r.giveUp(o, attempt, ErrRetriesExhausted, err, nil, ""), failedRun
 		}
 		scheduled := rule.wait(retry)
 		if qt := p.QueryTimeout; qt != 0 && scheduled > max(qt, 0) {
-			return r.giveUp(&o, attempt, ErrInvalidRetryInterval, err, nil,
-				"wait "+scheduled.String()+" > queryTimeout "+max(qt, 0).String())
+			return r.giveUp(o, attempt, ErrInvalidRetryInterval, err, nil,
+				"wait "+scheduled.String()+" > queryTimeout "+max(qt, 0).String()), failedRun
 		}
 		wait := p.Jitter.apply(scheduled, r.random)
 		if dl, ok := ctx.Deadline(); ok && !r.clock.Now().Add(wait).Before(dl) {
-			return r.giveUp(&o, attempt, ErrDeadline, err, nil, "wait "+wait.String())
+			return r.giveUp(o, attempt, ErrDeadline, err, nil, "wait "+wait.String()), failedRun
 		}
 		if !r.budget.Withdraw(cl.timeout) {
-			return r.giveUp(&o, attempt, ErrRetryBudgetExceeded, err, nil, "")
+			return r.giveUp(o, attempt, ErrRetryBudgetExceeded, err, nil, ""), failedRun
 		}
 		if r.observer != nil {
-			r.observer.RetryScheduled(RetryScheduled{Context: ctx, Op: r.opID(&o), Kind: kind, Query: query,
+			r.observer.RetryScheduled(RetryScheduled{Context: ctx, Op: r.opID(o), Kind: kind, Query: query,
 				Attempt: attempt, Wait: wait, Token: rule.tok.String(), Err: err})
 		}
 		if cerr := r.clock.Sleep(ctx, wait); cerr != nil {
-			return r.giveUp(&o, attempt, ErrDeadline, err, cerr, "context ended during the wait")
+			return r.giveUp(o, attempt, ErrDeadline, err, cerr, "context ended during the wait"), failedRun
 		}
 	}
 }
@@ -265,28 +378,27 @@ func (r *Retrier) attempt(ctx context.Context, p *Policy, fn func(context.Contex
 	if p.QueryTimeout <= 0 || b == boundNone {
 		return fn(ctx), false
 	}
+	if b == boundKeep {
+		// The rows are read after fn returns: the context lives until they
+		// are closed or read to the end, or until its deadline.
+		actx := newRowsContext(ctx, p.QueryTimeout)
+		err := fn(actx)
+		timedOut := err != nil && actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
+		if err != nil {
+			actx.cancel(context.Canceled)
+		} else {
+			actx.returnedRows()
+		}
+		return err, timedOut
+	}
 	actx, cancel := context.WithTimeout(ctx, p.QueryTimeout)
 	err := fn(actx)
 	timedOut := err != nil && actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
-	if err != nil || b == boundCancel {
-		cancel()
-	} else {
-		// The rows are read after fn returns: leave the context to end at
-		// its deadline, which releases it.
-		_ = context.AfterFunc(actx, cancel)
-	}
+	cancel()
 	return err, timedOut
 }
 
 func (r *Retrier) giveUp(o *operation, attempts int, reason, err, ctxErr error, detail string) error {
-	if o.kind != KindConnection {
-		// The database answered: an error no rule retries means it is healthy.
-		if reason == ErrNotRetryable {
-			r.breaker.succeeded()
-		} else {
-			r.breaker.failed(err)
-		}
-	}
 	if r.observer != nil {
 		r.observer.GaveUp(GaveUp{Context: o.ctx, Op: r.opID(o), Kind: o.kind, Query: o.query, Attempts: attempts, Reason: reason, Err: err})
 	}

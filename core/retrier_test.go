@@ -232,7 +232,7 @@ func TestJitter(t *testing.T) {
 	} {
 		r, clock := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:2,2*2}"), Jitter: tc.j}, core.Options{Random: func() float64 { return 0.25 }})
 		calls := 0
-		_ = r.Do(context.Background(), "x", failing(&calls, repeat(serverError{1205}, 5)...))
+		_ = r.Do(context.Background(), "update t set n = n + 1", failing(&calls, repeat(serverError{1205}, 5)...))
 		if !slices.Equal(clock.Sleeps(), tc.want) {
 			t.Errorf("%v: waits %v, want %v", tc.j, clock.Sleeps(), tc.want)
 		}
@@ -398,7 +398,7 @@ func TestNoBudget(t *testing.T) {
 	}
 	executions := 0
 	for i := 0; i < 300; i++ {
-		_ = r.Do(context.Background(), "x", func(context.Context) error { executions++; return serverError{1205} })
+		_ = r.Do(context.Background(), "update t set n = n + 1", func(context.Context) error { executions++; return serverError{1205} })
 	}
 	if executions != 600 {
 		t.Errorf("%d executions, want 600", executions)
@@ -410,14 +410,14 @@ func TestSetPolicyAndRefresh(t *testing.T) {
 	r, _ := newRetrier(t, core.Policy{}, core.Options{Refresh: func() { refreshed.Add(1) }})
 	calls := 0
 	driverErr := serverError{1205}
-	if err := r.Do(context.Background(), "x", failing(&calls, driverErr)); err != driverErr {
+	if err := r.Do(context.Background(), "update t set n = n + 1", failing(&calls, driverErr)); err != driverErr {
 		t.Fatalf("no rules: %v", err)
 	}
 	if err := r.SetPolicy(core.Policy{Statement: mustRules(t, "{1205:1}")}); err != nil {
 		t.Fatal(err)
 	}
 	calls = 0
-	if err := r.Do(context.Background(), "x", failing(&calls, driverErr)); err != nil || calls != 2 {
+	if err := r.Do(context.Background(), "update t set n = n + 1", failing(&calls, driverErr)); err != nil || calls != 2 {
 		t.Errorf("after SetPolicy: %v, %d calls", err, calls)
 	}
 	if refreshed.Load() != 2 {

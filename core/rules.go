@@ -105,13 +105,28 @@ type StatementRules struct {
 }
 
 // Lookup returns the rule for a server error number (or an all-digit
-// SQLSTATE). It does not allocate.
+// SQLSTATE). A number no rule can name (a negative one) has no rule. It
+// does not allocate.
 func (s StatementRules) Lookup(errorNumber int32) (Rule, bool) {
-	r, ok := s.byToken[token(errorNumber)]
-	if !ok || errorNumber < 0 {
+	t, ok := numberToken(errorNumber)
+	if !ok {
+		return Rule{}, false
+	}
+	r, ok := s.byToken[t]
+	if !ok {
 		return Rule{}, false
 	}
 	return *r, true
+}
+
+// numberToken is the token of an error number, the one place that decides
+// which numbers a rule can name: 0 and up. A negative number must not reach
+// the table, where negative keys are the named conditions.
+func numberToken(n int32) (token, bool) {
+	if n < 0 {
+		return 0, false
+	}
+	return token(n), true
 }
 
 // LookupState returns the rule for a SQLSTATE such as 40P01 or 40001.
@@ -152,8 +167,8 @@ func (s StatementRules) lookup(c class) *Rule {
 	if len(s.byToken) == 0 {
 		return nil
 	}
-	if c.hasNumber {
-		if r, ok := s.byToken[token(c.number)]; ok {
+	if t, ok := numberToken(c.number); ok && c.hasNumber {
+		if r, ok := s.byToken[t]; ok {
 			return r
 		}
 	}
@@ -438,13 +453,14 @@ func isTransient(n int32) bool {
 // Retryable reports whether the connection loop retries a login error with
 // this number: the builtin list unless replaced, plus the listed numbers.
 func (c ConnectionRules) Retryable(errorNumber int32) bool {
-	if errorNumber < 0 {
+	t, ok := numberToken(errorNumber)
+	if !ok {
 		return false
 	}
 	if !c.replace && isTransient(errorNumber) {
 		return true
 	}
-	_, ok := c.set[token(errorNumber)]
+	_, ok = c.set[t]
 	return ok
 }
 

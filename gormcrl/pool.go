@@ -3,7 +3,6 @@ package gormcrl
 import (
 	"context"
 	"database/sql"
-	"sync/atomic"
 
 	"gorm.io/gorm"
 
@@ -136,43 +135,14 @@ func sqlDBOf(pool gorm.ConnPool) (*sql.DB, error) {
 	return (&gorm.DB{Config: &gorm.Config{ConnPool: pool}}).DB()
 }
 
-// failure records, for a transaction attempt, the first statement that
-// failed (for the rule's query filter) and a failed COMMIT.
-type failure struct {
-	query  atomic.Pointer[string]
-	commit atomic.Pointer[error]
-}
-
-func (f *failure) statement(query string, err error) {
-	if err != nil && f.query.Load() == nil {
-		f.query.CompareAndSwap(nil, &query)
-	}
-}
-
-// failedQuery returns the first statement that failed, or "".
-func (f *failure) failedQuery() string {
-	if q := f.query.Load(); q != nil {
-		return *q
-	}
-	return ""
-}
-
-// commitErr returns the error of a failed COMMIT, or nil.
-func (f *failure) commitErr() error {
-	if e := f.commit.Load(); e != nil {
-		return *e
-	}
-	return nil
-}
-
 // txPool is a transaction (a *sql.Tx) that records which statement failed
 // and whether the COMMIT failed. Nothing on it is retried. It is a gorm.Tx,
 // so GORM sees a transaction (nested Transaction calls use savepoints,
 // Commit and Rollback work), and a gorm.GetDBConnector, so gorm.DB.DB()
 // still finds the *sql.DB.
 type txPool struct {
-	tx   gorm.Tx
-	fail *failure
+	tx  gorm.Tx
+	rec *adapter.Recorder
 }
 
 // recordTx puts a txPool under the transaction pool of a *gorm.DB that has
@@ -180,13 +150,13 @@ type txPool struct {
 // statements then reach the txPool only to be prepared, so a failed one is
 // not recorded; its COMMIT is). It reports false for a pool it does not
 // know, which it leaves as it is.
-func recordTx(pool gorm.ConnPool, fail *failure) (gorm.ConnPool, bool) {
+func recordTx(pool gorm.ConnPool, rec *adapter.Recorder) (gorm.ConnPool, bool) {
 	switch t := pool.(type) {
 	case *sql.Tx:
-		return &txPool{tx: t, fail: fail}, true
+		return &txPool{tx: t, rec: rec}, true
 	case *gorm.PreparedStmtTX:
 		if raw, ok := t.Tx.(*sql.Tx); ok {
-			t.Tx = &txPool{tx: raw, fail: fail}
+			t.Tx = &txPool{tx: raw, rec: rec}
 			return t, true
 		}
 	}
@@ -201,28 +171,29 @@ var (
 // ExecContext runs the statement in the transaction.
 func (p *txPool) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	res, err := p.tx.ExecContext(ctx, query, args...)
-	p.fail.statement(query, err)
+	p.rec.Statement(query, err)
 	return res, err
 }
 
 // QueryContext runs the query in the transaction.
 func (p *txPool) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	rows, err := p.tx.QueryContext(ctx, query, args...)
-	p.fail.statement(query, err)
+	p.rec.Statement(query, err)
+	p.rec.Rows(query, rows) // INSERT … RETURNING on MariaDB fails while its rows are read
 	return rows, err
 }
 
 // QueryRowContext runs the one-row query in the transaction.
 func (p *txPool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	row := p.tx.QueryRowContext(ctx, query, args...)
-	p.fail.statement(query, row.Err())
+	p.rec.Statement(query, row.Err())
 	return row
 }
 
 // PrepareContext prepares a statement of the transaction.
 func (p *txPool) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
 	st, err := p.tx.PrepareContext(ctx, query)
-	p.fail.statement(query, err)
+	p.rec.Statement(query, err)
 	return st, err
 }
 
@@ -234,9 +205,7 @@ func (p *txPool) StmtContext(ctx context.Context, stmt *sql.Stmt) *sql.Stmt {
 // Commit commits the transaction and records a failure.
 func (p *txPool) Commit() error {
 	err := p.tx.Commit()
-	if err != nil {
-		p.fail.commit.Store(&err)
-	}
+	p.rec.Commit(err)
 	return err
 }
 

@@ -54,17 +54,22 @@ func runTx(db *gorm.DB, fn func(tx *gorm.DB) error, opts []*sql.TxOptions) (fail
 	if tx.Error != nil {
 		return "", tx.Error
 	}
-	var fail failure
-	tx.Statement.ConnPool, _ = recordTx(tx.Statement.ConnPool, &fail)
+	var rec adapter.Recorder
+	tx.Statement.ConnPool, _ = recordTx(tx.Statement.ConnPool, &rec)
 	committer, ok := tx.Statement.ConnPool.(gorm.TxCommitter)
 	if !ok {
 		return "", fmt.Errorf("gormcrl: Transaction: %w", gorm.ErrInvalidTransaction)
 	}
 	rollback := committer.Rollback
 	defer adapter.Recover(rollback)
-	failed, err = adapter.Finish("gormcrl", fn(tx), rollback, committer.Commit)
-	if err != nil && failed == "" {
-		failed = fail.failedQuery()
+	ferr := fn(tx)
+	var inFn string
+	if ferr != nil {
+		inFn = rec.FailedQuery() // before the rollback closes rows left open
+	}
+	failed, err = adapter.Finish("gormcrl", ferr, rollback, committer.Commit)
+	if ferr != nil {
+		failed = inFn
 	}
 	return failed, err
 }

@@ -6,6 +6,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/internal/adapter"
 )
 
@@ -22,14 +23,20 @@ import (
 //   - crl:unit_start (first) decides whether the operation may be retried:
 //     GORM is about to open its implicit transaction, no user transaction
 //     is open, the operation did not opt out, and the value written can be
-//     put back as it was (see snapshot.go). If so it snapshots the value
-//     and clones the statement as it is before any callback changed it.
+//     put back as it was (see snapshot.go). If so it asks the circuit
+//     breaker (core.Retrier.Admit) before anything runs: a refusal becomes
+//     the operation's error and the chain runs nothing. Then it snapshots
+//     the value and clones the statement as it is before any callback
+//     changed it.
 //   - crl:unit_tx (after gorm:begin_transaction) wraps GORM's *sql.Tx so
-//     that the statement that fails and a failed COMMIT are recorded; when
-//     GORM did not open a transaction it disarms the unit.
+//     that the statement whose error ends the transaction (the last that
+//     failed, an error met while reading its rows included) and a failed
+//     COMMIT are recorded (adapter.Recorder); when GORM did not open a
+//     transaction it disarms the unit and releases the breaker's leave.
 //   - The chain runs as usual: that is the first attempt.
 //   - crl:unit_end (last) hands the outcome of the first attempt to the
-//     transaction loop (core.Retrier.DoTx), which decides, with the
+//     transaction loop (core.Retrier.DoTxAdmitted, with the breaker's
+//     leave from crl:unit_start), which decides, with the
 //     failed statement's text for the rule's query filter. Each retry puts
 //     the value back as it was, clones the pristine statement again and
 //     runs the processor's whole chain on the clone (Execute), GORM's own
@@ -49,14 +56,15 @@ type unitKey struct{ stmt *gorm.Statement }
 // unit is the state of one Create, Update or Delete under the whole-unit
 // retry, or of one of its retries (retry set).
 type unit struct {
-	fail  failure
+	rec   adapter.Recorder
 	armed bool // the chain runs in a transaction this package records
 	retry bool // this statement is a retry's clone: the loop runs elsewhere
 
 	// Of the first attempt only.
-	began   time.Time
-	base    *gorm.DB // the statement as it was before the chain ran
-	restore func()   // puts the value written back as it was
+	admission core.Admission // the circuit breaker's leave, asked before the chain ran
+	began     time.Time
+	base      *gorm.DB // the statement as it was before the chain ran
+	restore   func()   // puts the value written back as it was
 }
 
 func unitOf(stmt *gorm.Statement) *unit {
@@ -95,7 +103,15 @@ func (c *unitCallbacks) start(db *gorm.DB) {
 	if !ok {
 		return // run once, as GORM does
 	}
-	u := &unit{armed: true, began: time.Now(), restore: restore,
+	// The breaker is asked before anything of the first attempt runs: an
+	// operation it refuses must not write, and its verdict is applied to
+	// the attempts that ran (crl:unit_end).
+	admission, err := c.plugin.active(db).retrier().Admit(stmt.Context)
+	if err != nil {
+		_ = db.AddError(err) // the chain's callbacks see it and run nothing
+		return
+	}
+	u := &unit{armed: true, admission: admission, began: time.Now(), restore: restore,
 		base: db.Session(&gorm.Session{Context: stmt.Context})}
 	stmt.Settings.Store(unitKey{stmt}, u)
 }
@@ -108,15 +124,16 @@ func watchTx(db *gorm.DB) {
 		return // not ours, or BEGIN failed (nothing ran: safe to retry)
 	}
 	if _, started := db.InstanceGet("gorm:started_transaction"); started {
-		if pool, ok := recordTx(stmt.ConnPool, &u.fail); ok {
+		if pool, ok := recordTx(stmt.ConnPool, &u.rec); ok {
 			stmt.ConnPool = pool
 			return
 		}
 	}
 	// No transaction of GORM's own that this package can watch (a pool that
 	// cannot begin one): the statements may commit one by one, so the unit
-	// is not retried.
+	// is not retried, and each statement asks the breaker itself.
 	u.armed = false
+	u.admission.Release()
 }
 
 // end is crl:unit_end.
@@ -135,7 +152,7 @@ func (c *unitCallbacks) end(db *gorm.DB) {
 		first = true
 		last  *gorm.DB
 	)
-	err := c.plugin.active(db).retrier().DoTx(stmt.Context, func(ctx context.Context) (string, error) {
+	err := c.plugin.active(db).retrier().DoTxAdmitted(stmt.Context, u.admission, func(ctx context.Context) (string, error) {
 		if first {
 			first = false
 			return u.outcome(db.Error)
@@ -167,10 +184,10 @@ func (u *unit) outcome(err error) (string, error) {
 	if err == nil {
 		return "", nil
 	}
-	if cerr := u.fail.commitErr(); cerr != nil {
+	if cerr := u.rec.CommitErr(); cerr != nil {
 		return adapter.Finish("gormcrl", nil, nil, func() error { return cerr })
 	}
-	return u.fail.failedQuery(), err
+	return u.rec.FailedQuery(), err
 }
 
 // traceAttempt logs the first attempt, which failed and is about to be

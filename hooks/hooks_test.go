@@ -50,6 +50,7 @@ func TestReason(t *testing.T) {
 		core.ErrLoginTimeout:         "login_timeout",
 		core.ErrCircuitOpen:          "circuit_open",
 		core.ErrCommitUnknown:        "commit_unknown",
+		core.ErrBatchNotRetried:      "batch",
 		errors.New("x"):              "other",
 	} {
 		if got := hooks.Reason(err); got != want {

@@ -8,7 +8,8 @@ import (
 
 // Reason names why a loop gave up, for logs and metric labels:
 // exhausted, query_timeout, budget, deadline, not_retryable,
-// login_timeout, circuit_open, commit_unknown, or other. Reasons lists them.
+// login_timeout, circuit_open, batch, commit_unknown, or other. Reasons
+// lists them.
 func Reason(err error) string {
 	switch {
 	case errors.Is(err, core.ErrRetriesExhausted):
@@ -25,6 +26,8 @@ func Reason(err error) string {
 		return "login_timeout"
 	case errors.Is(err, core.ErrCircuitOpen):
 		return "circuit_open"
+	case errors.Is(err, core.ErrBatchNotRetried):
+		return "batch"
 	case errors.Is(err, core.ErrCommitUnknown):
 		return "commit_unknown"
 	}
@@ -35,5 +38,5 @@ func Reason(err error) string {
 // their labelled series up front.
 func Reasons() []string {
 	return []string{"exhausted", "query_timeout", "budget", "deadline", "not_retryable",
-		"login_timeout", "circuit_open", "commit_unknown", "other"}
+		"login_timeout", "circuit_open", "batch", "commit_unknown", "other"}
 }

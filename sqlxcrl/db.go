@@ -271,7 +271,7 @@ func (db *DB) BeginTxx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Tx{Tx: tx}, nil
+	return newTx(tx), nil
 }
 
 // Beginx is BeginTxx with context.Background() and default options.

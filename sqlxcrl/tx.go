@@ -3,7 +3,6 @@ package sqlxcrl
 import (
 	"context"
 	"database/sql"
-	"sync/atomic"
 
 	"github.com/jmoiron/sqlx"
 
@@ -13,11 +12,12 @@ import (
 // Tx is a *sqlx.Tx whose statements are never retried one by one: SQL
 // Server rolls back the whole transaction of a deadlock victim, so
 // re-running one statement would run it outside the transaction. It
-// remembers the statement that failed, so that RunInTx checks the rule's
-// query filter against it.
+// remembers the statement whose error ended the transaction (the last one
+// that failed, an error met while reading its rows included), so that
+// RunInTx checks the rule's query filter against it.
 type Tx struct {
 	*sqlx.Tx
-	failed atomic.Pointer[string]
+	rec *adapter.Recorder // shared with the Tx that Unsafe returns
 }
 
 var (
@@ -25,39 +25,35 @@ var (
 	_ sqlx.Ext        = (*Tx)(nil)
 )
 
-func (tx *Tx) note(query string, err error) {
-	if err != nil {
-		tx.failed.Store(&query)
-	}
-}
+func newTx(tx *sqlx.Tx) *Tx { return &Tx{Tx: tx, rec: &adapter.Recorder{}} }
 
 // FailedQuery returns the text of the last statement that failed in this
 // transaction ("" when none did).
-func (tx *Tx) FailedQuery() string {
-	if q := tx.failed.Load(); q != nil {
-		return *q
-	}
-	return ""
-}
+func (tx *Tx) FailedQuery() string { return tx.rec.FailedQuery() }
 
 // run runs fn and commits, or rolls back on error and on panic.
 func (tx *Tx) run(fn func(*Tx) error) (string, error) {
 	defer adapter.Recover(tx.Rollback)
 	ferr := fn(tx)
+	var failed string
+	if ferr != nil {
+		failed = tx.FailedQuery() // before the rollback closes rows left open
+	}
 	q, err := adapter.Finish("sqlxcrl", ferr, tx.Rollback, tx.Commit)
 	if ferr != nil {
-		q = tx.FailedQuery()
+		q = failed
 	}
 	return q, err
 }
 
-// Unsafe returns a Tx that ignores columns with no destination field.
-func (tx *Tx) Unsafe() *Tx { return &Tx{Tx: tx.Tx.Unsafe()} }
+// Unsafe returns a Tx that ignores columns with no destination field. It
+// is the same transaction: its failures are recorded for RunInTx too.
+func (tx *Tx) Unsafe() *Tx { return &Tx{Tx: tx.Tx.Unsafe(), rec: tx.rec} }
 
 // ExecContext runs a statement in the transaction, once.
 func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	res, err := tx.Tx.ExecContext(ctx, query, args...)
-	tx.note(query, err)
+	tx.rec.Statement(query, err)
 	return res, err
 }
 
@@ -69,7 +65,8 @@ func (tx *Tx) Exec(query string, args ...any) (sql.Result, error) {
 // QueryContext runs a query in the transaction, once.
 func (tx *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	rows, err := tx.Tx.QueryContext(ctx, query, args...)
-	tx.note(query, err)
+	tx.rec.Statement(query, err)
+	tx.rec.Rows(query, rows)
 	return rows, err
 }
 
@@ -81,7 +78,10 @@ func (tx *Tx) Query(query string, args ...any) (*sql.Rows, error) {
 // QueryxContext runs a query in the transaction, once.
 func (tx *Tx) QueryxContext(ctx context.Context, query string, args ...any) (*sqlx.Rows, error) {
 	rows, err := tx.Tx.QueryxContext(ctx, query, args...)
-	tx.note(query, err)
+	tx.rec.Statement(query, err)
+	if rows != nil {
+		tx.rec.Rows(query, rows.Rows)
+	}
 	return rows, err
 }
 
@@ -93,7 +93,7 @@ func (tx *Tx) Queryx(query string, args ...any) (*sqlx.Rows, error) {
 // QueryRowContext runs a one-row query in the transaction, once.
 func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	row := tx.Tx.QueryRowContext(ctx, query, args...)
-	tx.note(query, row.Err())
+	tx.rec.Statement(query, row.Err())
 	return row
 }
 
@@ -105,7 +105,7 @@ func (tx *Tx) QueryRow(query string, args ...any) *sql.Row {
 // QueryRowxContext runs a one-row query in the transaction, once.
 func (tx *Tx) QueryRowxContext(ctx context.Context, query string, args ...any) *sqlx.Row {
 	row := tx.Tx.QueryRowxContext(ctx, query, args...)
-	tx.note(query, row.Err())
+	tx.rec.Statement(query, row.Err())
 	return row
 }
 

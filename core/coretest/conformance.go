@@ -34,9 +34,10 @@ type Open func(t *testing.T, dsn string, clock core.Clock) (Handle, error)
 // the waits are the rule's schedule, attempts are count+1, a filter
 // mismatch returns the driver error unchanged, queryTimeout refuses longer
 // waits, the context deadline is checked before a wait, the connection
-// loop's first retry is immediate, a statement inside a transaction is not
-// retried on its own, and a whole transaction is retried with exactly one
-// committed write. Each adapter's tests call it.
+// loop's first retry is immediate, a batch or a procedure call is not
+// retried on its own, a statement inside a transaction is not retried on
+// its own, a whole transaction is retried with exactly one committed
+// write, and its rule's filter sees the statement whose error ended it. Each adapter's tests call it.
 func Conformance(t *testing.T, open Open) {
 	const update = "UPDATE accounts SET balance = balance - 10 WHERE id = 1"
 	ctx := context.Background()
@@ -123,6 +124,50 @@ func Conformance(t *testing.T, open Open) {
 		defer h.Close()
 		if srv.Logins() != 2 || !slices.Equal(clock.Sleeps(), []time.Duration{0}) {
 			t.Errorf("logins %d, waits %v; want 2, [0]", srv.Logins(), clock.Sleeps())
+		}
+	})
+	t.Run("a batch or a procedure call is not retried alone", func(t *testing.T) {
+		const batch = "UPDATE a SET n = n + 1; UPDATE b SET n = n + 1"
+		const proc = "EXEC dbo.Transfer 1, 2"
+		const reads = "SET NOCOUNT ON; SELECT n FROM a"
+		srv, h, _ := start(t, "&retryExec={1205:2,0}")
+		srv.Handle(batch, mssqltest.Error(1205), mssqltest.Affected(1))
+		srv.Handle(proc, mssqltest.Error(1205), mssqltest.Affected(1))
+		srv.Handle(reads, mssqltest.Error(1205), mssqltest.Affected(0))
+		for _, q := range []string{batch, proc} {
+			err := h.Exec(ctx, q)
+			number(t, err, 1205)
+			if !errors.Is(err, core.ErrBatchNotRetried) || !strings.Contains(err.Error(), "RunInTx") || srv.Count(q) != 1 {
+				t.Errorf("%q: err = %v after %d executions, want ErrBatchNotRetried after 1", q, err, srv.Count(q))
+			}
+		}
+		if err := h.Exec(ctx, reads); err != nil || srv.Count(reads) != 2 {
+			t.Errorf("%q: err = %v after %d executions, want a retry", reads, err, srv.Count(reads))
+		}
+		// A rule whose filter names exec retries the call.
+		srv2, h2, _ := start(t, "&retryExec={1205:2,0:exec}")
+		srv2.Handle(proc, mssqltest.Error(1205), mssqltest.Affected(1))
+		if err := h2.Exec(ctx, proc); err != nil || srv2.Count(proc) != 2 {
+			t.Errorf("%q with {1205:2,0:exec}: err = %v after %d executions, want a retry", proc, err, srv2.Count(proc))
+		}
+	})
+	t.Run("the filter sees the statement whose error ended the transaction", func(t *testing.T) {
+		// The closure meets a duplicate key on its INSERT, handles it, and
+		// goes on; its UPDATE is then a deadlock victim, which ends the
+		// transaction. The rule's filter names update: the transaction is
+		// retried. (Recording the first failure instead saw the INSERT.)
+		const insert = "INSERT INTO ledger (account, amount) VALUES (1, 10)"
+		srv, h, _ := start(t, "&retryExec={1205,2627:2,0:update}")
+		srv.Handle(insert, mssqltest.Error(2627))
+		srv.Handle(update, mssqltest.Error(1205), mssqltest.Affected(1))
+		runs := 0
+		err := h.InTx(ctx, func(exec func(string) error) error {
+			runs++
+			_ = exec(insert) // already there: fine
+			return exec(update)
+		})
+		if err != nil || runs != 2 {
+			t.Errorf("err = %v after %d runs, want success after 2", err, runs)
 		}
 	})
 	t.Run("no statement retry inside a transaction; whole transaction retried", func(t *testing.T) {

@@ -136,8 +136,9 @@ func Wrap(pkg, format string, inner driver.Connector, rt *config.Runtime) (drive
 // rule's query filter. A COMMIT that fails because the connection broke or
 // the context ended has an unknown outcome: the error then matches
 // core.ErrCommitUnknown and is never retried. A COMMIT refused by the
-// server (an error number) did not commit and is reported as the failed
-// statement "COMMIT".
+// server (an error number, a SQLSTATE, or PostgreSQL's ROLLBACK answer that
+// pgx reports as ErrTxCommitRollback) did not commit and is reported as the
+// failed statement "COMMIT".
 func Finish(pkg string, fnErr error, rollback, commit func() error) (string, error) {
 	if fnErr != nil {
 		if rbErr := rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) && !core.IsBadConn(rbErr) {
@@ -158,8 +159,11 @@ func Finish(pkg string, fnErr error, rollback, commit func() error) (string, err
 
 // outcomeUnknown reports whether a failed COMMIT may have been applied:
 // unless the server answered with an error (a number that is not a mapped
-// socket error, or a SQLSTATE), it may have been.
+// socket error, or a SQLSTATE), or answered ROLLBACK, it may have been.
 func outcomeUnknown(err error) bool {
+	if rolledBack(err) {
+		return false
+	}
 	if n, ok := core.ErrorNumber(err); ok {
 		switch n {
 		case 10053, 10054, 10060, 10061: // socket errors: no answer
@@ -169,6 +173,36 @@ func outcomeUnknown(err error) bool {
 	}
 	_, answered := core.SQLState(err)
 	return !answered
+}
+
+// commitRolledBack is the text of pgx's ErrTxCommitRollback: PostgreSQL
+// answered COMMIT with ROLLBACK (the transaction had already failed, or a
+// deferred check failed), so nothing of it was applied. It is recognised
+// by its text so that no adapter imports pgx.
+const commitRolledBack = "commit unexpectedly resulted in rollback"
+
+// rolledBack reports whether err, or an error it wraps, is pgx's
+// ErrTxCommitRollback.
+func rolledBack(err error) bool {
+	for err != nil {
+		if err.Error() == commitRolledBack {
+			return true
+		}
+		switch e := err.(type) {
+		case interface{ Unwrap() []error }:
+			for _, inner := range e.Unwrap() {
+				if rolledBack(inner) {
+					return true
+				}
+			}
+			return false
+		case interface{ Unwrap() error }:
+			err = e.Unwrap()
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 // Recover rolls back and re-panics when the closure panicked. Use it as
