@@ -29,8 +29,11 @@ type Config struct {
 	// RetryConn is the retryConn rules. "" is not set (the builtin list
 	// unless a lower source has rules); "{}" is explicitly the builtin list.
 	RetryConn string
-	// ConnectRetryCount is the extra connection attempts, 1..255. Zero is
-	// not set (1); core.Disabled turns connection retries off.
+	// ConnectRetryCount is connectRetryCount, 1..255 (see
+	// core.Policy.ConnectRetryCount). Zero is not set: 1, or as in the JDBC
+	// driver 2 for an Azure SQL server and 5 for a Synapse serverless
+	// endpoint named by a SQL Server DSN; core.Disabled turns connection
+	// retries off.
 	ConnectRetryCount int
 	// ConnectRetryInterval is the wait between connection retries after the
 	// first, 1 s..60 s. Zero is not set (10 s).
@@ -42,8 +45,9 @@ type Config struct {
 	// queryTimeout=0.
 	QueryTimeout time.Duration
 	// PropertiesPath is the properties file. "" is not set: the
-	// CRL_PROPERTIES environment variable, else mssql-jdbc.properties in the
-	// working directory, else next to the executable, else no file.
+	// CRL_PROPERTIES environment variable, else, for a SQL Server handle
+	// only, mssql-jdbc.properties in the working directory, else next to
+	// the executable, else no file.
 	PropertiesPath string
 	// RetryRefresh is how often the properties file is looked at. Zero is
 	// not set (30 s); a negative value reads the file once, at start.
@@ -301,15 +305,18 @@ func WithQueryTimeout(d time.Duration) Option {
 }
 
 // WithPropertiesFile names the properties file. A file named here must
-// exist when New runs. "" means the usual lookup (CRL_PROPERTIES, then the
-// working directory, then next to the executable).
+// exist when New runs. "" means the usual lookup (CRL_PROPERTIES, then,
+// for a SQL Server handle only, the working directory, then next to the
+// executable).
 func WithPropertiesFile(path string) Option {
 	return func(c *Config) { c.PropertiesPath, c.set = path, c.set|fieldProperties }
 }
 
-// WithRetryRefresh sets how often the properties file is looked at (its
-// modification time compared, and the file re-read when it changed). Zero
-// means the default, 30s; a negative d reads the file once, at start.
+// WithRetryRefresh sets how often the properties file is looked at (read,
+// and its content compared with the content in effect). A changed content
+// is applied at once when it ends with a line end, otherwise when the next
+// look finds it unchanged (a write in progress never applies a prefix).
+// Zero means the default, 30s; a negative d reads the file once, at start.
 func WithRetryRefresh(d time.Duration) Option {
 	return func(c *Config) { c.RetryRefresh, c.set = d, c.set|fieldRetryRefresh }
 }

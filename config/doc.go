@@ -7,9 +7,12 @@
 // With… functions) > DSN parameters > the properties file > the JDBC
 // defaults. The properties file is looked at again at most every
 // retryRefresh (30 s by default), lazily, when a statement starts; when its
-// modification time changed, its rules are swapped in atomically. A file
-// that no longer parses keeps the last good rules and emits a
-// core.RulesReloaded event naming the line.
+// content changed and ends with a line end (or is found unchanged at the
+// next look, so that a write in progress never applies a prefix), its
+// rules are swapped in atomically. A file that no longer parses keeps the
+// last good rules and emits a core.RulesReloaded event naming the line.
+// A DSN key that is a near miss of a setting's name is an error, never
+// passed on to the driver.
 //
 // Every Runtime has its own state: two database handles in one process
 // never see each other's rules (the JDBC driver keeps one JVM-wide set).

@@ -95,7 +95,8 @@ func stripADO(s string, odbc bool) ([]param, string, error) {
 	var (
 		params   []param
 		kept     []string
-		afterOur string // the key of the previous part, when it was ours with a bare value
+		afterOur string // the key of the last part that was not blank, when it was ours
+		bareOur  bool   // and its value was bare (cut at the first ';')
 	)
 	i := 0
 	for i < len(s) {
@@ -113,21 +114,31 @@ func stripADO(s string, odbc bool) ([]param, string, error) {
 		if i >= len(s) || s[i] == ';' { // a part without '='
 			part := s[start:i]
 			if t := strings.TrimSpace(part); t != "" {
-				if afterOur != "" {
+				// A part without a key right after one of ours (blank parts
+				// between do not count) is the rest of our value: the driver
+				// would ignore it, and the rule in it would be lost.
+				switch {
+				case afterOur != "" && bareOur:
 					return nil, "", &dsnError{err: ErrMalformed, reason: afterOur + ": the value is cut at ';' before " +
 						strconv.Quote(t) + ", expected a value that holds ';' wrapped in braces, such as " + afterOur + "={1205:3;1222:2}"}
-				}
-				if strings.HasPrefix(t, "{") {
+				case afterOur != "":
+					return nil, "", &dsnError{err: ErrMalformed, reason: afterOur + ": " + strconv.Quote(t) +
+						" follows its value after ';' and has no key, expected every rule inside one pair of braces, such as " +
+						afterOur + "={1205:3;1222:2}"}
+				case strings.HasPrefix(t, "{"):
 					return nil, "", &dsnError{err: ErrMalformed, reason: strconv.Quote(t) +
 						" has no key, expected a whole rule list in one pair of braces, such as retryExec={1205:3;1222:2}"}
 				}
+				afterOur = ""
 			}
 			kept = append(kept, part)
-			afterOur = ""
 			i++
 			continue
 		}
 		k, ours := lookupKey(s[start:i])
+		if nk, near := nearKey(s[start:i]); near {
+			return nil, "", nearKeyError(s[start:i], nk)
+		}
 		i++ // the '='
 		afterOur = ""
 		if !ours {
@@ -140,9 +151,7 @@ func stripADO(s string, odbc bool) ([]param, string, error) {
 		if err != nil {
 			return nil, "", err
 		}
-		if bare {
-			afterOur = k.name
-		}
+		afterOur, bareOur = k.name, bare
 		params = append(params, param{k, v})
 		i = end + 1
 	}
@@ -306,6 +315,9 @@ func ourQueryParam(pair string) (param, bool, error) {
 		return param{}, false, nil // not ours; the driver judges it
 	}
 	k, ours := lookupKey(name)
+	if nk, near := nearKey(name); near && strings.Contains(pair, "=") {
+		return param{}, false, nearKeyError(name, nk)
+	}
 	if !ours {
 		return param{}, false, nil
 	}
@@ -378,6 +390,8 @@ func stripKeywordValue(s string) ([]param, string, error) {
 		k, ours := lookupKey(name)
 		if strings.ContainsAny(name, " \t\r\n\v\f") {
 			ours = false
+		} else if nk, near := nearKey(name); near {
+			return nil, "", nearKeyError(name, nk)
 		}
 		i = skipSpace(s, i+eq+1)
 		var (

@@ -308,3 +308,67 @@ func checkPgx(t *testing.T, dsn string) {
 		assert.False(t, ours, "pgx sends %s to the server: %q", k, dsn)
 	}
 }
+
+// TestNoRuleDroppedFromADODSN: a part without a key right after one of our
+// values (blank parts between included) is the rest of that value; the
+// driver would ignore it and its rule would be lost, so it is an error
+// naming the part (issue 11, item 1).
+func TestNoRuleDroppedFromADODSN(t *testing.T) {
+	for _, dsn := range []string{
+		"server=h;retryExec={1205:3};1222:2,1",
+		"server=h;retryExec=1205:3;;1222:2,1",
+		"server=h;retryExec={1205:3};;1222:2,1",
+		"server=h;retryExec=\"1205:3\"; ;1222:2,1",
+		"server=h;retryConn={+4060};40613;database=x",
+		"odbc:server=h;retryExec={1205:3};1222:2,1",
+	} {
+		_, out, err := ParseDSN("sqlserver", dsn)
+		require.Error(t, err, "ParseDSN(%q) kept %q", dsn, out)
+		assert.ErrorIs(t, err, ErrMalformed, dsn)
+		assert.Regexp(t, `"(1222:2,1|40613)"`, err.Error(), dsn)
+	}
+	// Blank parts alone, and keyless parts after a driver key, are the
+	// driver's business.
+	for _, dsn := range []string{"server=h;retryExec={1205:3};;database=x;", "server=h;retryExec={1205:3};database=x;;"} {
+		c, _, err := ParseDSN("sqlserver", dsn)
+		require.NoError(t, err, dsn)
+		assert.Equal(t, "1205:3", c.RetryExec)
+	}
+}
+
+// TestNearMissKeys: a key a few edits away from one of ours (any case) is
+// an error naming it and the key it probably meant, in every DSN form and
+// in the properties file; the drivers' own keys are never taken for one
+// (issue 11, item 2).
+func TestNearMissKeys(t *testing.T) {
+	for _, tc := range []struct{ driver, dsn, typo, meant string }{
+		{"sqlserver", "server=h;retryExecc={1205:3,1}", "retryExecc", "retryExec"},
+		{"sqlserver", "sqlserver://h?database=x&retryBudgte=off", "retryBudgte", "retryBudget"},
+		{"sqlserver", "sqlserver://h?RETRYCONNN=%2B4060", "RETRYCONNN", "retryConn"},
+		{"sqlserver", "server=h;connect_retry_count=3", "connect_retry_count", "connectRetryCount"},
+		{"sqlserver", "odbc:server=h;logintimeuot=5", "logintimeuot", "loginTimeout"},
+		{"mysql", "u@tcp(h)/db?parseTime=true&querytimout=5", "querytimout", "queryTimeout"},
+		{"pgx", "host=h retry_exec={1205:3,1}", "retry_exec", "retryExec"},
+		{"pgx", "postgres://u@h/db?retryJiter=full", "retryJiter", "retryJitter"},
+	} {
+		_, _, err := ParseDSN(tc.driver, tc.dsn)
+		require.Error(t, err, tc.dsn)
+		assert.ErrorIs(t, err, ErrUnknownKey, tc.dsn)
+		assert.Contains(t, err.Error(), `"`+tc.typo+`"`, tc.dsn)
+		assert.Contains(t, err.Error(), "did you mean "+tc.meant, tc.dsn)
+	}
+	// The drivers' own keys, and keys far from ours, pass through.
+	for _, tc := range []struct{ driver, dsn string }{
+		{"sqlserver", "server=h;user id=u;password=p;database=d;connection timeout=5;dial timeout=3;keepAlive=30;" +
+			"encrypt=disable;app name=x;packet size=4096;log=1;disableretry=true;failoverpartner=f;protocol=tcp"},
+		{"mysql", "u@tcp(h)/db?timeout=1s&readTimeout=2s&writeTimeout=2s&parseTime=true&rejectReadOnly=true&loc=UTC"},
+		{"pgx", "host=h connect_timeout=5 lock_timeout=1000 statement_timeout=10 application_name=x sslmode=disable"},
+	} {
+		_, out, err := ParseDSN(tc.driver, tc.dsn)
+		require.NoError(t, err, tc.dsn)
+		assert.Equal(t, tc.dsn, out)
+	}
+	_, err := ParseProperties("p", []byte("retryExce=1205:3\n"))
+	require.ErrorIs(t, err, ErrUnknownKey)
+	assert.Contains(t, err.Error(), "did you mean retryExec")
+}

@@ -79,6 +79,76 @@ func lookupKey(name string) (key, bool) {
 	return key{}, false
 }
 
+// maxKeyDistance is the largest edit distance at which a key that is not
+// ours is taken for a misspelling of one of ours. Every key of ours is at
+// least nine letters long, and no key of go-mssqldb, go-sql-driver/mysql or
+// pgx is this close to one (loginTimeout and pgx's lock_timeout, the
+// closest pair, are three edits apart).
+const maxKeyDistance = 2
+
+// nearKey returns the key of ours that name probably misspells: the one
+// within maxKeyDistance edits (insertions, deletions, substitutions and
+// swaps of two neighbours), compared case-insensitively. A name that is
+// one of ours exactly is not a near miss. It is the one check behind the
+// DSN readers and the properties file.
+func nearKey(name string) (key, bool) {
+	name = strings.TrimSpace(name)
+	if _, ok := lookupKey(name); ok || name == "" {
+		return key{}, false
+	}
+	best, bestDist := key{}, maxKeyDistance+1
+	for _, k := range keys {
+		if d := editDistance(strings.ToLower(name), strings.ToLower(k.name), bestDist); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	return best, bestDist <= maxKeyDistance
+}
+
+// editDistance returns the optimal-string-alignment distance between a
+// and b (bytes), or limit when it is limit or more.
+func editDistance(a, b string, limit int) int {
+	if d := len(a) - len(b); d >= limit || -d >= limit {
+		return limit
+	}
+	// Three rows: the one before the previous (for swaps), the previous, the current.
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		rowMin := cur[0]
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			v := min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				v = min(v, prev2[j-2]+1)
+			}
+			cur[j] = v
+			rowMin = min(rowMin, v)
+		}
+		if rowMin >= limit {
+			return limit
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return min(prev[len(b)], limit)
+}
+
+// nearKeyError reports a DSN key that misspells one of ours: the driver
+// would ignore it (go-mssqldb) or send it to the server, and the setting
+// would silently not apply.
+func nearKeyError(name string, k key) error {
+	return &dsnError{err: ErrUnknownKey, reason: strconv.Quote(strings.TrimSpace(name)) +
+		" is not a setting; did you mean " + k.name + "? (keys are case-insensitive; the driver would ignore the misspelt one)"}
+}
+
 // setValue parses value for k and sets it in c. source names where the
 // value comes from, for errors.
 func (c *Config) setValue(k key, value, source string) error {

@@ -53,6 +53,9 @@ func ParseProperties(name string, data []byte) (Config, error) {
 		k, ok := lookupKey(keyName)
 		if !ok || !k.inFile {
 			reason := "expected one of " + strings.Join(fileKeys(), ", ")
+			if nk, near := nearKey(keyName); near && nk.inFile {
+				reason = "did you mean " + nk.name + "? (keys are case-insensitive) " + reason
+			}
 			if ok {
 				reason = "a properties file cannot name another; set retryProperties in code, in the DSN or in " + EnvProperties
 			}
@@ -200,10 +203,13 @@ const (
 )
 
 // findProperties returns the absolute path of the properties file to use:
-// the given one, else $CRL_PROPERTIES, else mssql-jdbc.properties in the
-// working directory, else next to the executable, else "" (no file). A
-// file given or named by the environment must exist.
-func findProperties(given string) (string, propertiesSource, error) {
+// the given one, else $CRL_PROPERTIES, else (for a SQL Server handle only:
+// the file is the JDBC driver's, and must not change the rules of a MySQL
+// or PostgreSQL handle that happens to run in the same directory)
+// mssql-jdbc.properties in the working directory, else next to the
+// executable, else "" (no file). A file given or named by the environment
+// must exist.
+func findProperties(given, driverName string) (string, propertiesSource, error) {
 	explicit, src := given, sourceGiven
 	if explicit == "" {
 		explicit, src = os.Getenv(EnvProperties), sourceEnv
@@ -217,6 +223,9 @@ func findProperties(given string) (string, propertiesSource, error) {
 			return "", sourceNone, &FileError{Path: abs, Err: fmt.Errorf("the properties file %s cannot be read: %w", src, err)}
 		}
 		return abs, src, nil
+	}
+	if !isSQLServerDriver(driverName) {
+		return "", sourceNone, nil
 	}
 	candidates := []string{DefaultPropertiesFile}
 	if exe, err := os.Executable(); err == nil {
@@ -234,4 +243,13 @@ func findProperties(given string) (string, propertiesSource, error) {
 		}
 	}
 	return "", sourceNone, nil
+}
+
+// isSQLServerDriver reports a go-mssqldb driver name.
+func isSQLServerDriver(driverName string) bool {
+	switch strings.ToLower(driverName) {
+	case "sqlserver", "mssql", "azuresql":
+		return true
+	}
+	return false
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -20,6 +21,7 @@ import (
 type Runtime struct {
 	retrier  *core.Retrier
 	fixed    Config // code over DSN: what the file cannot override
+	defaults Config // below the file: the JDBC driver's Azure connectRetryCount, when the DSN names an Azure endpoint
 	budget   Config // the budget and breaker fields in effect, which only a restart changes
 	cutoff   time.Duration
 	path     string // absolute; "" when there is no file
@@ -30,25 +32,36 @@ type Runtime struct {
 	interval  atomic.Int64 // nanoseconds between looks at the file; ≤ 0: never
 	nextCheck atomic.Int64 // unix nanoseconds of the next look
 
-	mu       sync.Mutex // held by the one goroutine that looks at the file
-	stamp    fileStamp  // of the file whose content is in effect, or was last reported bad
-	reported bool       // the file's absence was reported
+	mu       sync.Mutex  // held by the one goroutine that looks at the file
+	applied  contentHash // of the content in effect, or last reported bad
+	pending  contentHash // of a changed content without a final line end, seen at the last look
+	reported bool        // the file's absence was reported
 }
 
-// fileStamp identifies a version of the file.
-type fileStamp struct {
-	modTime time.Time
-	size    int64
+// contentHash identifies a version of the file by its content, so that a
+// rewrite of the same size within one tick of the file system's clock is
+// still seen. The zero value is "none".
+type contentHash [sha256.Size]byte
+
+func hashContent(data []byte) contentHash {
+	if len(data) == 0 {
+		return contentHash{}
+	}
+	return sha256.Sum256(data)
 }
 
 // New builds the Runtime of one database handle and returns it with the
 // DSN for the driver (dsn without the retry settings; see ParseDSN).
-// Settings are layered code (opts) > DSN > properties file > defaults.
+// Settings are layered code (opts) > DSN > properties file > defaults. As
+// in the JDBC driver, the default connectRetryCount is 2 for an Azure SQL
+// server (*.database.windows.net and its sovereign clouds) and 5 for a
+// Synapse serverless (-ondemand) endpoint named by a SQL Server DSN.
 //
 // The properties file is the one given by WithPropertiesFile or the DSN's
 // retryProperties, else the one that $CRL_PROPERTIES names (such a file
-// must exist), else mssql-jdbc.properties in the working directory or next
-// to the executable when there is one. A file that does not parse is an
+// must exist), else, for a SQL Server handle only (driverName sqlserver,
+// mssql or azuresql), mssql-jdbc.properties in the working directory or
+// next to the executable when there is one. A file that does not parse is an
 // error naming the line. The file is then looked at lazily, when a
 // statement or connection starts, at most every retryRefresh.
 func New(driverName, dsn string, opts ...Option) (*Runtime, string, error) {
@@ -61,26 +74,29 @@ func New(driverName, dsn string, opts ...Option) (*Runtime, string, error) {
 		return nil, "", err
 	}
 	r := &Runtime{fixed: code.over(fromDSN), clock: code.Clock, observer: code.Observer}
+	if n := azureConnectRetryCount(driverName, driverDSN); n > 0 {
+		r.defaults = Config{ConnectRetryCount: n}
+	}
 	if r.clock == nil {
 		r.clock = core.SystemClock{}
 	}
-	path, _, err := findProperties(r.fixed.PropertiesPath)
+	path, _, err := findProperties(r.fixed.PropertiesPath, driverName)
 	if err != nil {
 		return nil, "", err
 	}
 	r.path = path
 	var file Config
 	if path != "" {
-		stamp, err := statFile(path)
+		data, err := readFile(path)
 		if err != nil {
 			return nil, "", &FileError{Path: path, Err: err}
 		}
-		if file, err = ReadProperties(path); err != nil {
+		if file, err = ParseProperties(path, data); err != nil {
 			return nil, "", err
 		}
-		r.stamp = stamp
+		r.applied = hashContent(data)
 	}
-	merged := r.fixed.over(file)
+	merged := r.fixed.over(file).over(r.defaults)
 	policy, err := merged.Policy()
 	if err != nil {
 		return nil, "", err
@@ -120,8 +136,9 @@ func (r *Runtime) PropertiesPath() string { return r.path }
 // good properties file. Unset fields mean the defaults.
 func (r *Runtime) Config() Config { return *r.current.Load() }
 
-// Reload reads the properties file now, whatever its modification time and
-// retryRefresh, and swaps its rules in; on failure it keeps the last good
+// Reload reads the properties file now, whatever its content and
+// retryRefresh (a file without a final line end included), and swaps its
+// rules in; on failure it keeps the last good
 // rules and returns the error. Either way it emits core.RulesReloaded. It
 // is for a SIGHUP handler or a test; without it, the file is looked at
 // lazily.
@@ -162,17 +179,24 @@ func (r *Runtime) refresh() {
 	}
 }
 
-// look stats the file and, when it changed (or force), reads it and swaps
-// the policy. It reports the event to emit, if any. r.mu is held.
+// look reads the file and, when its content changed (or force), parses it
+// and swaps the policy. It reports the event to emit, if any. r.mu is held.
+//
+// A write in progress must never apply a prefix of the new content
+// ("queryTimeout=3" of "queryTimeout=30", or a lone "retryExec"): a changed
+// content is applied at once only when it ends with a line end, otherwise
+// only when the next look finds the same content again. An empty file is a
+// write in progress (an editor truncates, then writes).
 func (r *Runtime) look(force bool) (core.RulesReloaded, bool) {
 	ev := core.RulesReloaded{Path: r.path}
-	stamp, err := statFile(r.path)
+	data, err := readFile(r.path)
 	if err != nil {
+		r.pending = contentHash{}
 		if r.reported && !force {
 			return ev, false
 		}
 		r.reported = true
-		r.stamp = fileStamp{}
+		r.applied = contentHash{}
 		if errors.Is(err, fs.ErrNotExist) {
 			ev.Err = &FileError{Path: r.path, Err: fmt.Errorf("the properties file was deleted; the last rules stay in effect: %w", err)}
 		} else {
@@ -181,17 +205,22 @@ func (r *Runtime) look(force bool) (core.RulesReloaded, bool) {
 		return ev, true
 	}
 	r.reported = false
-	if stamp == r.stamp && !force {
-		return ev, false
+	h := hashContent(data)
+	if !force {
+		if h == r.applied {
+			r.pending = contentHash{}
+			return ev, false
+		}
+		if len(data) == 0 {
+			return ev, false // look again at the next check
+		}
+		if !endsWithLineEnd(data) && h != r.pending {
+			r.pending = h // apply it if the next look finds it unchanged
+			return ev, false
+		}
 	}
-	if stamp.size == 0 && !force {
-		// An editor or a tool truncates the file and then writes it: an
-		// empty file is a write in progress, not "no rules". Look again at
-		// the next check (the stamp is not recorded).
-		return ev, false
-	}
-	r.stamp = stamp // a bad version is reported once, not at every look
-	file, err := ReadProperties(r.path)
+	r.applied, r.pending = h, contentHash{} // a bad version is reported once, not at every look
+	file, err := ParseProperties(r.path, data)
 	if err == nil {
 		err = r.apply(file)
 	}
@@ -205,11 +234,16 @@ func (r *Runtime) look(force bool) (core.RulesReloaded, bool) {
 	return ev, true
 }
 
+func endsWithLineEnd(data []byte) bool {
+	last := data[len(data)-1]
+	return last == '\n' || last == '\r'
+}
+
 // apply swaps in the policy of fixed over file. The retry budget and the
 // circuit breaker are built once, at start: a changed retryBudget or
 // retryBreaker line takes effect at the next start.
 func (r *Runtime) apply(file Config) error {
-	merged := r.budget.over(r.fixed.over(file))
+	merged := r.budget.over(r.fixed.over(file).over(r.defaults))
 	policy, err := merged.Policy()
 	if err == nil {
 		err = r.retrier.SetPolicy(policy)
@@ -241,15 +275,16 @@ func (r *Runtime) emit(ev core.RulesReloaded) {
 	}
 }
 
-func statFile(path string) (fileStamp, error) {
+// readFile reads the properties file whole.
+func readFile(path string) ([]byte, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return fileStamp{}, err
+		return nil, err
 	}
 	if fi.IsDir() {
-		return fileStamp{}, fmt.Errorf("%s is a directory, expected a properties file", path)
+		return nil, fmt.Errorf("%s is a directory, expected a properties file", path)
 	}
-	return fileStamp{modTime: fi.ModTime(), size: fi.Size()}, nil
+	return os.ReadFile(path)
 }
 
 func addSaturating(a, b int64) int64 {

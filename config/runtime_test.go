@@ -412,3 +412,154 @@ func TestBudgetIsReadAtStart(t *testing.T) {
 	assert.Equal(t, 5.0, c.Budget.Max, "Budget.Max")
 	assert.Same(t, b, f.rt.Retrier().Budget(), "the Retrier's budget")
 }
+
+// TestHotReloadWaitsForAWholeWrite: a changed file is applied at once only
+// when it ends with a line end; otherwise only when the next look finds the
+// same content. A same-size rewrite within one modification-time tick is
+// still seen (issue 11, item 5).
+func TestHotReloadWaitsForAWholeWrite(t *testing.T) {
+	f := newReloadFixture(t, "retryExec={1205:3,1}\nqueryTimeout=30\n")
+	queryTimeout := func() time.Duration { return f.rt.Retrier().Policy().QueryTimeout }
+	require.Equal(t, 30*time.Second, queryTimeout())
+
+	// Caught mid-write: "queryTimeout=3" of "queryTimeout=30".
+	f.file.write("retryExec={1205:3,1}\nqueryTimeout=3")
+	f.due(t)
+	assert.Equal(t, 30*time.Second, queryTimeout(), "a prefix without a line end was applied")
+	assert.Empty(t, f.reloads())
+	// The write completes: it ends with a line end, applied at once.
+	f.file.write("retryExec={1205:3,1}\nqueryTimeout=20\n")
+	f.due(t)
+	assert.Equal(t, 20*time.Second, queryTimeout())
+	require.Len(t, f.reloads(), 1)
+
+	// A 9-byte prefix would drop every rule.
+	f.file.write("retryExec")
+	f.due(t)
+	assert.Equal(t, 3, ruleCount(f.rt, 1205), "a 9-byte prefix replaced the rules")
+	// A filter cut mid-word, then the rest.
+	f.file.write("retryExec={1205:3,1:select,up")
+	f.due(t)
+	rule, ok := f.rt.Retrier().Policy().Statement.Lookup(1205)
+	require.True(t, ok)
+	assert.Nil(t, rule.Filter(), "a filter cut mid-word was applied")
+	f.file.write("retryExec={1205:3,1:select,update}\n")
+	f.due(t)
+	rule, _ = f.rt.Retrier().Policy().Statement.Lookup(1205)
+	assert.Equal(t, []string{"select", "update"}, rule.Filter())
+	require.Len(t, f.reloads(), 2)
+
+	// A file that does not end with a line end is applied when the next
+	// look finds it unchanged.
+	f.file.write("retryExec={1205:5,1}")
+	f.due(t)
+	assert.Equal(t, 3, ruleCount(f.rt, 1205))
+	f.due(t)
+	assert.Equal(t, 5, ruleCount(f.rt, 1205), "an unchanged file without a final line end was never applied")
+	require.Len(t, f.reloads(), 3)
+
+	// Same size, same modification time, new content.
+	fi, err := os.Stat(f.file.path)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(f.file.path, []byte("retryExec={1205:7,1}"), 0o644))
+	require.NoError(t, os.Chtimes(f.file.path, fi.ModTime(), fi.ModTime()))
+	f.due(t)
+	f.due(t)
+	assert.Equal(t, 7, ruleCount(f.rt, 1205), "a same-size rewrite in one tick was not seen")
+}
+
+// TestPropertiesFileOnlyForSQLServer: mssql-jdbc.properties in the working
+// directory is the JDBC driver's file; it sets the rules of SQL Server
+// handles only. A file given in code, in the DSN or by CRL_PROPERTIES
+// applies to any handle (issue 14, item 5).
+func TestPropertiesFileOnlyForSQLServer(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	t.Setenv(EnvProperties, "")
+	require.NoError(t, os.WriteFile(DefaultPropertiesFile, []byte("retryExec={1205:2,1}\n"), 0o644))
+	for _, d := range []struct{ driver, dsn string }{
+		{"sqlserver", "server=h"}, {"mssql", "server=h"}, {"azuresql", "server=h"},
+	} {
+		rt, _, err := New(d.driver, d.dsn)
+		require.NoError(t, err)
+		assert.NotEmpty(t, rt.PropertiesPath(), d.driver)
+		assert.Equal(t, 2, ruleCount(rt, 1205), d.driver)
+	}
+	for _, d := range []struct{ driver, dsn string }{
+		{"mysql", "u@tcp(h)/db"}, {"pgx", "host=h"}, {"postgres", "postgres://u@h/db"},
+	} {
+		rt, _, err := New(d.driver, d.dsn)
+		require.NoError(t, err)
+		assert.Empty(t, rt.PropertiesPath(), d.driver)
+		assert.Equal(t, -1, ruleCount(rt, 1205), "%s took the SQL Server file's rules", d.driver)
+	}
+	given := newPropertiesFile(t, "retryExec={1205:4,1}\n")
+	rt, _, err := New("mysql", "u@tcp(h)/db?retryProperties="+given.path)
+	require.NoError(t, err)
+	assert.Equal(t, 4, ruleCount(rt, 1205), "retryProperties")
+	rt, _, err = New("pgx", "host=h", WithPropertiesFile(given.path))
+	require.NoError(t, err)
+	assert.Equal(t, 4, ruleCount(rt, 1205), "WithPropertiesFile")
+	t.Setenv(EnvProperties, given.path)
+	rt, _, err = New("pgx", "host=h")
+	require.NoError(t, err)
+	assert.Equal(t, 4, ruleCount(rt, 1205), EnvProperties)
+}
+
+// TestAzureConnectRetryCount: as the JDBC driver, a SQL Server DSN that
+// names an Azure SQL server gets connectRetryCount 2 and a Synapse
+// serverless endpoint 5, unless code, the DSN or the properties file set
+// it (issue 11, item 8).
+func TestAzureConnectRetryCount(t *testing.T) {
+	t.Setenv(EnvProperties, "")
+	t.Chdir(t.TempDir())
+	count := func(driver, dsn string, opts ...Option) int {
+		t.Helper()
+		rt, _, err := New(driver, dsn, opts...)
+		require.NoError(t, err, dsn)
+		return rt.Config().ConnectRetryCount
+	}
+	for _, tc := range []struct {
+		driver, dsn string
+		want        int
+	}{
+		{"sqlserver", "sqlserver://u:p@myserver.database.windows.net?database=d", 2},
+		{"sqlserver", "sqlserver://u:p@MyServer.Database.Windows.Net:1433?database=d", 2},
+		{"sqlserver", "server=tcp:myserver.database.windows.net,1433;database=d", 2},
+		{"azuresql", "Data Source=myserver.database.usgovcloudapi.net;Initial Catalog=d", 2},
+		{"mssql", "odbc:server={myserver.database.windows.net};database=d", 2},
+		{"mssql", "odbc:server={myserver.database.chinacloudapi.cn};database=d", 0}, // not an Azure domain
+		{"sqlserver", "server=myserver.database.china.cloudapi.cn\\inst;database=d", 2},
+		{"sqlserver", "sqlserver://u:p@myws-ondemand.sql.azuresynapse.net?database=d", 5},
+		{"sqlserver", "server=myws-ondemand.database.windows.net;database=d", 5},
+		{"sqlserver", "server=localhost;database=d", 0},
+		{"sqlserver", "server=database.windows.net.example.com", 0},
+		{"mysql", "u@tcp(myserver.database.windows.net)/db", 0},
+	} {
+		assert.Equal(t, tc.want, count(tc.driver, tc.dsn), tc.dsn)
+	}
+	// Set anywhere, the user's value wins, 1 included.
+	azure := "sqlserver://u:p@myserver.database.windows.net?database=d"
+	assert.Equal(t, 1, count("sqlserver", azure+"&connectRetryCount=1"))
+	assert.Equal(t, core.Disabled, count("sqlserver", azure, WithConnectRetryCount(0)))
+	file := newPropertiesFile(t, "connectRetryCount=1\n")
+	assert.Equal(t, 1, count("sqlserver", azure, WithPropertiesFile(file.path)))
+
+	// The default reaches the loop: a persistent 40613 gets 3 × 3 logins
+	// in three rounds, within loginTimeout.
+	clock := coretest.NewClock(time.Time{})
+	rt, _, err := New("sqlserver", azure+"&loginTimeout=60", WithClock(clock), WithoutRetryBudget())
+	require.NoError(t, err)
+	calls := 0
+	_ = rt.Retrier().Connect(context.Background(), func(context.Context) error {
+		calls++
+		return azureFailover{}
+	})
+	assert.Equal(t, 9, calls)
+}
+
+// azureFailover stands in for go-mssqldb's error 40613.
+type azureFailover struct{}
+
+func (azureFailover) Error() string         { return "mssql: database not currently available (40613)" }
+func (azureFailover) SQLErrorNumber() int32 { return 40613 }

@@ -47,7 +47,8 @@ var (
 	ErrNotRetryable = errors.New("core: error not retryable")
 
 	// ErrLoginTimeout reports a connection retry that was not attempted
-	// because elapsed time plus connectRetryInterval reaches loginTimeout.
+	// because elapsed time plus connectRetryInterval reaches loginTimeout,
+	// or a connection attempt that loginTimeout ended.
 	ErrLoginTimeout = errors.New("core: loginTimeout leaves no time to retry the connection")
 
 	// ErrBatchNotRetried reports a retryable error of a statement text that

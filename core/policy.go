@@ -23,9 +23,10 @@ const Disabled = -1
 const QueryTimeoutZero time.Duration = -1
 
 // Policy is what the loops obey. The zero value is the JDBC defaults: no
-// statement rules, the builtin connection list, one connection retry after
-// no wait, connectRetryInterval 10 s, loginTimeout 30 s, no queryTimeout,
-// no jitter. A Policy is immutable once handed to a Retrier.
+// statement rules, the builtin connection list, connectRetryCount 1 (one
+// immediate retry in each loop of the connection algorithm),
+// connectRetryInterval 10 s, loginTimeout 30 s, no queryTimeout, no
+// jitter. A Policy is immutable once handed to a Retrier.
 type Policy struct {
 	// Statement is the retryExec rules. Zero: no statement is retried.
 	Statement StatementRules
@@ -37,13 +38,16 @@ type Policy struct {
 	// whose wait is longer (ErrInvalidRetryInterval). QueryTimeoutZero is
 	// JDBC's queryTimeout=0.
 	QueryTimeout time.Duration
-	// ConnectRetryCount is the number of extra connection attempts, 0..255.
-	// Zero means the default 1; Disabled turns connection retries off.
+	// ConnectRetryCount is connectRetryCount, 0..255: how many times each
+	// loop of the JDBC connection algorithm (the login loop and the
+	// connection loop around it, see Retrier.Connect) retries. Zero means
+	// the default 1; Disabled turns connection retries off.
 	ConnectRetryCount int
 	// ConnectRetryInterval is the wait between connection retries after
 	// the first, which is immediate; 1 s..60 s. Zero means 10 s.
 	ConnectRetryInterval time.Duration
-	// LoginTimeout bounds the whole connection loop. Zero means 30 s.
+	// LoginTimeout bounds the whole connection algorithm: every attempt
+	// ends by its start + LoginTimeout. Zero means 30 s.
 	LoginTimeout time.Duration
 	// Jitter randomises statement and transaction waits. Zero: none.
 	Jitter Jitter

@@ -312,13 +312,21 @@ func TestConnectDefaultsAndLists(t *testing.T) {
 		calls  int
 		waits  []time.Duration
 	}{
-		{"default: one immediate retry", core.Policy{}, serverError{40613}, 2, []time.Duration{0}},
+		// Defaults: the login loop tries twice (its retry immediate), the
+		// connection loop runs it twice (its retry immediate): 4 logins.
+		{"default: 2 × 2 logins", core.Policy{}, serverError{40613}, 4, []time.Duration{0, 0, 0}},
 		{"disabled", core.Policy{ConnectRetryCount: core.Disabled}, serverError{40613}, 1, nil},
-		{"not transient", core.Policy{ConnectRetryCount: 3}, serverError{18456}, 1, nil},
+		{"fatal, not in the list", core.Policy{ConnectRetryCount: 3}, serverError{18456}, 1, nil},
+		// 18456 is fatal for the login loop, but the connection loop
+		// retries it when retryConn names it.
 		{"appended", core.Policy{ConnectRetryCount: 3, Connection: conn("{+18456}")}, serverError{18456}, 4, []time.Duration{0, 10 * time.Second, 10 * time.Second}},
-		{"append keeps builtin", core.Policy{ConnectRetryCount: 1, Connection: conn("{+18456}")}, serverError{40613}, 2, []time.Duration{0}},
-		{"replaced", core.Policy{ConnectRetryCount: 3, Connection: conn("{18456}")}, serverError{40613}, 1, nil},
+		{"append keeps builtin", core.Policy{ConnectRetryCount: 1, Connection: conn("{+18456}")}, serverError{40613}, 4, []time.Duration{0, 0, 0}},
+		// The login loop retries every error that is not fatal, whatever
+		// retryConn says; the connection loop then stops.
+		{"replaced", core.Policy{ConnectRetryCount: 3, Connection: conn("{18456}")}, serverError{40613}, 4, []time.Duration{0, 10 * time.Second, 10 * time.Second}},
 		{"replacement retried", core.Policy{ConnectRetryCount: 2, Connection: conn("{18456}")}, serverError{18456}, 3, []time.Duration{0, 10 * time.Second}},
+		// A network failure: the login loop retries it, the connection
+		// loop does not (the builtin list is for server errors).
 		{"network reset", core.Policy{}, fmt.Errorf("read: %w", econnreset), 2, []time.Duration{0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

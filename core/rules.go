@@ -228,6 +228,9 @@ func sortedTokens[V any](m map[token]V) []token {
 // value (or "{}") has no rules. Every error names the rule and the token.
 func ParseStatementRules(s string) (StatementRules, error) {
 	out := StatementRules{}
+	if err := checkBraces(s); err != nil {
+		return StatementRules{}, err
+	}
 	for _, raw := range splitRules(s) {
 		body, err := ruleBody(raw)
 		if err != nil {
@@ -342,6 +345,14 @@ func parseTimings(raw, t string, r *Rule) error {
 }
 
 func parseFilter(raw, f string) ([]string, error) {
+	if t := strings.TrimSpace(f); t == "0" && f != "0" {
+		// JDBC reads only a bare 0 as "no filter"; "{1205:3: 0}" keeps the
+		// filter " 0", which matches almost no statement. Neither meaning
+		// is safe to guess.
+		return nil, &RuleError{Rule: raw, Token: f, Err: ErrInvalidRuleFormat,
+			Reason: strconv.Quote(f) + " is 0 with white space, which the JDBC driver reads as the filter " +
+				strconv.Quote(f) + ", expected 0 (no filter) or keywords such as select,update"}
+	}
 	f = strings.TrimSpace(f)
 	if f == "" || f == "0" { // JDBC writes an omitted filter as 0
 		return nil, nil
@@ -404,6 +415,47 @@ func splitRules(s string) []string {
 	return out
 }
 
+// checkBraces reports braces that do not pair up across the whole value:
+// a closing brace without an opening one, an opening brace never closed,
+// or one nested in another. A value cut off mid-way ("{1205:3",
+// "{1205,1222:3,2*2:sel") must not parse as if it were whole.
+func checkBraces(s string) error {
+	depth, opened := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '{':
+			depth++
+			opened = i
+			if depth > 1 {
+				return &RuleError{Rule: s, Token: "{", Err: ErrInvalidRuleFormat,
+					Reason: "a brace inside braces at " + strconv.Quote(abbreviate(s[i:])) +
+						", expected braces only around a rule or around the whole list"}
+			}
+		case '}':
+			depth--
+			if depth < 0 {
+				return &RuleError{Rule: s, Token: "}", Err: ErrInvalidRuleFormat,
+					Reason: "a closing brace without an opening one at " + strconv.Quote(abbreviate(s[i:])) +
+						", expected {rule} or {rule;rule}"}
+			}
+		}
+	}
+	if depth > 0 {
+		return &RuleError{Rule: s, Token: "{", Err: ErrInvalidRuleFormat,
+			Reason: "the brace opened at " + strconv.Quote(abbreviate(s[opened:])) +
+				" is not closed (is the value cut off?), expected {rule} or {rule;rule}"}
+	}
+	return nil
+}
+
+// abbreviate shortens s for an error message.
+func abbreviate(s string) string {
+	if len(s) > 24 {
+		return s[:24] + "…"
+	}
+	return s
+}
+
 // ruleBody strips one optional leading '{' and one optional trailing '}'
 // (a list may be wrapped whole, so "{1205:3;1222:2}" splits into "{1205:3"
 // and "1222:2}"). A brace anywhere else is an error.
@@ -450,8 +502,10 @@ func isTransient(n int32) bool {
 	return false
 }
 
-// Retryable reports whether the connection loop retries a login error with
-// this number: the builtin list unless replaced, plus the listed numbers.
+// Retryable reports whether the connection loop retries a login error
+// with this number that the server sent: the builtin list unless
+// replaced, plus the listed numbers. (A network failure is retried by the
+// connection loop only when the rules list it; see Retrier.Connect.)
 func (c ConnectionRules) Retryable(errorNumber int32) bool {
 	t, ok := numberToken(errorNumber)
 	if !ok {
@@ -464,10 +518,24 @@ func (c ConnectionRules) Retryable(errorNumber int32) bool {
 	return ok
 }
 
-// retryable decides for a classified connection error.
-func (c ConnectionRules) retryable(cl class) bool {
-	if cl.hasNumber && c.Retryable(cl.number) {
+// retryable decides for a classified connection error. The builtin list
+// applies only to an error the server sent (fromServer): as in JDBC, whose
+// connection loop looks only at server errors, a network failure mapped to
+// 10053 or 10054 is retried only when the rules name it.
+func (c ConnectionRules) retryable(cl class, fromServer bool) bool {
+	if fromServer && cl.hasNumber && c.Retryable(cl.number) {
 		return true
+	}
+	return c.names(cl)
+}
+
+// names reports whether the rules list the error explicitly: its number,
+// its SQLSTATE, or a named condition it meets.
+func (c ConnectionRules) names(cl class) bool {
+	if t, ok := numberToken(cl.number); cl.hasNumber && ok {
+		if _, ok := c.set[t]; ok {
+			return true
+		}
 	}
 	for _, t := range [...]token{cl.state, tokenTimeout, tokenBadConn} {
 		if t == 0 || t == tokenTimeout && !cl.timeout || t == tokenBadConn && !cl.badConn {
@@ -508,6 +576,9 @@ func (c ConnectionRules) String() string {
 // driver's rule). An empty value keeps the builtin list.
 func ParseConnectionRules(s string) (ConnectionRules, error) {
 	out := ConnectionRules{}
+	if err := checkBraces(s); err != nil {
+		return ConnectionRules{}, err
+	}
 	for _, raw := range splitRules(s) {
 		body, err := ruleBody(raw)
 		if err != nil {

@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/core/coretest"
 )
@@ -156,7 +159,8 @@ var invalidStatementCases = []struct {
 	{"{2714,2716:4,-1+1:CREATE}", core.ErrInvalidParameterNumber, `"-1"`},
 	{"{2714,2716:1,2AND2:CREATE}", core.ErrInvalidParameterNumber, `"2AND2"`},
 	{"{1205,1222:3,2AND2}", core.ErrInvalidParameterNumber, `"2AND2"`},
-	// A statement rule without timings: JDBC silently makes it a connection rule.
+	// A statement rule without timings: JDBC keeps it as a statement rule
+	// with count 1 and wait 0 (the defaults), crl asks for the timings.
 	{"{1205}", core.ErrInvalidRuleFormat, "needs timings"},
 	{"{1205:3};{1222}", core.ErrInvalidRuleFormat, `"{1222}"`},
 	// retryCount above 255: JDBC accepts any int.
@@ -174,6 +178,63 @@ var invalidStatementCases = []struct {
 	{"{2147483648:1}", core.ErrInvalidParameterNumber, `"2147483648"`},
 	{"{40P0:1}", core.ErrInvalidParameterNumber, `"40P0"`},
 	{"{1205:}", core.ErrInvalidParameterNumber, `""`},
+	// The rest of docs/rules.md's error table, each a value the JDBC
+	// driver accepts with a meaning of its own.
+	{"{1205:3::}", core.ErrInvalidRuleFormat, "4 sections"},
+	{"{1205:3:select:}", core.ErrInvalidRuleFormat, "4 sections"},
+	{"1205:", core.ErrInvalidParameterNumber, `""`},
+	{"}1205:3{", core.ErrInvalidRuleFormat, "brace"},
+	{"{1205:3", core.ErrInvalidRuleFormat, "not closed"},
+	{"1205:3}", core.ErrInvalidRuleFormat, "without an opening one"},
+	{"{1205,1222:3,2*2:sel", core.ErrInvalidRuleFormat, "not closed"},
+	{"{1205:3: 0}", core.ErrInvalidRuleFormat, `" 0"`},
+	{"{1205:3:select*}", core.ErrInvalidRuleFormat, `"select*"`},
+	{"{1205:3:,select}", core.ErrInvalidRuleFormat, `""`},
+	{"{1205:3,}", core.ErrInvalidParameterNumber, `""`},
+	{"{1205:3,5,}", core.ErrInvalidParameterNumber, `"3,5,"`},
+	{"{1205,:3}", core.ErrInvalidParameterNumber, `""`},
+	{"1205:3\x01", core.ErrInvalidParameterNumber, `"3\x01"`},
+}
+
+// TestUnbalancedBracesAreRejected: a value cut off mid-way (a brace never
+// closed, or a closing brace without an opening one) is an error, for
+// statement and connection rules alike (issue 11, item 3).
+func TestUnbalancedBracesAreRejected(t *testing.T) {
+	for _, v := range []string{"{1205:3", "1205:3}", "{1205,1222:3,2*2:sel", "{1205:3;1222:2",
+		"1205:3;1222:2}", "{1205:3};{1222:2", "{1205:3}}", "{{1205:3}", "{1205:3;{1222:2}}"} {
+		_, err := core.ParseStatementRules(v)
+		require.Error(t, err, "ParseStatementRules(%q)", v)
+		assert.ErrorIs(t, err, core.ErrInvalidRuleFormat, v)
+		assert.Contains(t, err.Error(), "brace", v)
+	}
+	for _, v := range []string{"{+4060", "4060}", "{4060;40613", "{+4060};{40613"} {
+		_, err := core.ParseConnectionRules(v)
+		require.Error(t, err, "ParseConnectionRules(%q)", v)
+		assert.ErrorIs(t, err, core.ErrInvalidRuleFormat, v)
+	}
+	// Balanced forms still parse.
+	for _, v := range []string{"{1205:3;1222:2}", "{1205:3};{1222:2}", "1205:3;{1222:2}", "{}", "{;}", "{2714:1;}"} {
+		_, err := core.ParseStatementRules(v)
+		assert.NoError(t, err, v)
+	}
+}
+
+// TestFilterZeroWithWhiteSpace: JDBC reads only a bare 0 as "no filter";
+// "{1205:3: 0}" keeps the literal filter " 0" there, so crl rejects it
+// rather than match every statement (issue 11, item 4).
+func TestFilterZeroWithWhiteSpace(t *testing.T) {
+	for _, v := range []string{"{1205:3: 0}", "{1205:3:  0}", "1205:3:\t0"} {
+		_, err := core.ParseStatementRules(v)
+		require.Error(t, err, v)
+		assert.ErrorIs(t, err, core.ErrInvalidRuleFormat, v)
+		assert.Contains(t, err.Error(), "white space", v)
+	}
+	r, err := core.ParseStatementRules("{1205:3:0}")
+	require.NoError(t, err)
+	rule, ok := r.Lookup(1205)
+	require.True(t, ok)
+	assert.Nil(t, rule.Filter(), "a bare 0 is no filter, as in JDBC")
+	assert.True(t, rule.Matches("update t set a = 1"))
 }
 
 func TestParseStatementRulesInvalid(t *testing.T) {

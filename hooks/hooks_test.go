@@ -73,6 +73,17 @@ func TestSlog(t *testing.T) {
 	}
 }
 
+// TestSlogDeletedFileHasNoLine: a deleted or unreadable properties file is
+// logged without "line=0" (issue 14, item 7).
+func TestSlogDeletedFileHasNoLine(t *testing.T) {
+	var buf bytes.Buffer
+	o := hooks.Slog(slog.New(slog.NewTextHandler(&buf, nil)))
+	o.RulesReloaded(core.RulesReloaded{Path: "/etc/crl/mssql-jdbc.properties", Err: errors.New("the properties file was deleted")})
+	if out := buf.String(); strings.Contains(out, "line=") || !strings.Contains(out, "deleted") {
+		t.Errorf("log of a deleted file:\n%s", out)
+	}
+}
+
 type opCounter struct {
 	core.NopObserver
 	n [3]int

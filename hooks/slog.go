@@ -64,8 +64,11 @@ func (s slogObserver) ConnectionRetry(e core.ConnectionRetry) {
 
 func (s slogObserver) RulesReloaded(e core.RulesReloaded) {
 	if e.Err != nil {
-		s.l.LogAttrs(context.Background(), slog.LevelError, "crl: properties file not applied; the last good rules stay",
-			slog.String("path", e.Path), slog.Int("line", e.Line), slog.Any("error", e.Err))
+		attrs := []slog.Attr{slog.String("path", e.Path), slog.Any("error", e.Err)}
+		if e.Line > 0 { // a deleted or unreadable file has no line
+			attrs = append(attrs, slog.Int("line", e.Line))
+		}
+		s.l.LogAttrs(context.Background(), slog.LevelError, "crl: properties file not applied; the last good rules stay", attrs...)
 		return
 	}
 	s.l.LogAttrs(context.Background(), slog.LevelInfo, "crl: properties file reloaded", slog.String("path", e.Path))

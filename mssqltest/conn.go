@@ -114,7 +114,11 @@ func (c *conn) handshake() error {
 	}
 	c.session = session{spid: c.spid, user: l.user, database: l.database}
 	t := &tokenWriter{}
-	if number, fail := c.srv.loginReceived(); fail {
+	number, fail, drop := c.srv.loginReceived()
+	if drop {
+		return errDropped
+	}
+	if fail {
 		loginRejected(t, errorFor(number, c.session))
 		if err := c.write(t.buf); err != nil {
 			return err

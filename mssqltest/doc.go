@@ -20,6 +20,9 @@
 // placeholders. Replies are used in order and the last one repeats. A
 // statement without a script gets an empty success.
 //
+// FailLogin makes the next logins fail with an error number, DropLogins
+// makes them end with a closed connection.
+//
 // The server records what it received: Count per statement, Logins,
 // Statements, and the statements of every committed and rolled-back
 // transaction (Committed, RolledBack).

@@ -23,6 +23,7 @@ type loginFailure struct {
 type record struct {
 	scripts      map[string]*script
 	loginFailure loginFailure
+	loginDrops   int // the next logins answered by closing the connection
 	counts       map[string]int
 	statements   []string
 	logins       int
@@ -74,6 +75,17 @@ func (s *Server) FailLogin(errorNumber int32, times int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.loginFailure = loginFailure{number: errorNumber, remaining: max(times, 0)}
+}
+
+// DropLogins makes the next times logins end without an answer: the
+// server reads LOGIN7 and closes the connection, as a server that fails
+// over or a middlebox that resets the connection mid-login. Dropped logins
+// count in Logins and come before those that FailLogin scripts. A later
+// call replaces the earlier one; times <= 0 cancels it.
+func (s *Server) DropLogins(times int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.loginDrops = max(times, 0)
 }
 
 // Count returns how many times the statement query was received, matched
@@ -173,17 +185,21 @@ func (s *Server) received(req request) Reply {
 	return r
 }
 
-// loginReceived counts a login and tells whether it must fail, and with
-// which error number.
-func (s *Server) loginReceived() (number int32, fail bool) {
+// loginReceived counts a login and tells whether it must fail (and with
+// which error number) or be dropped.
+func (s *Server) loginReceived() (number int32, fail, drop bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.logins++
+	if s.loginDrops > 0 {
+		s.loginDrops--
+		return 0, false, true
+	}
 	if s.loginFailure.remaining == 0 {
-		return 0, false
+		return 0, false, false
 	}
 	s.loginFailure.remaining--
-	return s.loginFailure.number, true
+	return s.loginFailure.number, true, false
 }
 
 // transactionEnded records a finished transaction's statements.

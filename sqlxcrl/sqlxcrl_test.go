@@ -299,7 +299,9 @@ func TestConnectionLoop(t *testing.T) {
 		{"not transient", "&connectRetryCount=3", 18456, 1, false, 1, nil},
 		{"append", "&retryConn={%2B18456}&connectRetryCount=2", 18456, 2, true, 3, coretest.Seconds(0, 10)},
 		{"append keeps builtin", "&retryConn={%2B18456}", 40613, 1, true, 2, []time.Duration{0}},
-		{"replace", "&retryConn={18456}", 40613, 1, false, 1, nil},
+		// The login loop retries every error that is not fatal, whatever
+		// retryConn says; the replaced list stops the connection loop.
+		{"replace", "&retryConn={18456}", 40613, 3, false, 2, []time.Duration{0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := mssqltest.NewServer(t)

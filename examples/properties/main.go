@@ -29,7 +29,7 @@ type reloads struct{ core.NopObserver }
 
 func (reloads) RulesReloaded(e core.RulesReloaded) {
 	if e.Err != nil {
-		fmt.Printf("  reload failed (line %d): %v\n", e.Line, e.Err)
+		fmt.Printf("  reload failed: %v\n", e.Err) // the error names the line, when there is one
 		return
 	}
 	fmt.Println("  reloaded", filepath.Base(e.Path))

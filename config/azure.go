@@ -1,0 +1,85 @@
+package config
+
+import (
+	"net/url"
+	"strings"
+)
+
+// The JDBC driver's defaults of connectRetryCount for Azure endpoints,
+// used when no source sets connectRetryCount: 2 for Azure SQL
+// (*.database.windows.net and its sovereign clouds), 5 for Synapse
+// serverless (on-demand) endpoints.
+const (
+	azureSQLConnectRetryCount      = 2
+	azureSynapseConnectRetryCount  = 5
+	azureSynapseOnDemandInfix      = "-ondemand.sql.azuresynapse."
+	azureSynapseOnDemandHostSuffix = "-ondemand"
+)
+
+// azureEndpoints are the domain suffixes of Azure SQL servers, as in the
+// JDBC driver (SQLServerConnection.AzureSQLServerEndpoints).
+var azureEndpoints = [...]string{
+	".database.windows.net",
+	".database.cloudapi.de",
+	".database.usgovcloudapi.net",
+	".database.china.cloudapi.cn",
+}
+
+// azureConnectRetryCount returns the JDBC driver's default connectRetryCount
+// for the server that dsn names, or 0 when the server is not an Azure
+// endpoint or the driver is not go-mssqldb. driverDSN is the DSN as the
+// driver gets it (our keys removed).
+func azureConnectRetryCount(driverName, driverDSN string) int {
+	if !isSQLServerDriver(driverName) {
+		return 0
+	}
+	host := strings.ToLower(sqlServerHost(driverDSN))
+	if host == "" {
+		return 0
+	}
+	if strings.Contains(host, azureSynapseOnDemandInfix) {
+		return azureSynapseConnectRetryCount
+	}
+	for _, e := range azureEndpoints {
+		if strings.HasSuffix(host, azureSynapseOnDemandHostSuffix+e) {
+			return azureSynapseConnectRetryCount
+		}
+	}
+	for _, e := range azureEndpoints {
+		if strings.HasSuffix(host, e) {
+			return azureSQLConnectRetryCount
+		}
+	}
+	return 0
+}
+
+// sqlServerHost returns the host name of a go-mssqldb DSN (URL, ADO or
+// odbc: form), without a protocol prefix (tcp:), a port (,1433 or :1433)
+// or an instance name (\SQLEXPRESS), or "" when there is none.
+func sqlServerHost(dsn string) string {
+	var server string
+	if strings.HasPrefix(dsn, "sqlserver://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return ""
+		}
+		return u.Hostname()
+	}
+	for _, part := range strings.Split(strings.TrimPrefix(dsn, "odbc:"), ";") {
+		k, v, ok := strings.Cut(part, "=")
+		if !ok {
+			continue
+		}
+		switch strings.ToLower(strings.TrimSpace(k)) {
+		case "server", "data source", "address", "addr", "network address":
+			server = strings.Trim(strings.TrimSpace(v), `{}"`)
+		}
+	}
+	if i := strings.IndexByte(server, ':'); i >= 0 && !strings.Contains(server[:i], ".") {
+		server = server[i+1:] // tcp:host
+	}
+	if i := strings.IndexAny(server, `,\`); i >= 0 {
+		server = server[:i]
+	}
+	return strings.TrimSpace(server)
+}

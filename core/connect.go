@@ -1,0 +1,254 @@
+package core
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"net"
+	"strings"
+	"time"
+)
+
+// Connect runs the JDBC driver's connection algorithm around fn, one login
+// attempt (a new connection and its login). The driver nests two loops,
+// and so does Connect (docs/semantics.md walks through both):
+//
+//   - the login loop (SQLServerConnection.login): every failure that is not
+//     fatal (a wrong password, an expired password or a locked account, a
+//     TLS failure, an error that is neither a server error nor a network
+//     failure) is retried up to connectRetryCount times, the first retry
+//     at once and later ones after connectRetryInterval, while the time
+//     left before loginTimeout is at least connectRetryInterval plus twice
+//     the time the first attempt took;
+//   - the connection loop (SQLServerConnection.connect) around it: when the
+//     login loop gives up on an error that Policy.Connection retries (a
+//     server error in the builtin list or the retryConn rules; a network
+//     failure only when retryConn names it), it runs the login loop again,
+//     up to connectRetryCount times, the first time at once and later ones
+//     after connectRetryInterval, unless the time elapsed since the start
+//     plus connectRetryInterval reaches loginTimeout.
+//
+// The whole algorithm ends at start + loginTimeout: every attempt's
+// context ends then (measured by the Retrier's clock: an attempt gets the
+// time left of the loginTimeout as its timeout). Every retry of either loop spends the retry
+// budget and emits ConnectionRetry. A first attempt whose error is not
+// retried (no rule retries it, or retries are off) returns that error
+// unchanged; every other failure is a *RetryError that unwraps to the last
+// attempt's error and to its reason (ErrLoginTimeout when loginTimeout
+// ran out or leaves no time for a retry).
+func (r *Retrier) Connect(ctx context.Context, fn func(ctx context.Context) error) error {
+	if r.refresh != nil {
+		r.refresh()
+	}
+	p := r.policy.Load()
+	c := connectRun{r: r, rules: p.Connection, fn: fn,
+		count: p.connectRetryCount(), interval: p.connectRetryInterval(), login: p.loginTimeout()}
+	if r.ops != nil {
+		r.ops.Operation(KindConnection)
+	}
+	c.start = r.clock.Now()
+	c.deadline = c.start.Add(c.login)
+	c.op = operation{ctx: ctx, kind: KindConnection, started: c.start}
+	c.caller = ctx
+	return c.run()
+}
+
+// connectRun is the state of one Connect call.
+type connectRun struct {
+	r        *Retrier
+	rules    ConnectionRules
+	fn       func(context.Context) error
+	count    int
+	interval time.Duration
+	login    time.Duration
+	start    time.Time
+	deadline time.Time // start + loginTimeout, by the Retrier's clock
+	caller   context.Context
+	op       operation // what the events share
+	attempts int
+}
+
+// run is JDBC's connect(): the connection loop around the login loop.
+func (c *connectRun) run() error {
+	for retry := 0; ; retry++ {
+		err, stop := c.loginLoop()
+		if err == nil {
+			c.r.budget.Earn()
+			if c.attempts > 1 && c.r.observer != nil {
+				c.r.observer.Succeeded(Succeeded{Context: c.caller, Op: c.r.opID(&c.op), Kind: KindConnection,
+					Attempts: c.attempts, Elapsed: c.r.clock.Now().Sub(c.start)})
+			}
+			return nil
+		}
+		if stop != nil {
+			return stop
+		}
+		cl := classify(err, false)
+		elapsed := c.r.clock.Now().Sub(c.start)
+		switch {
+		case elapsed >= c.login, cl.timeout && elapsed+c.interval >= c.login: // the last attempt ran out of time
+			return c.giveUp(ErrLoginTimeout, err, nil, "loginTimeout "+c.login.String()+" ran out")
+		case !c.rules.retryable(cl, isServerError(err)):
+			c.r.budget.Earn()
+			return c.giveUp(ErrNotRetryable, err, nil, "")
+		case retry >= c.count:
+			return c.giveUp(ErrRetriesExhausted, err, nil, "")
+		}
+		if elapsed+c.interval >= c.login {
+			return c.giveUp(ErrLoginTimeout, err, nil,
+				"elapsed "+elapsed.String()+" + connectRetryInterval "+c.interval.String()+" ≥ loginTimeout "+c.login.String())
+		}
+		var wait time.Duration
+		if retry > 0 { // the first retry is immediate
+			wait = c.interval
+		}
+		if stop := c.wait(wait, elapsed, err, cl); stop != nil {
+			return stop
+		}
+	}
+}
+
+// loginLoop is JDBC's login(): it runs fn until it succeeds, fails with a
+// fatal error, or runs out of retries or time, and returns the last error.
+// stop is the error to return at once (the caller's context ended, the
+// budget refused a retry), nil when the connection loop decides.
+func (c *connectRun) loginLoop() (err, stop error) {
+	began := c.r.clock.Now()
+	var firstTry time.Duration
+	for retry := 0; ; retry++ {
+		c.attempts++
+		actx, cancel := context.WithTimeout(c.caller, c.deadline.Sub(c.r.clock.Now()))
+		err := c.fn(actx)
+		expired := err != nil && actx.Err() != nil && c.caller.Err() == nil
+		cancel()
+		if err == nil {
+			return nil, nil
+		}
+		now := c.r.clock.Now()
+		if retry == 0 {
+			firstTry = now.Sub(began)
+		}
+		if cerr := c.caller.Err(); cerr != nil {
+			return err, c.giveUp(ErrDeadline, err, cerr, ctxEndedLogin)
+		}
+		remaining := c.deadline.Sub(now)
+		if loginFatal(err) || remaining <= 0 || expired ||
+			remaining < c.interval+2*firstTry || // not enough time for another try
+			retry >= c.count {
+			return err, nil
+		}
+		var wait time.Duration
+		if retry > 0 { // the first retry is immediate
+			wait = c.interval
+		}
+		if stop := c.wait(wait, now.Sub(c.start), err, classify(err, false)); stop != nil {
+			return err, stop
+		}
+	}
+}
+
+// wait spends the budget for a retry, emits ConnectionRetry and waits; it
+// returns the error that ends Connect when the retry cannot run.
+func (c *connectRun) wait(wait, elapsed time.Duration, err error, cl class) error {
+	if dl, ok := c.caller.Deadline(); ok && !c.r.clock.Now().Add(wait).Before(dl) {
+		return c.giveUp(ErrDeadline, err, nil, "wait "+wait.String())
+	}
+	if !c.r.budget.Withdraw(cl.timeout) {
+		return c.giveUp(ErrRetryBudgetExceeded, err, nil, "")
+	}
+	if c.r.observer != nil {
+		c.r.observer.ConnectionRetry(ConnectionRetry{Context: c.caller, Op: c.r.opID(&c.op), Attempt: c.attempts, Wait: wait, Elapsed: elapsed, Err: err})
+	}
+	if cerr := c.r.clock.Sleep(c.caller, wait); cerr != nil {
+		return c.giveUp(ErrDeadline, err, cerr, "context ended during the wait")
+	}
+	return nil
+}
+
+// giveUp ends Connect with a *RetryError, or with the error unchanged when
+// the only attempt failed with an error that is not retried (no rule, a
+// fatal login error, connection retries off, the caller's context ended):
+// nothing was retried and nothing refused.
+func (c *connectRun) giveUp(reason, err, ctxErr error, detail string) error {
+	if c.attempts == 1 && (reason == ErrNotRetryable || reason == ErrRetriesExhausted || ctxErr != nil && detail == ctxEndedLogin) {
+		return err
+	}
+	return c.r.giveUp(&c.op, c.attempts, reason, err, ctxErr, detail)
+}
+
+const ctxEndedLogin = "context ended during the login"
+
+// isServerError reports an error the database server sent: a SQL Server
+// error number, a MySQL error number, or a SQLSTATE.
+func isServerError(err error) bool {
+	if _, ok := serverNumber(err); ok {
+		return true
+	}
+	if _, ok := mysqlNumber(err); ok {
+		return true
+	}
+	_, ok := SQLState(err)
+	return ok
+}
+
+// SQL Server's login errors that JDBC's isFatalError never retries: login
+// failed, password expired, account locked.
+const (
+	loginFailed     = 18456
+	passwordExpired = 18488
+	accountLocked   = 18486
+)
+
+// loginFatal reports a login failure that another try cannot fix, after
+// JDBC's isFatalError: a failed login, an expired password or a locked
+// account (and their MySQL and PostgreSQL counterparts), a TLS or
+// certificate failure, and anything that is neither a server error nor a
+// network failure (a configuration or protocol error, JDBC's
+// DRIVER_ERROR_UNSUPPORTED_CONFIG and DRIVER_ERROR_INVALID_TDS). Every
+// other server error and every network failure (refused, reset, timed
+// out, dropped) is retried.
+func loginFatal(err error) bool {
+	if n, ok := serverNumber(err); ok {
+		return n == loginFailed || n == passwordExpired || n == accountLocked
+	}
+	if n, ok := mysqlNumber(err); ok {
+		// access denied (without a password), password expired, account locked
+		return n == 1045 || n == 1698 || n == 1862 || n == 3118
+	}
+	if st, ok := SQLState(err); ok {
+		return strings.HasPrefix(st, "28") // invalid authorization
+	}
+	if tlsFailure(err) {
+		return true
+	}
+	return !networkFailure(err)
+}
+
+// tlsFailure reports a TLS handshake or certificate failure.
+func tlsFailure(err error) bool {
+	var (
+		alert    tls.AlertError
+		header   tls.RecordHeaderError
+		verify   *tls.CertificateVerificationError
+		unknown  x509.UnknownAuthorityError
+		hostname x509.HostnameError
+		invalid  x509.CertificateInvalidError
+	)
+	return errors.As(err, &alert) || errors.As(err, &header) || errors.As(err, &verify) ||
+		errors.As(err, &unknown) || errors.As(err, &hostname) || errors.As(err, &invalid)
+}
+
+// networkFailure reports a failure to reach the server or a connection
+// lost during the login: a net.Error (refused, unreachable, DNS, time-out),
+// a socket errno, an unexpected end of stream, driver.ErrBadConn.
+func networkFailure(err error) bool {
+	if IsBadConn(err) || timedOut(err) {
+		return true
+	}
+	if _, ok := socketNumber(err); ok {
+		return true
+	}
+	var ne net.Error
+	return errors.As(err, &ne)
+}

@@ -1,0 +1,167 @@
+package core_test
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crl-go/crl/core"
+	"github.com/crl-go/crl/core/coretest"
+)
+
+var econnrefused = &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+
+// login is a login attempt that fails with err after taking took of
+// virtual time; it records when each attempt started.
+type login struct {
+	clock  *coretest.Clock
+	start  time.Time
+	took   time.Duration
+	err    error
+	starts []time.Duration
+}
+
+func (l *login) attempt(context.Context) error {
+	l.starts = append(l.starts, l.clock.Now().Sub(l.start))
+	l.clock.Advance(l.took)
+	return l.err
+}
+
+func secs(v ...float64) []time.Duration { return coretest.Seconds(v...) }
+
+// TestConnectLoginLoop checks Connect against the two loops of the JDBC
+// driver (SQLServerConnection.connect around SQLServerConnection.login),
+// attempt by attempt, on the virtual clock. The expected start times are
+// worked out from the driver's code in docs/semantics.md (issue 11, item 7).
+func TestConnectLoginLoop(t *testing.T) {
+	conn := func(s string) core.ConnectionRules {
+		c, err := core.ParseConnectionRules(s)
+		require.NoError(t, err)
+		return c
+	}
+	for _, tc := range []struct {
+		name   string
+		policy core.Policy
+		err    error
+		took   time.Duration
+		starts []time.Duration // when each attempt started
+		reason error           // nil: the error unchanged
+	}{
+		// JDBC with defaults: a persistent 40613 gets 4 logins.
+		{"defaults, 40613", core.Policy{}, serverError{40613}, 0, secs(0, 0, 0, 0), core.ErrRetriesExhausted},
+		// The login loop waits connectRetryInterval after its first retry;
+		// 20 s elapsed + 10 s reaches loginTimeout: no second round.
+		{"count 3, 40613", core.Policy{ConnectRetryCount: 3}, serverError{40613}, 0, secs(0, 0, 10, 20), core.ErrLoginTimeout},
+		// With a longer loginTimeout, three rounds; the third is cut at
+		// start + loginTimeout (JDBC would run on to 70 s).
+		{"count 3, loginTimeout 60, 40613", core.Policy{ConnectRetryCount: 3, LoginTimeout: time.Minute}, serverError{40613}, 0,
+			secs(0, 0, 10, 20, 20, 20, 30, 40, 50, 50, 60), core.ErrLoginTimeout},
+		// Slow attempts: the login loop needs connectRetryInterval plus
+		// twice the first attempt's time left (22 s < 10 s + 16 s).
+		{"slow attempts", core.Policy{}, serverError{40613}, 8 * time.Second, secs(0, 8), core.ErrRetriesExhausted},
+		// Socket errors: retried by the login loop only, unless retryConn names them.
+		{"10061", core.Policy{}, fmt.Errorf("dial: %w", econnrefused), 0, secs(0, 0), core.ErrNotRetryable},
+		{"10060", core.Policy{}, fmt.Errorf("dial: %w", syscall.ETIMEDOUT), 0, secs(0, 0), core.ErrNotRetryable},
+		{"10061 named", core.Policy{Connection: conn("{+10061}")}, fmt.Errorf("dial: %w", econnrefused), 0, secs(0, 0, 0, 0), core.ErrRetriesExhausted},
+		{"dropped during login", core.Policy{}, fmt.Errorf("read: %w", io.EOF), 0, secs(0, 0), core.ErrNotRetryable},
+		// Fatal for the login loop, not in the list.
+		{"18456", core.Policy{ConnectRetryCount: 5}, serverError{18456}, 0, secs(0), nil},
+		{"18488", core.Policy{ConnectRetryCount: 5}, serverError{18488}, 0, secs(0), nil},
+		{"tls", core.Policy{ConnectRetryCount: 5}, fmt.Errorf("TLS Handshake failed: %w", x509.UnknownAuthorityError{}), 0, secs(0), nil},
+		{"configuration", core.Policy{ConnectRetryCount: 5}, errors.New("mssql: invalid packet size"), 0, secs(0), nil},
+		// A server error that is not fatal and not in the list: the login
+		// loop retries it, the connection loop does not.
+		{"4064 not listed", core.Policy{}, serverError{4064}, 0, secs(0, 0), core.ErrNotRetryable},
+		{"disabled", core.Policy{ConnectRetryCount: core.Disabled}, serverError{40613}, 0, secs(0), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obs := &coretest.Observer{}
+			r, clock := newRetrier(t, tc.policy, core.Options{Observer: obs, NoBudget: true})
+			l := &login{clock: clock, start: clock.Now(), took: tc.took, err: tc.err}
+			ctx := context.WithValue(context.Background(), connectKey{}, tc.name)
+			err := r.Connect(ctx, l.attempt)
+			assert.Equal(t, tc.starts, l.starts, "attempt start times")
+			require.Error(t, err)
+			assert.ErrorIs(t, err, tc.err)
+			if tc.reason == nil {
+				assert.Equal(t, tc.err, err, "a first attempt that is not retried returns its error unchanged")
+			} else {
+				assert.ErrorIs(t, err, tc.reason)
+				var re *core.RetryError
+				require.ErrorAs(t, err, &re)
+				assert.Equal(t, len(tc.starts), re.Attempts)
+			}
+			conns := obs.Snapshot().Conns
+			assert.Len(t, conns, len(tc.starts)-1, "one ConnectionRetry per retry")
+			for _, e := range conns { // one operation: the caller's context, one Op
+				assert.Equal(t, ctx, e.Context)
+				assert.Equal(t, conns[0].Op, e.Op)
+			}
+			assert.LessOrEqual(t, clock.Now().Sub(l.start), tc.policy.LoginTimeout+core.DefaultLoginTimeout*time.Duration(boolInt(tc.policy.LoginTimeout == 0)))
+		})
+	}
+}
+
+type connectKey struct{}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestConnectEndsAtLoginTimeout: the whole connection algorithm ends at
+// start + loginTimeout: each attempt gets the time left. Before, each
+// attempt got a fresh loginTimeout, so a login that hangs after two quick
+// failures and a 10 s wait ran to ~40 s of a 30 s loginTimeout (issue 9,
+// item 6).
+func TestConnectEndsAtLoginTimeout(t *testing.T) {
+	r, clock := newRetrier(t, core.Policy{ConnectRetryCount: 2}, core.Options{NoBudget: true})
+	start := clock.Now()
+	calls := 0
+	err := r.Connect(context.Background(), func(ctx context.Context) error {
+		calls++
+		dl, ok := ctx.Deadline()
+		require.True(t, ok, "an attempt without a deadline")
+		elapsed := clock.Now().Sub(start)
+		assert.InDelta(t, float64(core.DefaultLoginTimeout), float64(elapsed+time.Until(dl)), float64(time.Second),
+			"attempt %d at %v may run %v", calls, elapsed, time.Until(dl))
+		if calls <= 2 {
+			return serverError{40613}
+		}
+		// Hang until the attempt's deadline, as a server that never answers.
+		clock.Advance(time.Until(dl))
+		return fmt.Errorf("login: %w", context.DeadlineExceeded)
+	})
+	require.Equal(t, 3, calls)
+	assert.InDelta(t, float64(core.DefaultLoginTimeout), float64(clock.Now().Sub(start)), float64(time.Second),
+		"the loop outlived loginTimeout")
+	assert.ErrorIs(t, err, core.ErrLoginTimeout)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+// TestConnectWithAFixedDateClock: the attempts' time limits are the time
+// left by the Retrier's clock, so a virtual clock set to any date gives
+// them the full loginTimeout, not a deadline already past.
+func TestConnectWithAFixedDateClock(t *testing.T) {
+	clock := coretest.NewClock(time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC))
+	r, _ := newRetrier(t, core.Policy{}, core.Options{Clock: clock, NoBudget: true})
+	err := r.Connect(context.Background(), func(ctx context.Context) error {
+		dl, ok := ctx.Deadline()
+		require.True(t, ok)
+		assert.InDelta(t, float64(core.DefaultLoginTimeout), float64(time.Until(dl)), float64(time.Second))
+		return ctx.Err()
+	})
+	assert.NoError(t, err)
+}
