@@ -132,6 +132,16 @@ func TestCheckReadsWhatTheLibraryReads(t *testing.T) {
 		code, _, errOut := runCRL("check", "{1222:3,1}")
 		assert.Equal(t, 1, code, "the working directory's file is read for SQL Server")
 		assert.Contains(t, errOut, config.DefaultPropertiesFile)
+
+		// The driver inferred from the DSN decides, as in the library: a
+		// MySQL or PostgreSQL handle reads no file it was not given.
+		for _, dsn := range []string{"root@tcp(127.0.0.1:3306)/db", "postgres://u@h/db", "host=h dbname=db"} {
+			code, out, errOut := runCRL("check", "-dsn", dsn)
+			assert.Equal(t, 0, code, "%s: %s", dsn, errOut)
+			assert.Contains(t, out, "properties file: none", dsn)
+		}
+		code, _, _ = runCRL("check", "-dsn", "server=h;database=db")
+		assert.Equal(t, 1, code, "an ADO DSN is SQL Server's: the file is read")
 	})
 	t.Run("DSN", func(t *testing.T) {
 		for _, tc := range []struct {
