@@ -2,8 +2,6 @@ package config_test
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -30,31 +28,21 @@ func TestRetryBreakerKey(t *testing.T) {
 		}
 	}
 	rt, _, err := config.New("sqlserver", "sqlserver://h?retryExec={1205:0}&retryBreaker=failures=2", config.WithPropertiesFile(""))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	r := rt.Retrier()
 	for i := 0; i < 2; i++ {
 		_ = r.Do(context.Background(), "x", func(context.Context) error { return deadlockErr{} })
 	}
-	if r.Breaker() == nil {
-		t.Fatal("no breaker")
-	}
+	require.NotNil(t, r.Breaker(), "the breaker")
 	// {1205:0} never retries, so 1205 is not a retryable failure: closed.
-	if r.Breaker().Open() {
-		t.Error("a rule with count 0 must not open the breaker")
-	}
+	assert.False(t, r.Breaker().Open(), "a rule with count 0 does not open the breaker")
 	rt, _, err = config.New("sqlserver", "sqlserver://h?retryExec={1205:1,0}&retryBreaker=failures=2")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	r = rt.Retrier()
 	for i := 0; i < 2; i++ {
 		_ = r.Do(context.Background(), "x", func(context.Context) error { return deadlockErr{} })
 	}
-	if err := r.Do(context.Background(), "x", func(context.Context) error { return nil }); !errors.Is(err, core.ErrCircuitOpen) {
-		t.Errorf("err = %v, want ErrCircuitOpen", err)
-	}
+	assert.ErrorIs(t, r.Do(context.Background(), "x", func(context.Context) error { return nil }), core.ErrCircuitOpen)
 }
 
 func TestExecutionCutoffKey(t *testing.T) {
@@ -66,23 +54,16 @@ func TestExecutionCutoffKey(t *testing.T) {
 		"sqlserver://h":                                   0,
 	} {
 		c, _, err := config.ParseDSN("sqlserver", dsn)
-		if err != nil {
-			t.Fatalf("%s: %v", dsn, err)
-		}
-		if got := c.Cutoff(); got != want {
-			t.Errorf("%s: Cutoff() = %v, want %v", dsn, got, want)
-		}
+		require.NoError(t, err, dsn)
+		assert.Equal(t, want, c.Cutoff(), "%s: Cutoff()", dsn)
 	}
 	for _, dsn := range []string{"sqlserver://h?executionCutoff=soon", "sqlserver://h?executionCutoff=0"} {
-		if _, _, err := config.ParseDSN("sqlserver", dsn); err == nil || !strings.Contains(err.Error(), "executionCutoff") {
-			t.Errorf("%s: %v", dsn, err)
-		}
+		_, _, err := config.ParseDSN("sqlserver", dsn)
+		assert.ErrorContains(t, err, "executionCutoff", dsn)
 	}
-	if _, _, err := config.New("sqlserver", "sqlserver://h?executionCutoff=on"); err == nil || !strings.Contains(err.Error(), "queryTimeout") {
-		t.Errorf("on without a queryTimeout: %v", err)
-	}
+	_, _, err := config.New("sqlserver", "sqlserver://h?executionCutoff=on")
+	assert.ErrorContains(t, err, "queryTimeout", "on without a queryTimeout")
 	rt, _, err := config.New("sqlserver", "sqlserver://h?executionCutoff=on&queryTimeout=3")
-	if err != nil || rt.ExecutionCutoff() != 3*time.Second {
-		t.Errorf("runtime cut-off: %v, %v", rt, err)
-	}
+	require.NoError(t, err, "runtime cut-off")
+	assert.Equal(t, 3*time.Second, rt.ExecutionCutoff(), "runtime cut-off")
 }

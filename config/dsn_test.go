@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -119,16 +118,10 @@ func TestParseDSN(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, out, err := ParseDSN(tt.driver, tt.dsn)
-			if err != nil {
-				t.Fatalf("ParseDSN: %v", err)
-			}
+			require.NoError(t, err, "ParseDSN")
 			got.set = 0
-			if got != tt.want {
-				t.Errorf("settings\n got %+v\nwant %+v", got, tt.want)
-			}
-			if out != tt.out {
-				t.Errorf("driver DSN\n got %q\nwant %q", out, tt.out)
-			}
+			assert.Equal(t, tt.want, got, "settings")
+			assert.Equal(t, tt.out, out, "driver DSN")
 		})
 	}
 }
@@ -176,18 +169,11 @@ func TestParseDSNEveryKey(t *testing.T) {
 		} {
 			t.Run(form.dsn, func(t *testing.T) {
 				c, out, err := ParseDSN(form.driver, form.dsn)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !tt.check(c) {
-					t.Errorf("%s=%s gave %+v", tt.key, tt.value, c)
-				}
-				if strings.Contains(strings.ToLower(out), strings.ToLower(tt.key)) {
-					t.Errorf("driver DSN %q still holds %s", out, tt.key)
-				}
-				if _, err := c.Policy(); err != nil {
-					t.Errorf("Policy: %v", err)
-				}
+				require.NoError(t, err)
+				assert.True(t, tt.check(c), "%s=%s gave %+v", tt.key, tt.value, c)
+				assert.NotContains(t, strings.ToLower(out), strings.ToLower(tt.key), "the driver DSN still holds the key")
+				_, err = c.Policy()
+				assert.NoError(t, err, "Policy")
 			})
 		}
 	}
@@ -226,28 +212,19 @@ func TestParseDSNBadValues(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.dsn, func(t *testing.T) {
 			_, _, err := ParseDSN("sqlserver", tt.dsn)
-			if err == nil {
-				t.Fatal("no error")
-			}
+			require.Error(t, err)
 			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not contain %q", err, w)
-				}
+				assert.ErrorContains(t, err, w)
 			}
-			if !errors.Is(err, tt.is) {
-				t.Errorf("error %q does not match %v", err, tt.is)
-			}
+			assert.ErrorIs(t, err, tt.is)
 		})
 	}
-	if _, _, err := ParseDSN("mysql", "u@tcp(h)/db?connectRetryCount=300"); err == nil || !strings.Contains(err.Error(), `connectRetryCount="300"`) {
-		t.Errorf("mysql: %v", err)
-	}
-	if _, _, err := ParseDSN("pgx", "host=h loginTimeout=abc"); err == nil || !strings.Contains(err.Error(), `loginTimeout="abc"`) {
-		t.Errorf("pgx: %v", err)
-	}
-	if _, _, err := ParseDSN("sqlite3", "file:x.db?retryExec={1205:3}"); err == nil || !strings.Contains(err.Error(), "sqlite3") {
-		t.Errorf("unknown driver: %v", err)
-	}
+	_, _, err := ParseDSN("mysql", "u@tcp(h)/db?connectRetryCount=300")
+	assert.ErrorContains(t, err, `connectRetryCount="300"`, "mysql")
+	_, _, err = ParseDSN("pgx", "host=h loginTimeout=abc")
+	assert.ErrorContains(t, err, `loginTimeout="abc"`, "pgx")
+	_, _, err = ParseDSN("sqlite3", "file:x.db?retryExec={1205:3}")
+	assert.ErrorContains(t, err, "sqlite3", "unknown driver")
 }
 
 // allKeysQuery sets every key; values hold ';', '/', '+', ',' and '='.
@@ -260,9 +237,7 @@ const allKeysQuery = "retryExec={1205:3;1222:2,1+1}&retryConn=+4060&connectRetry
 func TestDriverDSN(t *testing.T) {
 	t.Run("go-mssqldb URL", func(t *testing.T) {
 		_, out, err := ParseDSN("sqlserver", "sqlserver://sa:secret@db.example:1433/inst?database=shop&"+allKeysQuery+"&encrypt=disable&app+name=svc")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		checkMSSQL(t, out, "db.example", "shop")
 	})
 	t.Run("go-mssqldb ADO", func(t *testing.T) {
@@ -270,46 +245,32 @@ func TestDriverDSN(t *testing.T) {
 			strings.NewReplacer("&", ";", "retryExec={1205:3;1222:2,1+1}", "retryExec={1205:3;1222:2,1+1}").Replace(allKeysQuery) +
 			";encrypt=disable"
 		c, out, err := ParseDSN("sqlserver", ado)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c.ConnectRetryCount != 3 || c.RetryExec != "1205:3;1222:2,1+1" {
-			t.Errorf("settings %+v", c)
-		}
+		require.NoError(t, err)
+		assert.Equal(t, 3, c.ConnectRetryCount, "connectRetryCount")
+		assert.Equal(t, "1205:3;1222:2,1+1", c.RetryExec, "retryExec")
 		checkMSSQL(t, out, "db.example", "shop")
 	})
 	t.Run("go-mssqldb ODBC", func(t *testing.T) {
 		_, out, err := ParseDSN("sqlserver", "odbc:server=db.example;user id=sa;password={se;cret};database=shop;retryExec={1205:3;1222:2};encrypt=disable")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		cfg := checkMSSQL(t, out, "db.example", "shop")
-		if cfg.Password != "se;cret" {
-			t.Errorf("password %q", cfg.Password)
-		}
+		assert.Equal(t, "se;cret", cfg.Password, "password")
 	})
 	t.Run("go-sql-driver/mysql", func(t *testing.T) {
 		_, out, err := ParseDSN("mysql", "app:s3cr/t@tcp(db.example:3306)/shop?parseTime=true&"+allKeysQuery+"&loc=UTC")
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		cfg, err := mysql.ParseDSN(out)
-		if err != nil {
-			t.Fatalf("mysql.ParseDSN(%q): %v", out, err)
-		}
-		if cfg.Addr != "db.example:3306" || cfg.DBName != "shop" || cfg.Passwd != "s3cr/t" || !cfg.ParseTime {
-			t.Errorf("mysql config %+v", cfg)
-		}
-		if len(cfg.Params) != 0 { // unknown keys would be sent to the server as SET
-			t.Errorf("params reach the server: %v", cfg.Params)
-		}
+		require.NoError(t, err, "mysql.ParseDSN(%q)", out)
+		assert.Equal(t, "db.example:3306", cfg.Addr, "Addr")
+		assert.Equal(t, "shop", cfg.DBName, "DBName")
+		assert.Equal(t, "s3cr/t", cfg.Passwd, "Passwd")
+		assert.True(t, cfg.ParseTime, "ParseTime")
+		assert.Empty(t, cfg.Params, "params reach the server (unknown keys would be sent as SET)")
 	})
 	for _, scheme := range []string{"postgres", "postgresql"} {
 		t.Run("pgx "+scheme, func(t *testing.T) {
 			_, out, err := ParseDSN("pgx", scheme+"://app:secret@db.example:5432/shop?sslmode=disable&"+allKeysQuery+"&application_name=svc")
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			checkPgx(t, out)
 		})
 	}
@@ -317,12 +278,10 @@ func TestDriverDSN(t *testing.T) {
 		kv := "host=db.example port=5432 user=app password='se cret' dbname=shop sslmode=disable application_name=svc " +
 			"retryExec={40001,40P01:3;1222:2} retryConn='+4060' connectRetryCount=3 loginTimeout=20 retryBudget={max=50, earn=0.2}"
 		c, out, err := ParseDSN("pgx", kv)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c.RetryExec != "40001,40P01:3;1222:2" || c.RetryConn != "+4060" || c.Budget.Max != 50 {
-			t.Errorf("settings %+v", c)
-		}
+		require.NoError(t, err)
+		assert.Equal(t, "40001,40P01:3;1222:2", c.RetryExec, "retryExec")
+		assert.Equal(t, "+4060", c.RetryConn, "retryConn")
+		assert.Equal(t, 50.0, c.Budget.Max, "retryBudget max")
 		checkPgx(t, out)
 	})
 }
@@ -330,16 +289,13 @@ func TestDriverDSN(t *testing.T) {
 func checkMSSQL(t *testing.T, dsn, host, db string) msdsn.Config {
 	t.Helper()
 	cfg, err := msdsn.Parse(dsn)
-	if err != nil {
-		t.Fatalf("msdsn.Parse(%q): %v", dsn, err)
-	}
-	if cfg.Host != host || cfg.Database != db || cfg.User != "sa" {
-		t.Errorf("msdsn config host %q database %q user %q", cfg.Host, cfg.Database, cfg.User)
-	}
+	require.NoError(t, err, "msdsn.Parse(%q)", dsn)
+	assert.Equal(t, host, cfg.Host, "host")
+	assert.Equal(t, db, cfg.Database, "database")
+	assert.Equal(t, "sa", cfg.User, "user")
 	for k := range cfg.Parameters {
-		if _, ours := lookupKey(k); ours {
-			t.Errorf("go-mssqldb sees %s in %q", k, dsn)
-		}
+		_, ours := lookupKey(k)
+		assert.False(t, ours, "go-mssqldb sees %s in %q", k, dsn)
 	}
 	return cfg
 }
@@ -347,19 +303,14 @@ func checkMSSQL(t *testing.T, dsn, host, db string) msdsn.Config {
 func checkPgx(t *testing.T, dsn string) {
 	t.Helper()
 	cfg, err := pgx.ParseConfig(dsn)
-	if err != nil {
-		t.Fatalf("pgx.ParseConfig(%q): %v", dsn, err)
-	}
-	if cfg.Host != "db.example" || cfg.Database != "shop" || cfg.User != "app" {
-		t.Errorf("pgx config host %q database %q user %q", cfg.Host, cfg.Database, cfg.User)
-	}
-	if cfg.RuntimeParams["application_name"] != "svc" {
-		t.Errorf("runtime params %v", cfg.RuntimeParams)
-	}
+	require.NoError(t, err, "pgx.ParseConfig(%q)", dsn)
+	assert.Equal(t, "db.example", cfg.Host, "host")
+	assert.Equal(t, "shop", cfg.Database, "database")
+	assert.Equal(t, "app", cfg.User, "user")
+	assert.Equal(t, "svc", cfg.RuntimeParams["application_name"], "runtime params %v", cfg.RuntimeParams)
 	for k := range cfg.RuntimeParams { // sent to the server at startup
-		if _, ours := lookupKey(k); ours {
-			t.Errorf("pgx sends %s to the server: %q", k, dsn)
-		}
+		_, ours := lookupKey(k)
+		assert.False(t, ours, "pgx sends %s to the server: %q", k, dsn)
 	}
 }
 

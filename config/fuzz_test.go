@@ -2,6 +2,8 @@ package config
 
 import (
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 var fuzzDrivers = [...]string{"sqlserver", "mysql", "pgx", "other"}
@@ -37,9 +39,8 @@ func FuzzParseDSN(f *testing.F) {
 		if err != nil {
 			t.Fatalf("ParseDSN(%q, %q) gave %q, which does not parse: %v", driver, dsn, out, err)
 		}
-		if c2.set != 0 || out2 != out {
-			t.Fatalf("ParseDSN(%q, %q) gave %q, which still holds settings %+v (%q)", driver, dsn, out, c2, out2)
-		}
+		require.Zero(t, c2.set, "ParseDSN(%q, %q) gave %q, which still holds settings %+v", driver, dsn, out, c2)
+		require.Equal(t, out, out2, "ParseDSN(%q, %q) gave %q, which ParseDSN changes again", driver, dsn, out)
 	})
 }
 

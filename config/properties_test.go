@@ -1,10 +1,12 @@
 package config
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/crl-go/crl/core"
 )
@@ -28,9 +30,7 @@ func TestParseProperties(t *testing.T) {
 		"retryConn={+4221}\n" +
 		"retryExec=\n"
 	c, err := ParseProperties("test.properties", []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	want := Config{
 		RetryExec:            "{1205:3,1};{1222:2,1}; {40613:1,5};{49918:1,1}",
 		RetryConn:            "{+4060};{+4221}",
@@ -44,20 +44,16 @@ func TestParseProperties(t *testing.T) {
 	}
 	got := c
 	got.set = 0
-	if got != want {
-		t.Fatalf("got  %+v\nwant %+v", got, want)
-	}
+	require.Equal(t, want, got)
 	p, err := c.Policy()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	for _, n := range []int32{1205, 1222, 40613, 49918} {
-		if _, ok := p.Statement.Lookup(n); !ok {
-			t.Errorf("no rule for %d", n)
-		}
+		_, ok := p.Statement.Lookup(n)
+		assert.True(t, ok, "a rule for %d", n)
 	}
-	if !p.Connection.Retryable(4060) || !p.Connection.Retryable(4221) || !p.Connection.Retryable(40613) {
-		t.Error("retryConn lines do not add up to the builtin list plus 4060 and 4221")
+	// The retryConn lines add up to the builtin list plus 4060 and 4221.
+	for _, n := range []int32{4060, 4221, 40613} {
+		assert.True(t, p.Connection.Retryable(n), "retryConn retries %d", n)
 	}
 }
 
@@ -81,22 +77,12 @@ func TestParsePropertiesErrors(t *testing.T) {
 		t.Run(tt.src, func(t *testing.T) {
 			_, err := ParseProperties("f.properties", []byte(tt.src))
 			var fe *FileError
-			if !errors.As(err, &fe) {
-				t.Fatalf("error %v is not a *FileError", err)
-			}
-			if fe.Line != tt.line {
-				t.Errorf("line %d, want %d (%v)", fe.Line, tt.line, err)
-			}
-			if !errors.Is(err, tt.is) {
-				t.Errorf("error %q does not match %v", err, tt.is)
-			}
-			if !strings.HasPrefix(err.Error(), "config: ") {
-				t.Errorf("error %q does not start with config: ", err)
-			}
+			require.ErrorAs(t, err, &fe)
+			assert.Equal(t, tt.line, fe.Line, "line (%v)", err)
+			assert.ErrorIs(t, err, tt.is)
+			assert.True(t, strings.HasPrefix(err.Error(), "config: "), "error %q starts with config: ", err)
 			for _, w := range tt.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not contain %q", err, w)
-				}
+				assert.ErrorContains(t, err, w)
 			}
 		})
 	}
@@ -114,11 +100,8 @@ func TestSplitPropertyEscapes(t *testing.T) {
 		{`a\`, `a\`, ""},
 	} {
 		k, v := splitProperty(tt.line)
-		if k != tt.key || v != tt.value {
-			t.Errorf("splitProperty(%q) = %q, %q; want %q, %q", tt.line, k, v, tt.key, tt.value)
-		}
+		assert.Equal(t, tt.key, k, "splitProperty(%q): key", tt.line)
+		assert.Equal(t, tt.value, v, "splitProperty(%q): value", tt.line)
 	}
-	if got := unescapeProperty(`\u0041\t\\x`); got != "A\t\\x" {
-		t.Errorf("unescape: %q", got)
-	}
+	assert.Equal(t, "A\t\\x", unescapeProperty(`\u0041\t\\x`), "unescape")
 }

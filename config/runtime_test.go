@@ -2,7 +2,6 @@ package config
 
 import (
 	"context"
-	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -36,22 +35,16 @@ func newPropertiesFile(t *testing.T, content string) *propertiesFile {
 
 func (f *propertiesFile) write(content string) {
 	f.t.Helper()
-	if err := os.WriteFile(f.path, []byte(content), 0o644); err != nil {
-		f.t.Fatal(err)
-	}
+	require.NoError(f.t, os.WriteFile(f.path, []byte(content), 0o644))
 	f.mtime = f.mtime.Add(time.Second)
-	if err := os.Chtimes(f.path, f.mtime, f.mtime); err != nil {
-		f.t.Fatal(err)
-	}
+	require.NoError(f.t, os.Chtimes(f.path, f.mtime, f.mtime))
 }
 
 // statement runs one statement that succeeds, which gives the Runtime its
 // chance to look at the file.
 func statement(t *testing.T, rt *Runtime) {
 	t.Helper()
-	if err := rt.Retrier().Do(context.Background(), "select 1", func(context.Context) error { return nil }); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, rt.Retrier().Do(context.Background(), "select 1", func(context.Context) error { return nil }))
 }
 
 func ruleCount(rt *Runtime, n int32) int {
@@ -74,9 +67,7 @@ func newReloadFixture(t *testing.T, content string, opts ...Option) *reloadFixtu
 	f := &reloadFixture{file: newPropertiesFile(t, content), clock: coretest.NewClock(time.Time{}), obs: &coretest.Observer{}}
 	opts = append([]Option{WithPropertiesFile(f.file.path), WithRetryRefresh(time.Second), WithClock(f.clock), WithObserver(f.obs)}, opts...)
 	rt, _, err := New("sqlserver", "server=h", opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	f.rt = rt
 	return f
 }
@@ -92,117 +83,85 @@ func (f *reloadFixture) reloads() []core.RulesReloaded { return f.obs.Snapshot()
 
 func TestHotReloadGoodEdit(t *testing.T) {
 	f := newReloadFixture(t, "retryExec={1205:3,1}\n")
-	if got := ruleCount(f.rt, 1205); got != 3 {
-		t.Fatalf("1205: %d retries, want 3", got)
-	}
+	require.Equal(t, 3, ruleCount(f.rt, 1205), "1205 retries")
 	f.file.write("retryExec={1205:5,1}\nretryExec={1222:2,1}\n")
 	statement(t, f.rt) // not due yet
-	if got := ruleCount(f.rt, 1205); got != 3 {
-		t.Fatalf("the file was re-read before retryRefresh: 1205 has %d retries", got)
-	}
+	require.Equal(t, 3, ruleCount(f.rt, 1205), "1205 retries: the file is not re-read before retryRefresh")
 	f.due(t)
-	if got, got2 := ruleCount(f.rt, 1205), ruleCount(f.rt, 1222); got != 5 || got2 != 2 {
-		t.Fatalf("after the edit: 1205 %d, 1222 %d; want 5, 2", got, got2)
-	}
+	require.Equal(t, 5, ruleCount(f.rt, 1205), "1205 retries after the edit")
+	require.Equal(t, 2, ruleCount(f.rt, 1222), "1222 retries after the edit")
 	ev := f.reloads()
-	if len(ev) != 1 || ev[0].Err != nil || ev[0].Path != f.file.path {
-		t.Fatalf("events %+v, want one success for %s", ev, f.file.path)
-	}
+	require.Len(t, ev, 1, "reload events")
+	require.NoError(t, ev[0].Err, "the reload succeeded")
+	require.Equal(t, f.file.path, ev[0].Path, "the event's path")
 	f.due(t) // unchanged: no event, no re-read
-	if len(f.reloads()) != 1 {
-		t.Fatalf("an unchanged file was reloaded: %+v", f.reloads())
-	}
+	require.Len(t, f.reloads(), 1, "an unchanged file is not reloaded")
 }
 
 func TestHotReloadBrokenEditKeepsLastGoodRules(t *testing.T) {
 	f := newReloadFixture(t, "retryExec={1205:3,1}\n")
 	f.file.write("# edited\nretryExec={1205:4,1}\nretryExec={1222:x}\n")
 	f.due(t)
-	if got := ruleCount(f.rt, 1205); got != 3 {
-		t.Fatalf("a broken file changed the rules: 1205 has %d retries", got)
-	}
+	require.Equal(t, 3, ruleCount(f.rt, 1205), "1205 retries: a broken file does not change the rules")
 	ev := f.reloads()
-	if len(ev) != 1 || ev[0].Err == nil || ev[0].Line != 3 {
-		t.Fatalf("events %+v, want one failure on line 3", ev)
-	}
-	if !errors.Is(ev[0].Err, core.ErrInvalidParameterNumber) || !strings.Contains(ev[0].Err.Error(), ":3:") {
-		t.Errorf("event error %q", ev[0].Err)
-	}
+	require.Len(t, ev, 1, "reload events")
+	require.Error(t, ev[0].Err, "the reload failed")
+	require.Equal(t, 3, ev[0].Line, "the failing line")
+	assert.ErrorIs(t, ev[0].Err, core.ErrInvalidParameterNumber)
+	assert.ErrorContains(t, ev[0].Err, ":3:")
 	f.due(t) // still broken, unchanged: reported once
-	if len(f.reloads()) != 1 {
-		t.Fatalf("a broken file was reported again: %+v", f.reloads())
-	}
+	require.Len(t, f.reloads(), 1, "a broken file is reported once")
 	f.file.write("retryExec={1205:6,1}\nretryFoo=1\n")
 	f.due(t)
-	if ev := f.reloads(); len(ev) != 2 || ev[1].Line != 2 || !errors.Is(ev[1].Err, ErrUnknownKey) {
-		t.Fatalf("events %+v, want an unknown key on line 2", ev)
-	}
+	ev = f.reloads()
+	require.Len(t, ev, 2, "reload events")
+	require.Equal(t, 2, ev[1].Line, "the unknown key's line")
+	require.ErrorIs(t, ev[1].Err, ErrUnknownKey)
 	f.file.write("retryExec={1205:7,1}\n")
 	f.due(t)
-	if got := ruleCount(f.rt, 1205); got != 7 {
-		t.Fatalf("the fixed file did not take effect: 1205 has %d retries", got)
-	}
-	if ev := f.reloads(); len(ev) != 3 || ev[2].Err != nil {
-		t.Fatalf("events %+v", ev)
-	}
+	require.Equal(t, 7, ruleCount(f.rt, 1205), "1205 retries: the fixed file takes effect")
+	ev = f.reloads()
+	require.Len(t, ev, 3, "reload events")
+	require.NoError(t, ev[2].Err, "the fixed file's reload")
 }
 
 func TestHotReloadDeletedFileKeepsLastRules(t *testing.T) {
 	f := newReloadFixture(t, "retryExec={1205:3,1}\n")
-	if err := os.Remove(f.file.path); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.Remove(f.file.path))
 	f.due(t)
-	if got := ruleCount(f.rt, 1205); got != 3 {
-		t.Fatalf("1205 has %d retries after the file was deleted, want 3", got)
-	}
+	require.Equal(t, 3, ruleCount(f.rt, 1205), "1205 retries after the file was deleted")
 	ev := f.reloads()
-	if len(ev) != 1 || !errors.Is(ev[0].Err, fs.ErrNotExist) || !strings.Contains(ev[0].Err.Error(), "deleted") {
-		t.Fatalf("events %+v, want one 'deleted'", ev)
-	}
+	require.Len(t, ev, 1, "reload events")
+	require.ErrorIs(t, ev[0].Err, fs.ErrNotExist)
+	require.ErrorContains(t, ev[0].Err, "deleted")
 	f.due(t)
-	if len(f.reloads()) != 1 {
-		t.Fatalf("the deletion was reported again: %+v", f.reloads())
-	}
+	require.Len(t, f.reloads(), 1, "the deletion is reported once")
 	f.file.write("retryExec={1205:4,1}\n") // back again
 	f.due(t)
-	if got := ruleCount(f.rt, 1205); got != 4 {
-		t.Fatalf("the restored file did not take effect: %d", got)
-	}
+	require.Equal(t, 4, ruleCount(f.rt, 1205), "1205 retries: the restored file takes effect")
 }
 
 func TestHotReloadRefreshFromFile(t *testing.T) {
 	f := &reloadFixture{file: newPropertiesFile(t, "retryRefresh=1m\nretryExec={1205:3,1}\n"), clock: coretest.NewClock(time.Time{}), obs: &coretest.Observer{}}
 	rt, _, err := New("sqlserver", "", WithPropertiesFile(f.file.path), WithClock(f.clock), WithObserver(f.obs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	f.file.write("retryRefresh=1m\nretryExec={1205:4,1}\n")
 	f.clock.Advance(59 * time.Second)
 	statement(t, rt)
-	if ruleCount(rt, 1205) != 3 {
-		t.Fatal("re-read before the file's retryRefresh")
-	}
+	require.Equal(t, 3, ruleCount(rt, 1205), "not re-read before the file's retryRefresh")
 	f.clock.Advance(2 * time.Second)
 	statement(t, rt)
-	if ruleCount(rt, 1205) != 4 {
-		t.Fatal("not re-read after the file's retryRefresh")
-	}
+	require.Equal(t, 4, ruleCount(rt, 1205), "re-read after the file's retryRefresh")
 }
 
 func TestReloadNow(t *testing.T) {
 	f := newReloadFixture(t, "retryExec={1205:3,1}\n")
 	f.file.write("retryExec={1205:9,1}\n")
-	if err := f.rt.Reload(); err != nil {
-		t.Fatal(err)
-	}
-	if ruleCount(f.rt, 1205) != 9 {
-		t.Fatal("Reload did not take effect")
-	}
+	require.NoError(t, f.rt.Reload())
+	require.Equal(t, 9, ruleCount(f.rt, 1205), "Reload takes effect")
 	f.file.write("retryExec={1205:x}\n")
-	if err := f.rt.Reload(); err == nil || ruleCount(f.rt, 1205) != 9 {
-		t.Fatalf("Reload of a broken file: %v", err)
-	}
+	require.Error(t, f.rt.Reload(), "Reload of a broken file")
+	require.Equal(t, 9, ruleCount(f.rt, 1205), "a broken file keeps the rules")
 }
 
 // TestHotReloadConcurrent runs statements on many goroutines while the file
@@ -220,8 +179,9 @@ func TestHotReloadConcurrent(t *testing.T) {
 			for !stop.Load() {
 				_ = f.rt.Retrier().Do(context.Background(), "update t", func(context.Context) error { return nil })
 				p := f.rt.Retrier().Policy()
-				if r, ok := p.Statement.Lookup(1205); !ok || r.Count() < 1 {
-					t.Error("a statement saw no rule for 1205")
+				r, ok := p.Statement.Lookup(1205)
+				if !assert.True(t, ok, "a statement sees a rule for 1205") ||
+					!assert.GreaterOrEqual(t, r.Count(), 1, "the rule for 1205 retries") {
 					return
 				}
 				_ = f.rt.Config()
@@ -249,9 +209,7 @@ func TestHotReloadConcurrent(t *testing.T) {
 	}
 	stop.Store(true)
 	wg.Wait()
-	if got := ruleCount(f.rt, 1205); got != 99 {
-		t.Fatalf("the last edit did not take effect: %d", got)
-	}
+	require.Equal(t, 99, ruleCount(f.rt, 1205), "the last edit takes effect")
 }
 
 // An empty file is a write in progress (truncate, then write): it is not
@@ -261,26 +219,18 @@ func TestHotReloadIgnoresEmptyFile(t *testing.T) {
 	f.file.write("")
 	f.clock.Advance(1100 * time.Millisecond)
 	statement(t, f.rt)
-	if got := ruleCount(f.rt, 1205); got != 3 {
-		t.Fatalf("an empty file replaced the rules: %d", got)
-	}
+	require.Equal(t, 3, ruleCount(f.rt, 1205), "an empty file does not replace the rules")
 	f.file.write("retryExec={1205:5,1}\n")
 	f.clock.Advance(1100 * time.Millisecond)
 	statement(t, f.rt)
-	if got := ruleCount(f.rt, 1205); got != 5 {
-		t.Fatalf("the content written after the empty file was not applied: %d", got)
-	}
+	require.Equal(t, 5, ruleCount(f.rt, 1205), "the content written after the empty file is applied")
 }
 
 func TestRefreshDoesNotAllocate(t *testing.T) {
 	f := newPropertiesFile(t, "retryExec={1205:3,1}\n")
 	rt, _, err := New("sqlserver", "", WithPropertiesFile(f.path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := testing.AllocsPerRun(1000, rt.refresh); n != 0 {
-		t.Fatalf("refresh allocates %v times when nothing is due", n)
-	}
+	require.NoError(t, err)
+	require.Zero(t, testing.AllocsPerRun(1000, rt.refresh), "refresh allocates when nothing is due")
 }
 
 func TestPrecedence(t *testing.T) {
@@ -295,110 +245,84 @@ func TestPrecedence(t *testing.T) {
 	dsn := "server=h;connectRetryCount=2;queryTimeout=-1;retryExec={1222:2,1};retryProperties=" + f.file.path
 	rt, out, err := New("sqlserver", dsn,
 		WithRetryExec("{1213:4,1}"), WithClock(f.clock), WithObserver(f.obs), WithRetryRefresh(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out != "server=h" {
-		t.Errorf("driver DSN %q", out)
-	}
+	require.NoError(t, err)
+	assert.Equal(t, "server=h", out, "driver DSN")
 	check := func(login time.Duration) {
 		t.Helper()
 		p := rt.Retrier().Policy()
-		if ruleCount(rt, 1213) != 4 || ruleCount(rt, 1205) != -1 || ruleCount(rt, 1222) != -1 {
-			t.Errorf("retryExec: code must win, got %s", p.Statement)
-		}
-		if p.ConnectRetryCount != 2 {
-			t.Errorf("connectRetryCount %d: the DSN must win over the file", p.ConnectRetryCount)
-		}
-		if p.QueryTimeout != 0 {
-			t.Errorf("queryTimeout %v: the DSN's -1 (not set) must win over the file", p.QueryTimeout)
-		}
-		if p.LoginTimeout != login {
-			t.Errorf("loginTimeout %v, want the file's %v", p.LoginTimeout, login)
-		}
-		if !p.Connection.Retryable(50000) || p.Jitter != core.JitterFull {
-			t.Errorf("the file's retryConn and retryJitter are not used: %s %v", p.Connection, p.Jitter)
-		}
+		assert.Equal(t, 4, ruleCount(rt, 1213), "retryExec: code wins, got %s", p.Statement)
+		assert.Equal(t, -1, ruleCount(rt, 1205), "retryExec: code wins, got %s", p.Statement)
+		assert.Equal(t, -1, ruleCount(rt, 1222), "retryExec: code wins, got %s", p.Statement)
+		assert.Equal(t, 2, p.ConnectRetryCount, "connectRetryCount: the DSN wins over the file")
+		assert.Zero(t, p.QueryTimeout, "queryTimeout: the DSN's -1 (not set) wins over the file")
+		assert.Equal(t, login, p.LoginTimeout, "loginTimeout: the file's")
+		assert.True(t, p.Connection.Retryable(50000), "the file's retryConn is used: %s", p.Connection)
+		assert.Equal(t, core.JitterFull, p.Jitter, "the file's retryJitter is used")
 	}
 	check(60 * time.Second)
-	if rt.Retrier().Budget() != nil {
-		t.Error("the file's retryBudget=off is not used")
-	}
+	assert.Nil(t, rt.Retrier().Budget(), "the file's retryBudget=off is used")
 	f.file.write("retryExec={1205:9,1}\nretryConn={+50000}\nconnectRetryCount=7\nloginTimeout=50\nqueryTimeout=9\nretryJitter=full\n")
 	f.clock.Advance(2 * time.Second)
 	statement(t, rt)
 	check(50 * time.Second)
-	if c := rt.Config(); c.LoginTimeout != 50*time.Second || c.ConnectRetryCount != 2 {
-		t.Errorf("Config() %+v", c)
-	}
+	c := rt.Config()
+	assert.Equal(t, 50*time.Second, c.LoginTimeout, "Config().LoginTimeout")
+	assert.Equal(t, 2, c.ConnectRetryCount, "Config().ConnectRetryCount")
 
 	// Explicit zero values in code win over the file too.
 	rt2, _, err := New("sqlserver", "", WithPropertiesFile(f.file.path),
 		WithRetryExec(""), WithQueryTimeout(0), WithLoginTimeout(0), WithConnectRetryCount(0))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	p := rt2.Retrier().Policy()
-	if p.Statement.Len() != 0 || p.QueryTimeout != 0 || p.LoginTimeout != 0 || p.ConnectRetryCount != core.Disabled {
-		t.Errorf("explicit zeros in code lost to the file: %+v", p)
-	}
+	// Explicit zeros in code win over the file.
+	assert.Zero(t, p.Statement.Len(), "statement rules")
+	assert.Zero(t, p.QueryTimeout, "queryTimeout")
+	assert.Zero(t, p.LoginTimeout, "loginTimeout")
+	assert.Equal(t, core.Disabled, p.ConnectRetryCount, "connectRetryCount")
 }
 
 func TestDefaults(t *testing.T) {
 	t.Setenv(EnvProperties, "")
 	t.Chdir(t.TempDir())
 	rt, out, err := New("sqlserver", "server=h")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out != "server=h" || rt.PropertiesPath() != "" {
-		t.Errorf("out %q, path %q", out, rt.PropertiesPath())
-	}
+	require.NoError(t, err)
+	assert.Equal(t, "server=h", out, "driver DSN")
+	assert.Empty(t, rt.PropertiesPath(), "no properties file")
+	// The zero Config is the JDBC defaults.
 	p := rt.Retrier().Policy()
-	if p.Statement.Len() != 0 || p.ConnectRetryCount != 0 || p.ConnectRetryInterval != 0 || p.LoginTimeout != 0 || p.QueryTimeout != 0 {
-		t.Errorf("zero Config is not the JDBC defaults: %+v", p)
-	}
-	if rt.Retrier().Budget() == nil {
-		t.Error("the retry budget is on by default")
-	}
-	if rt2, _, _ := New("sqlserver", "", WithoutRetryBudget()); rt2.Retrier().Budget() != nil {
-		t.Error("WithoutRetryBudget left the budget on")
-	}
+	assert.Zero(t, p.Statement.Len(), "statement rules")
+	assert.Zero(t, p.ConnectRetryCount, "connectRetryCount")
+	assert.Zero(t, p.ConnectRetryInterval, "connectRetryInterval")
+	assert.Zero(t, p.LoginTimeout, "loginTimeout")
+	assert.Zero(t, p.QueryTimeout, "queryTimeout")
+	assert.NotNil(t, rt.Retrier().Budget(), "the retry budget is on by default")
+	rt2, _, err := New("sqlserver", "", WithoutRetryBudget())
+	require.NoError(t, err)
+	assert.Nil(t, rt2.Retrier().Budget(), "WithoutRetryBudget turns the budget off")
 }
 
 func TestPropertiesLookup(t *testing.T) {
 	dir := t.TempDir()
 	t.Chdir(dir)
 	t.Setenv(EnvProperties, "")
-	if err := os.WriteFile(DefaultPropertiesFile, []byte("retryExec={1205:2,1}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, os.WriteFile(DefaultPropertiesFile, []byte("retryExec={1205:2,1}\n"), 0o644))
 	rt, _, err := New("sqlserver", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want, _ := filepath.Abs(DefaultPropertiesFile); rt.PropertiesPath() != want || ruleCount(rt, 1205) != 2 {
-		t.Errorf("working directory file: path %q, 1205 %d", rt.PropertiesPath(), ruleCount(rt, 1205))
-	}
+	require.NoError(t, err)
+	want, _ := filepath.Abs(DefaultPropertiesFile)
+	assert.Equal(t, want, rt.PropertiesPath(), "the working directory's file")
+	assert.Equal(t, 2, ruleCount(rt, 1205), "1205 retries from the working directory's file")
 
 	env := newPropertiesFile(t, "retryExec={1205:4,1}\n")
 	t.Setenv(EnvProperties, env.path)
 	rt, _, err = New("sqlserver", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rt.PropertiesPath() != env.path || ruleCount(rt, 1205) != 4 {
-		t.Errorf("%s: path %q, 1205 %d", EnvProperties, rt.PropertiesPath(), ruleCount(rt, 1205))
-	}
+	require.NoError(t, err)
+	assert.Equal(t, env.path, rt.PropertiesPath(), "the file %s names", EnvProperties)
+	assert.Equal(t, 4, ruleCount(rt, 1205), "1205 retries from the file %s names", EnvProperties)
 
 	code := newPropertiesFile(t, "retryExec={1205:6,1}\n")
 	rt, _, err = New("sqlserver", "", WithPropertiesFile(code.path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ruleCount(rt, 1205) != 6 {
-		t.Error("the file given in code must win over the environment")
-	}
+	require.NoError(t, err)
+	assert.Equal(t, 6, ruleCount(rt, 1205), "the file given in code wins over the environment")
 
 	for name, fn := range map[string]func() error{
 		"code": func() error {
@@ -415,17 +339,17 @@ func TestPropertiesLookup(t *testing.T) {
 			return err
 		},
 	} {
-		if err := fn(); !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "missing") {
-			t.Errorf("%s: a missing explicit file gave %v", name, err)
-		}
+		err := fn()
+		assert.ErrorIs(t, err, fs.ErrNotExist, "%s: a missing explicit file", name)
+		assert.ErrorContains(t, err, "missing", "%s: a missing explicit file", name)
 	}
 
 	bad := newPropertiesFile(t, "retryExec={1205:3,1}\n\nconnectRetryCount=300\n")
 	_, _, err = New("sqlserver", "", WithPropertiesFile(bad.path))
 	var fe *FileError
-	if !errors.As(err, &fe) || fe.Line != 3 || !strings.Contains(err.Error(), `connectRetryCount="300"`) {
-		t.Errorf("a bad file at start: %v", err)
-	}
+	require.ErrorAs(t, err, &fe, "a bad file at start")
+	assert.Equal(t, 3, fe.Line, "the bad line")
+	assert.ErrorContains(t, err, `connectRetryCount="300"`)
 }
 
 func TestIsolation(t *testing.T) {
@@ -433,34 +357,25 @@ func TestIsolation(t *testing.T) {
 	fa := newPropertiesFile(t, "retryExec={1205:3,1}\n")
 	fb := newPropertiesFile(t, "retryExec={1205:7,1}\n")
 	a, _, err := New("sqlserver", "server=a;retryConn={+50000}", WithPropertiesFile(fa.path), WithClock(clock), WithRetryRefresh(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	b, _, err := New("mysql", "u@tcp(b)/db?retryProperties="+fb.path, WithClock(clock), WithRetryRefresh(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	c, _, err := New("sqlserver", "", WithPropertiesFile(fa.path), WithRetryExec("{1205:1,1}"), WithClock(clock))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ruleCount(a, 1205) != 3 || ruleCount(b, 1205) != 7 || ruleCount(c, 1205) != 1 {
-		t.Fatalf("1205: a %d, b %d, c %d", ruleCount(a, 1205), ruleCount(b, 1205), ruleCount(c, 1205))
-	}
-	if !a.Retrier().Policy().Connection.Retryable(50000) || b.Retrier().Policy().Connection.Retryable(50000) {
-		t.Error("a's DSN rules leaked into b")
-	}
+	require.NoError(t, err)
+	require.Equal(t, 3, ruleCount(a, 1205), "1205 retries of a")
+	require.Equal(t, 7, ruleCount(b, 1205), "1205 retries of b")
+	require.Equal(t, 1, ruleCount(c, 1205), "1205 retries of c")
+	assert.True(t, a.Retrier().Policy().Connection.Retryable(50000), "a's DSN rules apply to a")
+	assert.False(t, b.Retrier().Policy().Connection.Retryable(50000), "a's DSN rules do not leak into b")
 	fa.write("retryExec={1205:4,1}\n")
 	clock.Advance(2 * time.Second)
 	statement(t, a)
 	statement(t, b)
 	statement(t, c)
-	if ruleCount(a, 1205) != 4 || ruleCount(b, 1205) != 7 || ruleCount(c, 1205) != 1 {
-		t.Fatalf("after a's file changed, 1205: a %d, b %d, c %d", ruleCount(a, 1205), ruleCount(b, 1205), ruleCount(c, 1205))
-	}
-	if a.Retrier().Budget() == b.Retrier().Budget() {
-		t.Error("two handles share one retry budget")
-	}
+	require.Equal(t, 4, ruleCount(a, 1205), "after a's file changed: 1205 retries of a")
+	require.Equal(t, 7, ruleCount(b, 1205), "after a's file changed: 1205 retries of b")
+	require.Equal(t, 1, ruleCount(c, 1205), "after a's file changed: 1205 retries of c (code wins)")
+	assert.NotSame(t, a.Retrier().Budget(), b.Retrier().Budget(), "two handles share one retry budget")
 }
 
 func TestOptionsValidated(t *testing.T) {
@@ -477,8 +392,8 @@ func TestOptionsValidated(t *testing.T) {
 		{WithRetryConn("{4060:1}"), `retryConn="{4060:1}"`},
 	} {
 		_, _, err := New("sqlserver", "", tt.opt, WithPropertiesFile(""))
-		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.HasPrefix(err.Error(), "config: ") {
-			t.Errorf("error %v, want one naming %s", err, tt.want)
+		if assert.ErrorContains(t, err, tt.want) {
+			assert.True(t, strings.HasPrefix(err.Error(), "config: "), "error %q starts with config: ", err)
 		}
 	}
 }
@@ -486,17 +401,16 @@ func TestOptionsValidated(t *testing.T) {
 func TestBudgetIsReadAtStart(t *testing.T) {
 	f := newReloadFixture(t, "retryBudget=max=5\nretryExec={1205:1,1}\n")
 	b := f.rt.Retrier().Budget()
-	if b == nil || b.Available() != 5 {
-		t.Fatalf("budget %v", b)
-	}
+	require.NotNil(t, b, "budget")
+	require.Equal(t, 5.0, b.Available(), "the budget's tokens")
 	f.file.write("retryBudget=off\nretryExec={1205:2,1}\n")
 	f.due(t)
-	if ruleCount(f.rt, 1205) != 2 {
-		t.Fatal("the edit did not take effect")
-	}
-	if c := f.rt.Config(); c.NoBudget || c.Budget.Max != 5 || f.rt.Retrier().Budget() != b {
-		t.Errorf("the budget changed without a restart: %+v", c)
-	}
+	require.Equal(t, 2, ruleCount(f.rt, 1205), "the edit takes effect")
+	// The budget does not change without a restart.
+	c := f.rt.Config()
+	assert.False(t, c.NoBudget, "NoBudget")
+	assert.Equal(t, 5.0, c.Budget.Max, "Budget.Max")
+	assert.Same(t, b, f.rt.Retrier().Budget(), "the Retrier's budget")
 }
 
 // TestHotReloadWaitsForAWholeWrite: a changed file is applied at once only

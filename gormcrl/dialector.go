@@ -1,19 +1,12 @@
 package gormcrl
 
 import (
-	"context"
-	"database/sql/driver"
+	"database/sql"
 	"fmt"
-	"regexp"
-	"time"
+	"reflect"
+	"slices"
+	"strings"
 
-	mysqldriver "github.com/go-sql-driver/mysql"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
-	"github.com/jackc/pgx/v5/stdlib"
-	"gorm.io/driver/mysql"
-	"gorm.io/driver/postgres"
-	"gorm.io/driver/sqlserver"
 	"gorm.io/gorm"
 
 	"github.com/crl-go/crl/config"
@@ -24,54 +17,63 @@ import (
 //
 //	db, err := gorm.Open(gormcrl.Open(sqlserver.Open(dsn)), &gorm.Config{})
 //
-// For the dialectors of gorm.io/driver/sqlserver, mysql and postgres, the
-// retry settings are read from the DSN (retryExec, retryConn,
-// connectRetryCount, … are removed before the driver sees it), and the
-// dialector gets a *sql.DB whose every new pooled connection runs the
-// connection loop, so the open path (Initialize and GORM's automatic ping)
-// and every later connection are retried as the JDBC driver retries them.
-// A dialector that already has a Conn keeps it (its connections are not
-// wrapped); one of another kind (sqlite, …) only gets the plugin.
+// It works with any GORM dialector that opens its pool from exported
+// fields DSN, DriverName (optional) and Conn (a gorm.ConnPool), on the
+// dialector or on its Config, as gorm.io/driver/sqlserver, mysql, postgres
+// and the sqlite dialectors have them; it finds them by reflection and
+// imports no driver, so a program links only the drivers it imports
+// itself. For such a dialector, the retry settings are read from the DSN
+// (retryExec, retryConn, connectRetryCount, … are removed before the driver
+// sees it; the DSN is read as the form of the dialector's Name: sqlserver,
+// mysql or postgres) and the dialector gets, as its Conn, a *sql.DB on the
+// registered driver whose every new pooled connection runs the connection
+// loop, so the open path (Initialize, GORM's automatic ping) and every later
+// connection are retried as the JDBC driver retries them. The driver is
+// DriverName, else the dialector's default (sqlserver, mysql, pgx for
+// postgres, sqlite or sqlite3). A dialector that already has a Conn keeps
+// it (its connections are not wrapped); one of another shape only gets the
+// plugin. See docs/gorm.md for what differs from the postgres dialector's
+// own pool (the scan location of timestamp without time zone).
 //
-// When the dialector is initialized the plugin (see New) is registered with
-// the same settings; it replaces one registered under the same name.
-// Configuration errors (a malformed rule in the DSN or in opts) are
-// returned by gorm.Open.
-//
-// The returned dialector delegates every method to d, including the
-// optional ones GORM looks for (Apply, Translate, SavePoint, RollbackTo);
-// code that type-asserts db.Dialector to a driver's concrete type sees
-// this package's type instead. Use one dialector per gorm.Open, as with
-// GORM's own.
+// When gorm.Open initializes it, the plugin (see New) is registered with
+// the same settings (it replaces one registered under the same name), and
+// db.Dialector becomes the driver's own dialector (a copy of d whose Conn
+// is the retrying pool), so code that type-asserts db.Dialector to
+// *mysql.Dialector or postgres.Dialector keeps working. Configuration errors
+// (a malformed rule in the DSN or in opts) are returned by gorm.Open. d
+// itself is never changed: the value Open returns may be passed to
+// gorm.Open more than once, each time with a pool of its own.
 func Open(d gorm.Dialector, opts ...Option) gorm.Dialector {
 	return &dialector{Dialector: d, opts: opts}
 }
 
-// dialector is the dialector Open returns.
+// dialector is the dialector Open returns. gorm.Open calls its Apply and
+// Initialize; from then on db.Dialector is the driver's own.
 type dialector struct {
-	gorm.Dialector // the wrapped one; after Initialize, its copy that has our Conn
+	gorm.Dialector // the caller's, never changed
 	opts           []Option
 }
 
 var (
 	_ gorm.Dialector                         = (*dialector)(nil)
-	_ gorm.ErrorTranslator                   = (*dialector)(nil)
-	_ gorm.SavePointerDialectorInterface     = (*dialector)(nil)
 	_ interface{ Apply(*gorm.Config) error } = (*dialector)(nil)
 )
 
-// Initialize gives the wrapped dialector a connection pool that runs the
-// connection loop, initializes it and registers the plugin.
+// Initialize gives a copy of the wrapped dialector a connection pool that
+// runs the connection loop, initializes it, registers the plugin and puts
+// the copy in db.Dialector.
 func (d *dialector) Initialize(db *gorm.DB) error {
-	if d.Dialector == nil {
+	if v := reflect.ValueOf(d.Dialector); d.Dialector == nil || (v.Kind() == reflect.Pointer && v.IsNil()) {
 		return fmt.Errorf("gormcrl: Open: the dialector is nil")
 	}
-	inner, rt, err := withConnectionLoop(d.Dialector, d.opts)
+	inner, rt, pool, err := withConnectionLoop(d.Dialector, d.opts)
 	if err != nil {
 		return err
 	}
-	d.Dialector = inner
 	if err := inner.Initialize(db); err != nil {
+		if pool != nil && db.ConnPool != pool {
+			_ = pool.Close() // gorm.Open closes only the pool it sees
+		}
 		return err
 	}
 	p := &Plugin{opts: d.opts}
@@ -80,6 +82,7 @@ func (d *dialector) Initialize(db *gorm.DB) error {
 		return err
 	}
 	db.Plugins[PluginName] = p
+	db.Dialector = inner
 	return nil
 }
 
@@ -92,218 +95,240 @@ func (d *dialector) Apply(c *gorm.Config) error {
 	return nil
 }
 
-// Translate translates err as the wrapped dialector does, or returns it.
-func (d *dialector) Translate(err error) error {
-	if t, ok := d.Dialector.(gorm.ErrorTranslator); ok {
-		return t.Translate(err)
-	}
-	return err
+// poolFields are the fields of a dialector (or of its Config) that say how
+// it opens its pool, in a copy that this package may change.
+type poolFields struct {
+	dsn        reflect.Value // string
+	driverName reflect.Value // string; invalid when there is none
+	conn       reflect.Value // gorm.ConnPool
+	holder     reflect.Value // the struct that holds them
 }
 
-// SavePoint sets a savepoint through the wrapped dialector.
-func (d *dialector) SavePoint(tx *gorm.DB, name string) error {
-	if s, ok := d.Dialector.(gorm.SavePointerDialectorInterface); ok {
-		return s.SavePoint(tx, name)
+var connPoolType = reflect.TypeFor[gorm.ConnPool]()
+
+// copyDialector returns a copy of d, and the fields of the copy that open
+// its pool; ok is false when d has no such fields (the copy is then d).
+// A dialector's Config held by pointer is copied too, so d is never
+// changed.
+func copyDialector(d gorm.Dialector) (gorm.Dialector, poolFields, bool) {
+	v := reflect.ValueOf(d)
+	var top reflect.Value // the addressable struct of the copy
+	var result func() gorm.Dialector
+	switch {
+	case v.Kind() == reflect.Pointer && !v.IsNil() && v.Elem().Kind() == reflect.Struct:
+		p := reflect.New(v.Elem().Type())
+		p.Elem().Set(v.Elem())
+		top, result = p.Elem(), func() gorm.Dialector { return p.Interface().(gorm.Dialector) }
+	case v.Kind() == reflect.Struct:
+		p := reflect.New(v.Type())
+		p.Elem().Set(v)
+		top, result = p.Elem(), func() gorm.Dialector { return p.Elem().Interface().(gorm.Dialector) }
+	default:
+		return d, poolFields{}, false
 	}
-	return gorm.ErrUnsupportedDriver
+	holder := top
+	if _, ok := directField(top, "Conn"); !ok {
+		cfg, ok := directField(top, "Config")
+		switch {
+		case !ok:
+			return d, poolFields{}, false
+		case cfg.Kind() == reflect.Pointer && !cfg.IsNil() && cfg.Elem().Kind() == reflect.Struct:
+			c := reflect.New(cfg.Elem().Type())
+			c.Elem().Set(cfg.Elem())
+			cfg.Set(c)
+			holder = c.Elem()
+		case cfg.Kind() == reflect.Struct:
+			holder = cfg
+		default:
+			return d, poolFields{}, false
+		}
+	}
+	conn, okConn := directField(holder, "Conn")
+	dsn, okDSN := directField(holder, "DSN")
+	if !okConn || conn.Type() != connPoolType || !okDSN || dsn.Kind() != reflect.String {
+		return d, poolFields{}, false
+	}
+	f := poolFields{dsn: dsn, conn: conn, holder: holder}
+	if dn, ok := directField(holder, "DriverName"); ok && dn.Kind() == reflect.String {
+		f.driverName = dn
+	}
+	return result(), f, true
 }
 
-// RollbackTo rolls back to a savepoint through the wrapped dialector.
-func (d *dialector) RollbackTo(tx *gorm.DB, name string) error {
-	if s, ok := d.Dialector.(gorm.SavePointerDialectorInterface); ok {
-		return s.RollbackTo(tx, name)
+// directField returns the settable exported field name declared in the
+// struct v itself (not promoted from an embedded one).
+func directField(v reflect.Value, name string) (reflect.Value, bool) {
+	sf, ok := v.Type().FieldByName(name)
+	if !ok || len(sf.Index) != 1 || !sf.IsExported() {
+		return reflect.Value{}, false
 	}
-	return gorm.ErrUnsupportedDriver
+	return v.Field(sf.Index[0]), true
 }
 
-// Unwrap returns the wrapped dialector.
-func (d *dialector) Unwrap() gorm.Dialector { return d.Dialector }
+// dsnForm returns how config.ParseDSN reads the DSN of a dialector with
+// this Name and DriverName.
+func dsnForm(name, driverName string) string {
+	switch name {
+	case "sqlserver", "mysql":
+		return name
+	case "postgres":
+		return "pgx"
+	}
+	if driverName != "" {
+		return driverName
+	}
+	return name
+}
+
+// defaultDrivers are the database/sql drivers a dialector with that Name
+// opens when its DriverName is empty; the first registered one is used.
+func defaultDrivers(name string) []string {
+	switch name {
+	case "postgres":
+		return []string{"pgx"} // the dialector's own pgx connector, as registered by pgx's stdlib
+	case "sqlite":
+		return []string{"sqlite", "sqlite3"} // pure-Go ones, then mattn/go-sqlite3
+	}
+	return []string{name}
+}
 
 // withConnectionLoop returns a copy of d whose Conn is a *sql.DB that runs
-// the connection loop, and the Runtime built from opts and d's DSN. d
-// itself is not changed.
-func withConnectionLoop(d gorm.Dialector, opts []Option) (gorm.Dialector, *config.Runtime, error) {
-	switch t := d.(type) {
-	case *sqlserver.Dialector:
-		if t != nil && t.Config != nil {
-			cfg := *t.Config
-			rt, err := sqlserverConn(&cfg, opts)
-			return &sqlserver.Dialector{Config: &cfg}, rt, err
+// the connection loop (also returned: nil when d keeps its own Conn or is
+// of another shape), and the Runtime built from opts and d's DSN.
+func withConnectionLoop(d gorm.Dialector, opts []Option) (gorm.Dialector, *config.Runtime, *sql.DB, error) {
+	name := d.Name()
+	cp, f, ok := copyDialector(d)
+	if !ok {
+		rt, _, err := newRuntime(dsnForm(name, ""), "", opts)
+		return d, rt, nil, err
+	}
+	driverName := ""
+	if f.driverName.IsValid() {
+		driverName = f.driverName.String()
+	}
+	form := dsnForm(name, driverName)
+	dsn := f.dsn.String()
+	if dsn == "" {
+		dsn = formatDSNConfig(f.holder)
+	}
+	rt, driverDSN, err := newRuntime(form, dsn, opts)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if !f.conn.IsNil() {
+		return d, rt, nil, nil // the caller's pool: not ours to wrap
+	}
+	if driverName == "" {
+		if driverName, err = registeredDriver(name); err != nil {
+			return nil, nil, nil, err
 		}
-	case sqlserver.Dialector:
-		if t.Config != nil {
-			cfg := *t.Config
-			rt, err := sqlserverConn(&cfg, opts)
-			return sqlserver.Dialector{Config: &cfg}, rt, err
-		}
-	case *mysql.Dialector:
-		if t != nil && t.Config != nil {
-			cfg := *t.Config
-			rt, err := mysqlConn(&cfg, opts)
-			return &mysql.Dialector{Config: &cfg}, rt, err
-		}
-	case mysql.Dialector:
-		if t.Config != nil {
-			cfg := *t.Config
-			rt, err := mysqlConn(&cfg, opts)
-			return mysql.Dialector{Config: &cfg}, rt, err
-		}
-	case *postgres.Dialector:
-		if t != nil && t.Config != nil {
-			cfg := *t.Config
-			rt, err := postgresConn(&cfg, opts)
-			return &postgres.Dialector{Config: &cfg}, rt, err
-		}
-	case postgres.Dialector:
-		if t.Config != nil {
-			cfg := *t.Config
-			rt, err := postgresConn(&cfg, opts)
-			return postgres.Dialector{Config: &cfg}, rt, err
+		if name == "postgres" {
+			if driverDSN, err = postgresDSN(f.holder, driverDSN); err != nil {
+				return nil, nil, nil, err
+			}
 		}
 	}
-	rt, _, err := runtimeAndDSN(d.Name(), "", opts)
-	return d, rt, err
+	db, err := adapter.OpenDriver("gormcrl", form, driverName, driverDSN, rt)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	f.dsn.SetString(driverDSN)
+	f.conn.Set(reflect.ValueOf(db))
+	return cp, rt, db, nil
 }
 
-// runtimeAndDSN builds the Runtime and returns the DSN for the driver.
-func runtimeAndDSN(format, dsn string, opts []Option) (*config.Runtime, string, error) {
-	rt, driverDSN, err := config.New(format, dsn, opts...)
+// newRuntime builds the Runtime of a handle and returns it with the DSN
+// for the driver.
+func newRuntime(form, dsn string, opts []Option) (*config.Runtime, string, error) {
+	rt, driverDSN, err := config.New(form, dsn, opts...)
 	if err != nil {
 		return nil, "", fmt.Errorf("gormcrl: %w", err)
 	}
 	return rt, driverDSN, nil
 }
 
-func sqlserverConn(cfg *sqlserver.Config, opts []Option) (*config.Runtime, error) {
-	rt, driverDSN, err := runtimeAndDSN("sqlserver", cfg.DSN, opts)
-	if err != nil || cfg.Conn != nil {
-		return rt, err
+// registeredDriver returns the default database/sql driver of a dialector
+// named name, or an error naming the ones looked for.
+func registeredDriver(name string) (string, error) {
+	registered := sql.Drivers()
+	want := defaultDrivers(name)
+	for _, n := range want {
+		if slices.Contains(registered, n) {
+			return n, nil
+		}
 	}
-	driverName := cfg.DriverName
-	if driverName == "" {
-		driverName = "sqlserver"
-	}
-	db, err := adapter.OpenDriver("gormcrl", "sqlserver", driverName, driverDSN, rt)
-	if err != nil {
-		return nil, err
-	}
-	cfg.DSN, cfg.Conn = driverDSN, db
-	return rt, nil
+	return "", fmt.Errorf("gormcrl: Open: the %s dialector has no DriverName and no database/sql driver named %s is registered (registered: %s); import the driver or set DriverName",
+		name, strings.Join(want, " or "), strings.Join(registered, ", "))
 }
 
-func mysqlConn(cfg *mysql.Config, opts []Option) (*config.Runtime, error) {
-	dsn := cfg.DSN
-	if dsn == "" && cfg.DSNConfig != nil {
-		dsn = cfg.DSNConfig.FormatDSN()
+// formatDSNConfig returns the DSN of a mysql dialector's DSNConfig (a
+// *mysql.Config of go-sql-driver/mysql, through its FormatDSN method) when
+// the DSN field is empty, or "".
+func formatDSNConfig(holder reflect.Value) string {
+	c, ok := directField(holder, "DSNConfig")
+	if !ok || (c.Kind() == reflect.Pointer && c.IsNil()) {
+		return ""
 	}
-	rt, driverDSN, err := runtimeAndDSN("mysql", dsn, opts)
-	if err != nil || cfg.Conn != nil {
-		return rt, err
+	// An interface, not reflect's MethodByName, which would keep every
+	// method of every type in the user's binary.
+	if f, ok := c.Interface().(interface{ FormatDSN() string }); ok {
+		return f.FormatDSN()
 	}
-	driverName := cfg.DriverName
-	if driverName == "" {
-		driverName = mysql.DefaultDriverName
-	}
-	db, err := adapter.OpenDriver("gormcrl", "mysql", driverName, driverDSN, rt)
-	if err != nil {
-		return nil, err
-	}
-	cfg.DSN, cfg.Conn = driverDSN, db
-	if c, err := mysqldriver.ParseDSN(driverDSN); err == nil {
-		cfg.DSNConfig = c // the dialector reads Loc from it
-	}
-	return rt, nil
+	return ""
 }
 
-// pgTimeZone is how gorm.io/driver/postgres finds a time zone in a DSN.
-var pgTimeZone = regexp.MustCompile("(time_zone|TimeZone|timezone)=(.*?)($|&| )")
-
-func postgresConn(cfg *postgres.Config, opts []Option) (*config.Runtime, error) {
-	rt, driverDSN, err := runtimeAndDSN("pgx", cfg.DSN, opts)
-	if err != nil || cfg.Conn != nil {
-		return rt, err
+// postgresDSN carries the settings of gorm.io/driver/postgres's Config that
+// its own pgx pool takes from the Config rather than the DSN into the DSN
+// of pgx's registered driver: PreferSimpleProtocol becomes
+// default_query_exec_mode=simple_protocol. OptionOpenDB (options of pgx's
+// stdlib) cannot be passed to a registered driver: it is an error rather
+// than silently dropped.
+func postgresDSN(holder reflect.Value, dsn string) (string, error) {
+	if o, ok := directField(holder, "OptionOpenDB"); ok && o.Kind() == reflect.Slice && o.Len() > 0 {
+		return "", fmt.Errorf("gormcrl: Open: postgres.Config.OptionOpenDB cannot be applied to the retrying pool (crl opens pgx's registered driver); open the pool yourself and use db.Use(gormcrl.New(...)), or drop OptionOpenDB")
 	}
-	var inner driver.Connector
-	if cfg.DriverName != "" {
-		if inner, err = adapter.DriverConnector(cfg.DriverName, driverDSN); err != nil {
-			return nil, fmt.Errorf("gormcrl: open %q: %w", cfg.DriverName, err)
-		}
-	} else {
-		// What the dialector does without a Conn, with the connector kept.
-		pc, err := pgx.ParseConfig(driverDSN)
-		if err != nil {
-			return nil, fmt.Errorf("gormcrl: postgres DSN: %w", err)
-		}
-		if cfg.PreferSimpleProtocol {
-			pc.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
-		}
-		openOpts := append([]stdlib.OptionOpenDB(nil), cfg.OptionOpenDB...)
-		if m := pgTimeZone.FindStringSubmatch(driverDSN); len(m) > 2 {
-			zone := m[2]
-			pc.RuntimeParams["timezone"] = zone
-			openOpts = append(openOpts, stdlib.OptionAfterConnect(func(ctx context.Context, conn *pgx.Conn) error {
-				loc, err := time.LoadLocation(zone)
-				if err != nil {
-					return err
-				}
-				conn.TypeMap().RegisterType(&pgtype.Type{
-					Name: "timestamp", OID: pgtype.TimestampOID,
-					Codec: &pgtype.TimestampCodec{ScanLocation: loc},
-				})
-				return nil
-			}))
-		}
-		inner = stdlib.GetConnector(*pc, openOpts...)
+	simple, ok := directField(holder, "PreferSimpleProtocol")
+	if !ok || simple.Kind() != reflect.Bool || !simple.Bool() {
+		return dsn, nil
 	}
-	db, err := adapter.OpenConnector("gormcrl", "pgx", inner, rt)
-	if err != nil {
-		return nil, err
+	const key = "default_query_exec_mode"
+	if strings.Contains(strings.ToLower(dsn), key) {
+		return "", fmt.Errorf("gormcrl: Open: postgres.Config.PreferSimpleProtocol and the DSN's %s are both set; keep one", key)
 	}
-	cfg.DSN, cfg.Conn = driverDSN, db
-	return rt, nil
+	switch {
+	case strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://"):
+		sep := "?"
+		if strings.Contains(dsn, "?") {
+			sep = "&"
+		}
+		return dsn + sep + key + "=simple_protocol", nil
+	case strings.TrimSpace(dsn) == "":
+		return key + "=simple_protocol", nil
+	}
+	return dsn + " " + key + "=simple_protocol", nil
 }
 
-// dialectorDSN returns how to read the DSN of d (a driver name that
+// dialectorDSN returns how to read the DSN of d (a form that
 // config.ParseDSN knows) and the DSN, or d's name and "" when d is not a
 // dialector whose DSN this package can read.
-func dialectorDSN(d gorm.Dialector) (format, dsn string) {
+func dialectorDSN(d gorm.Dialector) (form, dsn string) {
 	if w, ok := d.(*dialector); ok {
 		d = w.Dialector
 	}
-	switch t := d.(type) {
-	case *sqlserver.Dialector:
-		if t != nil && t.Config != nil {
-			return "sqlserver", t.DSN
-		}
-	case sqlserver.Dialector:
-		if t.Config != nil {
-			return "sqlserver", t.DSN
-		}
-	case *mysql.Dialector:
-		if t != nil && t.Config != nil {
-			return "mysql", mysqlDSN(t.Config)
-		}
-	case mysql.Dialector:
-		if t.Config != nil {
-			return "mysql", mysqlDSN(t.Config)
-		}
-	case *postgres.Dialector:
-		if t != nil && t.Config != nil {
-			return "pgx", t.DSN
-		}
-	case postgres.Dialector:
-		if t.Config != nil {
-			return "pgx", t.DSN
-		}
-	case nil:
+	if d == nil {
 		return "", ""
 	}
-	return d.Name(), ""
-}
-
-func mysqlDSN(c *mysql.Config) string {
-	if c.DSN == "" && c.DSNConfig != nil {
-		return c.DSNConfig.FormatDSN()
+	_, f, ok := copyDialector(d)
+	if !ok {
+		return dsnForm(d.Name(), ""), ""
 	}
-	return c.DSN
+	driverName := ""
+	if f.driverName.IsValid() {
+		driverName = f.driverName.String()
+	}
+	dsn = f.dsn.String()
+	if dsn == "" {
+		dsn = formatDSNConfig(f.holder)
+	}
+	return dsnForm(d.Name(), driverName), dsn
 }

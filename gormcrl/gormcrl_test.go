@@ -5,13 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	mssql "github.com/microsoft/go-mssqldb"
+	"github.com/stretchr/testify/require"
 	"gorm.io/driver/sqlserver"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -60,9 +60,7 @@ func open(t testing.TB, s *mssqltest.Server, cfg *gorm.Config, opts ...gormcrl.O
 	}
 	opts = append([]gormcrl.Option{config.WithClock(clock), gormcrl.WithRetryExec(deadlockRules)}, opts...)
 	db, err := gorm.Open(gormcrl.Open(sqlserver.Open(s.DSN()), opts...), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() {
 		if sqlDB, err := db.DB(); err == nil {
 			_ = sqlDB.Close()
@@ -71,16 +69,22 @@ func open(t testing.TB, s *mssqltest.Server, cfg *gorm.Config, opts ...gormcrl.O
 	return db, clock
 }
 
-func isDeadlock(err error) bool {
+// requireDeadlock fails unless err is, or wraps, SQL Server's deadlock
+// error 1205.
+func requireDeadlock(t *testing.T, err error, msgAndArgs ...any) {
+	t.Helper()
 	var e mssql.Error
-	return errors.As(err, &e) && e.Number == 1205
+	require.ErrorAs(t, err, &e, msgAndArgs...)
+	require.Equal(t, int32(1205), e.Number, msgAndArgs...)
 }
 
 func wantSleeps(t *testing.T, c *coretest.Clock, want ...time.Duration) {
 	t.Helper()
-	if got := c.Sleeps(); !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
-		t.Fatalf("waits %v, want %v", got, want)
+	got := c.Sleeps()
+	if len(got) == 0 && len(want) == 0 {
+		return // none either way, nil or empty
 	}
+	require.Equal(t, want, got, "waits")
 }
 
 func wantTxs(t *testing.T, what string, got [][]string, want ...[]string) {
@@ -88,9 +92,7 @@ func wantTxs(t *testing.T, what string, got [][]string, want ...[]string) {
 	if len(got) == 0 && len(want) == 0 {
 		return
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("%s transactions:\n got %q\nwant %q", what, got, want)
-	}
+	require.Equal(t, want, got, "%s transactions", what)
 }
 
 func TestFirstRetried(t *testing.T) {
@@ -99,15 +101,9 @@ func TestFirstRetried(t *testing.T) {
 	s.Handle(selectFirst, mssqltest.Error(1205), mssqltest.Error(1205), orderRow(7, "pen"))
 
 	var o Order
-	if err := db.First(&o, 7).Error; err != nil {
-		t.Fatal(err)
-	}
-	if o != (Order{ID: 7, Name: "pen"}) {
-		t.Fatalf("got %+v", o)
-	}
-	if n := s.Count(selectFirst); n != 3 {
-		t.Fatalf("%d executions, want 3", n)
-	}
+	require.NoError(t, db.First(&o, 7).Error)
+	require.Equal(t, Order{ID: 7, Name: "pen"}, o)
+	require.Equal(t, 3, s.Count(selectFirst), "executions")
 	wantSleeps(t, clock, 10*time.Millisecond, 20*time.Millisecond)
 }
 
@@ -118,12 +114,10 @@ func TestFindRetried(t *testing.T) {
 
 	var orders []Order
 	res := db.Find(&orders)
-	if res.Error != nil || len(orders) != 2 || res.RowsAffected != 2 {
-		t.Fatalf("err %v, orders %+v, rows %d", res.Error, orders, res.RowsAffected)
-	}
-	if n := s.Count(selectAll); n != 2 {
-		t.Fatalf("%d executions, want 2", n)
-	}
+	require.NoError(t, res.Error)
+	require.Len(t, orders, 2)
+	require.Equal(t, int64(2), res.RowsAffected, "RowsAffected")
+	require.Equal(t, 2, s.Count(selectAll), "executions")
 	wantSleeps(t, clock, 10*time.Millisecond)
 }
 
@@ -135,30 +129,21 @@ func TestRawRowAndExecRetried(t *testing.T) {
 
 	s.Handle(raw, mssqltest.Error(1205), mssqltest.Rows([]string{"name"}, []any{"pen"}))
 	var name string
-	if err := db.Raw("SELECT name FROM orders WHERE id = ?", 7).Scan(&name).Error; err != nil || name != "pen" {
-		t.Fatalf("Raw.Scan: %q, %v", name, err)
-	}
-	if n := s.Count(raw); n != 2 {
-		t.Fatalf("Raw: %d executions, want 2", n)
-	}
+	require.NoError(t, db.Raw("SELECT name FROM orders WHERE id = ?", 7).Scan(&name).Error, "Raw.Scan")
+	require.Equal(t, "pen", name, "Raw.Scan")
+	require.Equal(t, 2, s.Count(raw), "Raw: executions")
 
 	s.Reset()
 	s.Handle(raw, mssqltest.Error(1205), mssqltest.Rows([]string{"name"}, []any{"cup"}))
-	if err := db.Raw("SELECT name FROM orders WHERE id = ?", 7).Row().Scan(&name); err != nil || name != "cup" {
-		t.Fatalf("Raw.Row: %q, %v", name, err)
-	}
-	if n := s.Count(raw); n != 2 {
-		t.Fatalf("Row: %d executions, want 2", n)
-	}
+	require.NoError(t, db.Raw("SELECT name FROM orders WHERE id = ?", 7).Row().Scan(&name), "Raw.Row")
+	require.Equal(t, "cup", name, "Raw.Row")
+	require.Equal(t, 2, s.Count(raw), "Row: executions")
 
 	s.Handle(exec, mssqltest.Error(1205), mssqltest.Affected(3))
 	res := db.Exec(exec)
-	if res.Error != nil || res.RowsAffected != 3 {
-		t.Fatalf("Exec: %v, rows %d", res.Error, res.RowsAffected)
-	}
-	if n := s.Count(exec); n != 2 {
-		t.Fatalf("Exec: %d executions, want 2", n)
-	}
+	require.NoError(t, res.Error, "Exec")
+	require.Equal(t, int64(3), res.RowsAffected, "Exec: RowsAffected")
+	require.Equal(t, 2, s.Count(exec), "Exec: executions")
 	wantTxs(t, "committed", s.Committed())
 }
 
@@ -168,12 +153,9 @@ func TestExhaustedAndFilter(t *testing.T) {
 	s.Handle(selectFirst, mssqltest.Error(1205))
 	var o Order
 	err := db.First(&o, 7).Error
-	if !isDeadlock(err) || !errors.Is(err, core.ErrRetriesExhausted) {
-		t.Fatalf("got %v, want the deadlock after retries exhausted", err)
-	}
-	if n := s.Count(selectFirst); n != 4 {
-		t.Fatalf("%d executions, want 4", n)
-	}
+	requireDeadlock(t, err)
+	require.ErrorIs(t, err, core.ErrRetriesExhausted)
+	require.Equal(t, 4, s.Count(selectFirst), "executions")
 	wantSleeps(t, clock, 10*time.Millisecond, 20*time.Millisecond, 40*time.Millisecond)
 
 	// A filter that does not name SELECT leaves it alone.
@@ -182,12 +164,9 @@ func TestExhaustedAndFilter(t *testing.T) {
 	s2.Handle(selectFirst, mssqltest.Error(1205), orderRow(7, "pen"))
 	err = db2.First(&o, 7).Error
 	var re *core.RetryError
-	if !isDeadlock(err) || errors.As(err, &re) {
-		t.Fatalf("got %v, want the deadlock unchanged", err)
-	}
-	if n := s2.Count(selectFirst); n != 1 {
-		t.Fatalf("%d executions, want 1", n)
-	}
+	requireDeadlock(t, err)
+	require.False(t, errors.As(err, &re), "the deadlock is returned unchanged, not in a *core.RetryError: %v", err)
+	require.Equal(t, 1, s2.Count(selectFirst), "executions")
 	wantSleeps(t, clock2)
 }
 
@@ -198,15 +177,10 @@ func TestCreateRetriedAsWholeUnit(t *testing.T) {
 
 	o := Order{Name: "pen"}
 	res := db.Create(&o)
-	if res.Error != nil || res.RowsAffected != 1 {
-		t.Fatalf("Create: %v, rows %d", res.Error, res.RowsAffected)
-	}
-	if o.ID != 8 {
-		t.Fatalf("ID %d, want 8 (from the retry's OUTPUT INSERTED)", o.ID)
-	}
-	if n := s.Count(insertOrder); n != 2 {
-		t.Fatalf("%d INSERTs, want 2", n)
-	}
+	require.NoError(t, res.Error, "Create")
+	require.Equal(t, int64(1), res.RowsAffected, "Create: RowsAffected")
+	require.Equal(t, int64(8), o.ID, "ID from the retry's OUTPUT INSERTED")
+	require.Equal(t, 2, s.Count(insertOrder), "INSERTs")
 	wantTxs(t, "committed", s.Committed(), []string{insertOrder})
 	wantTxs(t, "rolled-back", s.RolledBack(), []string{insertOrder})
 	wantSleeps(t, clock, 10*time.Millisecond)
@@ -237,22 +211,16 @@ func TestCreateRetryStartsFromTheCallersValue(t *testing.T) {
 
 	hooks := 0
 	o := AuditedOrder{Name: "pen", hooks: &hooks}
-	if err := db.Create(&o).Error; err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, db.Create(&o).Error)
 	// The first attempt's INSERT returned 7, then its transaction was rolled
 	// back: the retry inserted again without an explicit ID (no IDENTITY_INSERT)
 	// and got 8.
-	if o.ID != 8 || hooks != 2 || o.CreatedAt.IsZero() {
-		t.Fatalf("got %+v after %d hooks, want ID 8 after 2", o, hooks)
-	}
-	if n := s.Count(insert); n != 2 {
-		t.Fatalf("%d INSERTs, want 2", n)
-	}
+	require.Equal(t, int64(8), o.ID, "ID")
+	require.Equal(t, 2, hooks, "AfterCreate runs")
+	require.False(t, o.CreatedAt.IsZero(), "CreatedAt is set")
+	require.Equal(t, 2, s.Count(insert), "INSERTs")
 	for _, st := range s.Statements() {
-		if strings.Contains(st, "IDENTITY_INSERT") {
-			t.Fatalf("the retry inserted the rolled-back ID: %q", st)
-		}
+		require.NotContains(t, st, "IDENTITY_INSERT", "the retry inserted the rolled-back ID")
 	}
 	wantTxs(t, "committed", s.Committed(), []string{insert, audit})
 	wantTxs(t, "rolled-back", s.RolledBack(), []string{insert, audit})
@@ -265,18 +233,10 @@ func TestCreateCommitRefusedRetried(t *testing.T) {
 	s.Handle("COMMIT TRANSACTION", mssqltest.Error(40197), mssqltest.Affected(0))
 
 	o := Order{Name: "pen"}
-	if err := db.Create(&o).Error; err != nil {
-		t.Fatal(err)
-	}
-	if o.ID != 8 {
-		t.Fatalf("ID %d, want 8", o.ID)
-	}
-	if n := s.Count(insertOrder); n != 2 {
-		t.Fatalf("%d INSERTs, want 2", n)
-	}
-	if c := s.Committed(); len(c) != 1 {
-		t.Fatalf("committed %q, want one transaction", c)
-	}
+	require.NoError(t, db.Create(&o).Error)
+	require.Equal(t, int64(8), o.ID, "ID")
+	require.Equal(t, 2, s.Count(insertOrder), "INSERTs")
+	require.Len(t, s.Committed(), 1, "committed transactions")
 }
 
 func TestCreateCommitUnknownNotRetried(t *testing.T) {
@@ -287,12 +247,9 @@ func TestCreateCommitUnknownNotRetried(t *testing.T) {
 
 	o := Order{Name: "pen"}
 	err := db.Create(&o).Error
-	if !errors.Is(err, core.ErrCommitUnknown) || !strings.HasPrefix(err.Error(), "gormcrl: ") {
-		t.Fatalf("got %v, want core.ErrCommitUnknown", err)
-	}
-	if n := s.Count(insertOrder); n != 1 {
-		t.Fatalf("%d INSERTs, want 1", n)
-	}
+	require.ErrorIs(t, err, core.ErrCommitUnknown)
+	require.True(t, strings.HasPrefix(err.Error(), "gormcrl: "), "the message starts with the package: %v", err)
+	require.Equal(t, 1, s.Count(insertOrder), "INSERTs")
 	wantSleeps(t, clock)
 }
 
@@ -303,12 +260,10 @@ func TestUpdateRetriedAsWholeUnit(t *testing.T) {
 
 	o := Order{ID: 7}
 	res := db.Model(&o).Update("name", "cup")
-	if res.Error != nil || res.RowsAffected != 1 || o.Name != "cup" {
-		t.Fatalf("Update: %v, rows %d, %+v", res.Error, res.RowsAffected, o)
-	}
-	if n := s.Count(updateOrder); n != 2 {
-		t.Fatalf("%d UPDATEs, want 2", n)
-	}
+	require.NoError(t, res.Error, "Update")
+	require.Equal(t, int64(1), res.RowsAffected, "Update: RowsAffected")
+	require.Equal(t, "cup", o.Name, "Update: the model")
+	require.Equal(t, 2, s.Count(updateOrder), "UPDATEs")
 	wantTxs(t, "committed", s.Committed(), []string{updateOrder})
 	wantTxs(t, "rolled-back", s.RolledBack(), []string{updateOrder})
 }
@@ -318,9 +273,7 @@ func TestSaveRetriedAsWholeUnit(t *testing.T) {
 	s := mssqltest.NewServer(t)
 	db, _ := open(t, s, nil)
 	s.Handle(save, mssqltest.Error(1205), mssqltest.Affected(1))
-	if err := db.Save(&Order{ID: 7, Name: "cup"}).Error; err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, db.Save(&Order{ID: 7, Name: "cup"}).Error)
 	wantTxs(t, "committed", s.Committed(), []string{save})
 	wantTxs(t, "rolled-back", s.RolledBack(), []string{save})
 }
@@ -331,9 +284,8 @@ func TestDeleteRetriedAsWholeUnit(t *testing.T) {
 	s.Handle(deleteOrder, mssqltest.Error(1205), mssqltest.Error(1205), mssqltest.Affected(1))
 
 	res := db.Delete(&Order{ID: 7})
-	if res.Error != nil || res.RowsAffected != 1 {
-		t.Fatalf("Delete: %v, rows %d", res.Error, res.RowsAffected)
-	}
+	require.NoError(t, res.Error, "Delete")
+	require.Equal(t, int64(1), res.RowsAffected, "Delete: RowsAffected")
 	wantTxs(t, "committed", s.Committed(), []string{deleteOrder})
 	wantTxs(t, "rolled-back", s.RolledBack(), []string{deleteOrder}, []string{deleteOrder})
 }
@@ -343,12 +295,8 @@ func TestWriteFilterChecksTheFailedStatement(t *testing.T) {
 	db, _ := open(t, s, nil, gormcrl.WithRetryExec("{1205:3,10ms:select}"))
 	s.Handle(insertOrder, mssqltest.Error(1205), idRow(8))
 	err := db.Create(&Order{Name: "pen"}).Error
-	if !isDeadlock(err) {
-		t.Fatalf("got %v, want the deadlock", err)
-	}
-	if n := s.Count(insertOrder); n != 1 {
-		t.Fatalf("%d INSERTs, want 1", n)
-	}
+	requireDeadlock(t, err)
+	require.Equal(t, 1, s.Count(insertOrder), "INSERTs")
 }
 
 // Invoice has lines: GORM saves them with the invoice, in its transaction.
@@ -380,12 +328,8 @@ func TestCreateWithAssociationsNotRetried(t *testing.T) {
 
 	inv := Invoice{Number: "A-1", Lines: []Line{{Item: "pen"}, {Item: "cup"}}}
 	err := db.Create(&inv).Error
-	if !isDeadlock(err) {
-		t.Fatalf("got %v, want the deadlock, unchanged", err)
-	}
-	if n := s.Count(insertInvoice); n != 1 {
-		t.Fatalf("%d invoice INSERTs, want 1", n)
-	}
+	requireDeadlock(t, err, "the deadlock, unchanged")
+	require.Equal(t, 1, s.Count(insertInvoice), "invoice INSERTs")
 	wantTxs(t, "committed", s.Committed())
 	wantTxs(t, "rolled-back", s.RolledBack(), []string{insertInvoice, insertLines})
 	wantSleeps(t, clock)
@@ -394,18 +338,16 @@ func TestCreateWithAssociationsNotRetried(t *testing.T) {
 	s.Reset()
 	s.Handle(insertInvoice, mssqltest.Error(1205), idRow(6))
 	inv = Invoice{Number: "A-2"}
-	if err := db.Create(&inv).Error; err != nil || inv.ID != 6 {
-		t.Fatalf("Create without lines: %v, %+v", err, inv)
-	}
+	require.NoError(t, db.Create(&inv).Error, "Create without lines")
+	require.Equal(t, int64(6), inv.ID, "Create without lines")
 	wantTxs(t, "committed", s.Committed(), []string{insertInvoice})
 
 	// Omitting the associations makes it retryable too.
 	s.Reset()
 	s.Handle(insertInvoice, mssqltest.Error(1205), idRow(7))
 	inv = Invoice{Number: "A-3", Lines: []Line{{Item: "pen"}}}
-	if err := db.Omit(clause.Associations).Create(&inv).Error; err != nil || inv.ID != 7 {
-		t.Fatalf("Create omitting lines: %v, %+v", err, inv)
-	}
+	require.NoError(t, db.Omit(clause.Associations).Create(&inv).Error, "Create omitting lines")
+	require.Equal(t, int64(7), inv.ID, "Create omitting lines")
 	wantTxs(t, "committed", s.Committed(), []string{insertInvoice})
 }
 
@@ -421,12 +363,8 @@ func TestExplicitTransactionNotRetriedPerStatement(t *testing.T) {
 		}
 		return tx.Exec(audit).Error
 	})
-	if !isDeadlock(err) {
-		t.Fatalf("got %v, want the deadlock", err)
-	}
-	if n := s.Count(audit); n != 1 {
-		t.Fatalf("%d audit UPDATEs, want 1 (never re-run alone)", n)
-	}
+	requireDeadlock(t, err)
+	require.Equal(t, 1, s.Count(audit), "audit UPDATEs (never re-run alone)")
 	wantTxs(t, "committed", s.Committed())
 	wantTxs(t, "rolled-back", s.RolledBack(), []string{insertOrder, audit})
 
@@ -435,13 +373,9 @@ func TestExplicitTransactionNotRetriedPerStatement(t *testing.T) {
 	s.Handle(selectFirst, mssqltest.Error(1205), orderRow(7, "pen"))
 	tx := db.Begin()
 	var o Order
-	if err := tx.First(&o, 7).Error; !isDeadlock(err) {
-		t.Fatalf("got %v, want the deadlock", err)
-	}
+	requireDeadlock(t, tx.First(&o, 7).Error)
 	_ = tx.Rollback().Error
-	if n := s.Count(selectFirst); n != 1 {
-		t.Fatalf("%d SELECTs, want 1", n)
-	}
+	require.Equal(t, 1, s.Count(selectFirst), "SELECTs")
 	wantSleeps(t, clock)
 }
 
@@ -461,9 +395,9 @@ func TestTransactionRetriesTheClosure(t *testing.T) {
 		}
 		return tx.Exec(audit).Error
 	})
-	if err != nil || calls != 2 || o.ID != 8 {
-		t.Fatalf("err %v, %d calls, %+v", err, calls, o)
-	}
+	require.NoError(t, err)
+	require.Equal(t, 2, calls, "runs of the closure")
+	require.Equal(t, int64(8), o.ID, "ID")
 	wantTxs(t, "committed", s.Committed(), []string{insertOrder, audit})
 	wantTxs(t, "rolled-back", s.RolledBack(), []string{insertOrder, audit})
 	wantSleeps(t, clock, 10*time.Millisecond)
@@ -481,9 +415,8 @@ func TestTransactionFilterChecksTheFailedStatement(t *testing.T) {
 		}
 		return tx.Exec(audit).Error // fails: an UPDATE, which the filter does not name
 	})
-	if !isDeadlock(err) || calls != 1 {
-		t.Fatalf("err %v after %d calls, want the deadlock after 1", err, calls)
-	}
+	requireDeadlock(t, err)
+	require.Equal(t, 1, calls, "runs of the closure")
 }
 
 func TestTransactionRollsBackOnErrorAndPanic(t *testing.T) {
@@ -494,14 +427,10 @@ func TestTransactionRollsBackOnErrorAndPanic(t *testing.T) {
 		tx.Create(&Order{Name: "pen"})
 		return boom
 	})
-	if !errors.Is(err, boom) {
-		t.Fatalf("got %v", err)
-	}
+	require.ErrorIs(t, err, boom)
 	func() {
 		defer func() {
-			if p := recover(); p != "panic" {
-				t.Fatalf("recovered %v", p)
-			}
+			require.Equal(t, "panic", recover(), "the closure's panic goes on")
 		}()
 		_ = gormcrl.Transaction(db, func(tx *gorm.DB) error {
 			tx.Create(&Order{Name: "cup"})
@@ -509,9 +438,7 @@ func TestTransactionRollsBackOnErrorAndPanic(t *testing.T) {
 		})
 	}()
 	wantTxs(t, "committed", s.Committed())
-	if n := len(s.RolledBack()); n != 2 {
-		t.Fatalf("%d rolled back, want 2", n)
-	}
+	require.Len(t, s.RolledBack(), 2, "rolled back")
 }
 
 func TestTransactionCommitUnknown(t *testing.T) {
@@ -523,41 +450,30 @@ func TestTransactionCommitUnknown(t *testing.T) {
 		calls++
 		return tx.Exec(audit).Error
 	})
-	if !errors.Is(err, core.ErrCommitUnknown) || calls != 1 {
-		t.Fatalf("err %v after %d calls", err, calls)
-	}
+	require.ErrorIs(t, err, core.ErrCommitUnknown)
+	require.Equal(t, 1, calls, "runs of the closure")
 }
 
 func TestTransactionWithoutPlugin(t *testing.T) {
 	s := mssqltest.NewServer(t)
 	db, err := gorm.Open(sqlserver.Open(s.DSN()), &gorm.Config{Logger: logger.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := gormcrl.Transaction(db, func(*gorm.DB) error { return nil }); !errors.Is(err, gormcrl.ErrNoPlugin) {
-		t.Fatalf("got %v", err)
-	}
+	require.NoError(t, err)
+	require.ErrorIs(t, gormcrl.Transaction(db, func(*gorm.DB) error { return nil }), gormcrl.ErrNoPlugin)
 }
 
 func TestConnectionRetriedOnOpen(t *testing.T) {
 	s := mssqltest.NewServer(t)
 	s.FailLogin(40613, 1)
 	db, clock := open(t, s, nil)
-	if n := s.Logins(); n != 2 {
-		t.Fatalf("%d logins, want 2", n)
-	}
+	require.Equal(t, 2, s.Logins(), "logins")
 	wantSleeps(t, clock, 0) // the first connection retry is immediate
 
 	// Every new pooled connection runs the loop, not only the first.
 	sqlDB, _ := db.DB()
 	sqlDB.SetMaxIdleConns(0)
 	s.FailLogin(40613, 1)
-	if err := db.Exec("SELECT 1").Error; err != nil {
-		t.Fatal(err)
-	}
-	if n := s.Logins(); n != 4 {
-		t.Fatalf("%d logins, want 4", n)
-	}
+	require.NoError(t, db.Exec("SELECT 1").Error)
+	require.Equal(t, 4, s.Logins(), "logins")
 }
 
 func TestOpenReadsRulesFromTheDSN(t *testing.T) {
@@ -565,21 +481,16 @@ func TestOpenReadsRulesFromTheDSN(t *testing.T) {
 	clock := coretest.NewClock(time.Time{})
 	db, err := gorm.Open(gormcrl.Open(sqlserver.Open(s.DSN()+"&retryExec={1205:1,5ms}"), config.WithClock(clock)),
 		&gorm.Config{Logger: logger.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	s.Handle(selectFirst, mssqltest.Error(1205), orderRow(7, "pen"))
 	var o Order
-	if err := db.First(&o, 7).Error; err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, db.First(&o, 7).Error)
 	wantSleeps(t, clock, 5*time.Millisecond)
 
 	// A malformed rule is gorm.Open's error.
 	_, err = gorm.Open(gormcrl.Open(sqlserver.Open(s.DSN()+"&retryExec={1205:3,2AND2}")), &gorm.Config{Logger: logger.Discard})
-	if !errors.Is(err, core.ErrInvalidParameterNumber) || !strings.HasPrefix(err.Error(), "gormcrl: ") {
-		t.Fatalf("got %v", err)
-	}
+	require.ErrorIs(t, err, core.ErrInvalidParameterNumber)
+	require.True(t, strings.HasPrefix(err.Error(), "gormcrl: "), "the message starts with the package: %v", err)
 }
 
 func TestNoRetry(t *testing.T) {
@@ -587,24 +498,14 @@ func TestNoRetry(t *testing.T) {
 	db, clock := open(t, s, nil)
 	s.Handle(selectFirst, mssqltest.Error(1205), orderRow(7, "pen"))
 	var o Order
-	if err := db.Clauses(gormcrl.NoRetry).WithContext(context.Background()).First(&o, 7).Error; !isDeadlock(err) {
-		t.Fatalf("got %v, want the deadlock", err)
-	}
-	if n := s.Count(selectFirst); n != 1 {
-		t.Fatalf("%d SELECTs, want 1", n)
-	}
+	requireDeadlock(t, db.Clauses(gormcrl.NoRetry).WithContext(context.Background()).First(&o, 7).Error)
+	require.Equal(t, 1, s.Count(selectFirst), "SELECTs")
 	s.Handle(insertOrder, mssqltest.Error(1205), idRow(8))
-	if err := db.Clauses(gormcrl.NoRetry).Create(&Order{Name: "pen"}).Error; !isDeadlock(err) {
-		t.Fatalf("got %v, want the deadlock", err)
-	}
-	if n := s.Count(insertOrder); n != 1 {
-		t.Fatalf("%d INSERTs, want 1", n)
-	}
+	requireDeadlock(t, db.Clauses(gormcrl.NoRetry).Create(&Order{Name: "pen"}).Error)
+	require.Equal(t, 1, s.Count(insertOrder), "INSERTs")
 	wantSleeps(t, clock)
 	// The same *gorm.DB without the clause retries.
-	if err := db.First(&o, 7).Error; err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, db.First(&o, 7).Error)
 }
 
 func TestSkipDefaultTransactionRetriesEachStatement(t *testing.T) {
@@ -612,12 +513,9 @@ func TestSkipDefaultTransactionRetriesEachStatement(t *testing.T) {
 	db, _ := open(t, s, &gorm.Config{SkipDefaultTransaction: true})
 	s.Handle(insertOrder, mssqltest.Error(1205), idRow(8))
 	o := Order{Name: "pen"}
-	if err := db.Create(&o).Error; err != nil || o.ID != 8 {
-		t.Fatalf("Create: %v, %+v", err, o)
-	}
-	if n := s.Count(insertOrder); n != 2 {
-		t.Fatalf("%d INSERTs, want 2", n)
-	}
+	require.NoError(t, db.Create(&o).Error, "Create")
+	require.Equal(t, int64(8), o.ID, "Create: ID")
+	require.Equal(t, 2, s.Count(insertOrder), "INSERTs")
 	wantTxs(t, "committed", s.Committed())
 }
 
@@ -639,41 +537,23 @@ func TestPluginInitializeIsIdempotent(t *testing.T) {
 	s := mssqltest.NewServer(t)
 	log := &recordingLogger{Interface: logger.Discard}
 	db, err := gorm.Open(sqlserver.Open(s.DSN()), &gorm.Config{Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	p := gormcrl.New(gormcrl.WithRetryExec(deadlockRules), config.WithClock(coretest.NewClock(time.Time{})))
-	if p.Name() != "crl:retry" {
-		t.Fatalf("name %q", p.Name())
-	}
-	if err := db.Use(p); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Initialize(db); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Initialize(db.Session(&gorm.Session{})); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Use(p); !errors.Is(err, gorm.ErrRegistered) {
-		t.Fatalf("second Use: %v", err)
-	}
+	require.Equal(t, "crl:retry", p.Name())
+	require.NoError(t, db.Use(p))
+	require.NoError(t, p.Initialize(db))
+	require.NoError(t, p.Initialize(db.Session(&gorm.Session{})))
+	require.ErrorIs(t, db.Use(p), gorm.ErrRegistered, "second Use")
 	for _, w := range log.warns {
 		if strings.Contains(w, "crl:") {
-			t.Fatalf("GORM warned: %s", w)
+			require.Fail(t, "GORM warned about a crl callback", w)
 		}
 	}
 	s.Handle(insertOrder, mssqltest.Error(1205), idRow(8))
-	if err := db.Create(&Order{Name: "pen"}).Error; err != nil {
-		t.Fatal(err)
-	}
-	if n := s.Count(insertOrder); n != 2 {
-		t.Fatalf("%d INSERTs, want 2", n)
-	}
+	require.NoError(t, db.Create(&Order{Name: "pen"}).Error)
+	require.Equal(t, 2, s.Count(insertOrder), "INSERTs")
 	wantTxs(t, "committed", s.Committed(), []string{insertOrder})
-	if err := gormcrl.Transaction(db, func(tx *gorm.DB) error { return nil }); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, gormcrl.Transaction(db, func(tx *gorm.DB) error { return nil }))
 }
 
 // A transaction begun by Transaction still tells GORM where its *sql.DB is.
@@ -683,18 +563,19 @@ func TestTransactionKeepsGormFeatures(t *testing.T) {
 	want, _ := db.DB()
 	err := gormcrl.Transaction(db, func(tx *gorm.DB) error {
 		got, err := tx.DB()
-		if err != nil || got != want {
-			return fmt.Errorf("tx.DB() = %p, %v; want %p", got, err, want)
+		if err != nil {
+			return fmt.Errorf("tx.DB(): %w", err)
+		}
+		if got != want {
+			return fmt.Errorf("tx.DB() = %p, want %p", got, want)
 		}
 		// A nested transaction is a savepoint.
 		return tx.Transaction(func(tx *gorm.DB) error { return tx.Exec(audit).Error })
 	}, &sql.TxOptions{Isolation: sql.LevelSerializable})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, err := db.Clauses(gormcrl.NoRetry).DB(); err != nil || got != want {
-		t.Fatalf("DB() = %p, %v", got, err)
-	}
+	require.NoError(t, err)
+	got, err := db.Clauses(gormcrl.NoRetry).DB()
+	require.NoError(t, err, "DB()")
+	require.Same(t, want, got, "DB()")
 }
 
 func TestPrepareStmt(t *testing.T) {
@@ -702,44 +583,32 @@ func TestPrepareStmt(t *testing.T) {
 	db, _ := open(t, s, &gorm.Config{PrepareStmt: true})
 	s.Handle(insertOrder, mssqltest.Error(1205), idRow(8))
 	o := Order{Name: "pen"}
-	if err := db.Create(&o).Error; err != nil || o.ID != 8 {
-		t.Fatalf("Create: %v, %+v", err, o)
-	}
+	require.NoError(t, db.Create(&o).Error, "Create")
+	require.Equal(t, int64(8), o.ID, "Create: ID")
 	wantTxs(t, "committed", s.Committed(), []string{insertOrder})
 	wantTxs(t, "rolled-back", s.RolledBack(), []string{insertOrder})
 
 	s.Handle(selectFirst, mssqltest.Error(1205), orderRow(7, "pen"))
 	var got Order
-	if err := db.First(&got, 7).Error; err != nil || got.Name != "pen" {
-		t.Fatalf("First: %v, %+v", err, got)
-	}
-	if n := s.Count(selectFirst); n != 2 {
-		t.Fatalf("%d SELECTs, want 2", n)
-	}
+	require.NoError(t, db.First(&got, 7).Error, "First")
+	require.Equal(t, "pen", got.Name, "First")
+	require.Equal(t, 2, s.Count(selectFirst), "SELECTs")
 }
 
 func TestNewReadsRulesFromTheDialectorDSN(t *testing.T) {
 	s := mssqltest.NewServer(t)
 	db, err := gorm.Open(sqlserver.Open(s.DSN()+"&retryExec={1205:1,5ms}"), &gorm.Config{Logger: logger.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	clock := coretest.NewClock(time.Time{})
-	if err := db.Use(gormcrl.New(config.WithClock(clock))); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, db.Use(gormcrl.New(config.WithClock(clock))))
 	s.Handle(selectFirst, mssqltest.Error(1205), orderRow(7, "pen"))
 	var o Order
-	if err := db.First(&o, 7).Error; err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, db.First(&o, 7).Error)
 	wantSleeps(t, clock, 5*time.Millisecond)
 
 	// A bad option is db.Use's error.
 	db2, _ := gorm.Open(sqlserver.Open(s.DSN()), &gorm.Config{Logger: logger.Discard})
-	if err := db2.Use(gormcrl.New(gormcrl.WithRetryExec("{1205}"))); !errors.Is(err, core.ErrInvalidRuleFormat) {
-		t.Fatalf("got %v", err)
-	}
+	require.ErrorIs(t, db2.Use(gormcrl.New(gormcrl.WithRetryExec("{1205}"))), core.ErrInvalidRuleFormat)
 }
 
 // otherDialector is a dialector this package does not know.
@@ -752,22 +621,15 @@ func TestOpenUnknownDialectorGetsThePluginOnly(t *testing.T) {
 	_, err := gorm.Open(gormcrl.Open(otherDialector{sqlserver.Open(s.DSN())}, config.WithClock(clock),
 		gormcrl.WithRetryExec(deadlockRules)), &gorm.Config{Logger: logger.Discard})
 	var e mssql.Error
-	if !errors.As(err, &e) || e.Number != 40613 {
-		t.Fatalf("got %v, want the login failure (connections are not wrapped)", err)
-	}
+	require.ErrorAs(t, err, &e, "the login failure (connections are not wrapped)")
+	require.Equal(t, int32(40613), e.Number, "the login failure (connections are not wrapped)")
 	db, err := gorm.Open(gormcrl.Open(otherDialector{sqlserver.Open(s.DSN())}, config.WithClock(clock),
 		gormcrl.WithRetryExec(deadlockRules)), &gorm.Config{Logger: logger.Discard})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	s.Handle(selectFirst, mssqltest.Error(1205), orderRow(7, "pen"))
 	var o Order
-	if err := db.First(&o, 7).Error; err != nil {
-		t.Fatal(err)
-	}
-	if db.Dialector.Name() != "sqlserver" {
-		t.Fatalf("name %q", db.Dialector.Name())
-	}
+	require.NoError(t, db.First(&o, 7).Error)
+	require.Equal(t, "sqlserver", db.Dialector.Name())
 }
 
 func TestConnectionIsNotRetried(t *testing.T) {
@@ -778,9 +640,8 @@ func TestConnectionIsNotRetried(t *testing.T) {
 		var o Order
 		return tx.First(&o, 7).Error
 	})
-	if !isDeadlock(err) || s.Count(selectFirst) != 1 {
-		t.Fatalf("got %v after %d SELECTs", err, s.Count(selectFirst))
-	}
+	requireDeadlock(t, err)
+	require.Equal(t, 1, s.Count(selectFirst), "SELECTs")
 }
 
 func TestRetriedUpdateOfAMap(t *testing.T) {
@@ -790,8 +651,7 @@ func TestRetriedUpdateOfAMap(t *testing.T) {
 	s.Handle(upd, mssqltest.Error(1205), mssqltest.Affected(2))
 	values := map[string]any{"name": "cup"}
 	res := db.Model(&Order{}).Where("id = ?", 7).Updates(values)
-	if res.Error != nil || res.RowsAffected != 2 {
-		t.Fatalf("Updates: %v, rows %d", res.Error, res.RowsAffected)
-	}
+	require.NoError(t, res.Error, "Updates")
+	require.Equal(t, int64(2), res.RowsAffected, "Updates: RowsAffected")
 	wantTxs(t, "committed", s.Committed(), []string{upd})
 }

@@ -1,7 +1,6 @@
 package gormcrl_test
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -10,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
@@ -54,23 +55,15 @@ func TestRealDeadlocksGORM(t *testing.T) {
 			}
 			db, err := gorm.Open(gormcrl.Open(tc.dialector(dsn), gormcrl.WithRetryExec(tc.rules),
 				config.WithRetryBudget(core.BudgetSettings{Max: 10000})), &gorm.Config{Logger: logger.Discard})
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			suffix := fmt.Sprintf("%d", time.Now().UnixNano()%1e9)
 			ledger := "crl_gledger_" + suffix
-			if err := db.Table("crl_gacc_" + suffix).Migrator().CreateTable(&account{}); err != nil {
-				t.Fatal(err)
-			}
-			if err := db.Table(ledger).Migrator().CreateTable(&ledgerRow{}); err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, db.Table("crl_gacc_"+suffix).Migrator().CreateTable(&account{}))
+			require.NoError(t, db.Table(ledger).Migrator().CreateTable(&ledgerRow{}))
 			defer db.Migrator().DropTable("crl_gacc_"+suffix, ledger)
 			const n, initial = 4, 1000
 			for i := 1; i <= n; i++ {
-				if err := db.Table("crl_gacc_" + suffix).Create(&account{ID: int64(i), Balance: initial}).Error; err != nil {
-					t.Fatal(err)
-				}
+				require.NoError(t, db.Table("crl_gacc_"+suffix).Create(&account{ID: int64(i), Balance: initial}).Error)
 			}
 			var ok atomic.Int64
 			var wg sync.WaitGroup
@@ -94,9 +87,7 @@ func TestRealDeadlocksGORM(t *testing.T) {
 							return tx.Table(ledger).Create(&ledgerRow{Src: src, Dst: dst, Amount: 1}).Error
 						})
 						if err != nil {
-							if !errors.Is(err, core.ErrRetriesExhausted) {
-								t.Errorf("transfer: %v", err)
-							}
+							assert.ErrorIs(t, err, core.ErrRetriesExhausted, "a transfer that fails has used up its retries")
 							continue
 						}
 						ok.Add(1)
@@ -105,15 +96,10 @@ func TestRealDeadlocksGORM(t *testing.T) {
 			}
 			wg.Wait()
 			var total, rows int64
-			if err := db.Table("crl_gacc_" + suffix).Select("SUM(balance)").Scan(&total).Error; err != nil {
-				t.Fatal(err)
-			}
-			if err := db.Table(ledger).Count(&rows).Error; err != nil {
-				t.Fatal(err)
-			}
-			if total != n*initial || rows != ok.Load() {
-				t.Errorf("total %d (want %d), %d ledger rows for %d transfers", total, n*initial, rows, ok.Load())
-			}
+			require.NoError(t, db.Table("crl_gacc_"+suffix).Select("SUM(balance)").Scan(&total).Error)
+			require.NoError(t, db.Table(ledger).Count(&rows).Error)
+			assert.Equal(t, int64(n*initial), total, "money created or lost")
+			assert.Equal(t, ok.Load(), rows, "one ledger row per successful transfer")
 			t.Logf("%s: %d transfers committed", tc.name, ok.Load())
 		})
 	}

@@ -4,6 +4,9 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 type snapItem struct {
@@ -33,14 +36,14 @@ func TestSnapshotValueRestores(t *testing.T) {
 		it := &snapItem{Name: "a", UpdatedAt: &at}
 		want := *it
 		restore, ok := snapshotValue(reflect.ValueOf(it))
-		if !ok {
-			t.Fatal("not restorable")
-		}
+		require.True(t, ok, "restorable")
 		mutate(it)
 		restore()
-		if it.ID != 0 || it.Name != "a" || it.Version != 0 || it.UpdatedAt != want.UpdatedAt || !at.Equal(t0) {
-			t.Fatalf("got %+v (UpdatedAt %v)", it, at)
-		}
+		assert.Zero(t, it.ID, "ID")
+		assert.Equal(t, "a", it.Name, "Name")
+		assert.Zero(t, it.Version, "Version")
+		assert.Same(t, want.UpdatedAt, it.UpdatedAt, "UpdatedAt is the caller's pointer")
+		assert.True(t, at.Equal(t0), "the time UpdatedAt points at is put back: %v", at)
 	})
 	t.Run("slices of structs", func(t *testing.T) {
 		for _, byPointer := range []bool{false, true} {
@@ -50,14 +53,12 @@ func TestSnapshotValueRestores(t *testing.T) {
 				v = &vals
 			}
 			restore, ok := snapshotValue(reflect.ValueOf(v))
-			if !ok {
-				t.Fatalf("%T not restorable", v)
-			}
+			require.True(t, ok, "%T restorable", v)
 			mutate(&vals[0])
 			restore()
-			if vals[0].ID != 0 || vals[0].UpdatedAt != nil || vals[0].Name != "a" {
-				t.Fatalf("%T: got %+v", v, vals[0])
-			}
+			assert.Zero(t, vals[0].ID, "%T: ID", v)
+			assert.Nil(t, vals[0].UpdatedAt, "%T: UpdatedAt", v)
+			assert.Equal(t, "a", vals[0].Name, "%T: Name", v)
 		}
 	})
 	t.Run("slices of pointers", func(t *testing.T) {
@@ -69,53 +70,43 @@ func TestSnapshotValueRestores(t *testing.T) {
 				v = &ptrs
 			}
 			restore, ok := snapshotValue(reflect.ValueOf(v))
-			if !ok {
-				t.Fatalf("%T not restorable", v)
-			}
+			require.True(t, ok, "%T restorable", v)
 			mutate(ptrs[0])
 			ptrs[1] = &snapItem{ID: 1}
 			restore()
-			if ptrs[0] != first || first.ID != 0 || first.Name != "c" || ptrs[1] != nil {
-				t.Fatalf("%T: got %+v, %+v", v, ptrs[0], ptrs[1])
-			}
+			assert.Same(t, first, ptrs[0], "%T: the first pointer", v)
+			assert.Zero(t, first.ID, "%T: ID", v)
+			assert.Equal(t, "c", first.Name, "%T: Name", v)
+			assert.Nil(t, ptrs[1], "%T: the nil pointer", v)
 		}
 	})
 	t.Run("maps", func(t *testing.T) {
 		m := map[string]any{"name": "a"}
 		restore, ok := snapshotValue(reflect.ValueOf(m))
-		if !ok {
-			t.Fatal("not restorable")
-		}
+		require.True(t, ok, "restorable")
 		m["id"] = int64(7)
 		m["name"] = "b"
 		restore()
-		if !reflect.DeepEqual(m, map[string]any{"name": "a"}) {
-			t.Fatalf("got %v", m)
-		}
+		assert.Equal(t, map[string]any{"name": "a"}, m)
 	})
 	t.Run("nil pointer GORM allocates", func(t *testing.T) {
 		var it *snapItem
 		restore, ok := snapshotValue(reflect.ValueOf(&it))
-		if !ok {
-			t.Fatal("not restorable")
-		}
+		require.True(t, ok, "restorable")
 		it = &snapItem{ID: 7}
 		restore()
-		if it != nil {
-			t.Fatalf("got %+v, want nil", it)
-		}
+		assert.Nil(t, it)
 	})
 	t.Run("by value", func(t *testing.T) {
-		if r, ok := snapshotValue(reflect.ValueOf(snapItem{})); !ok || r != nil {
-			t.Fatal("a struct passed by value needs nothing")
-		}
+		r, ok := snapshotValue(reflect.ValueOf(snapItem{}))
+		assert.True(t, ok, "a struct passed by value is restorable")
+		assert.Nil(t, r, "a struct passed by value needs nothing")
 	})
 	t.Run("unknown shapes", func(t *testing.T) {
 		n := 3
 		for _, v := range []any{&n, []int{1}, map[int]string{}} {
-			if _, ok := snapshotValue(reflect.ValueOf(v)); ok {
-				t.Fatalf("%T: restorable, want not", v)
-			}
+			_, ok := snapshotValue(reflect.ValueOf(v))
+			assert.False(t, ok, "%T is not restorable", v)
 		}
 	})
 }

@@ -148,12 +148,6 @@ func (c *unitCallbacks) end(db *gorm.DB) {
 	if !u.armed {
 		return
 	}
-	if db.Error != nil {
-		// Log the first attempt now, with its own error and time, and keep
-		// GORM from logging it again with the operation's outcome: each
-		// attempt is logged once.
-		traceAttempt(db, u.began)
-	}
 	var (
 		first = true
 		last  *gorm.DB
@@ -163,6 +157,7 @@ func (c *unitCallbacks) end(db *gorm.DB) {
 			first = false
 			return u.outcome(db.Error)
 		}
+		traceAttempt(db, u.began) // a retry follows the first attempt
 		u.restore()
 		r := &unit{armed: true, retry: true}
 		// Initialized: a *gorm.DB of its own with a clone of the pristine
@@ -195,12 +190,18 @@ func (u *unit) outcome(err error) (string, error) {
 	return u.rec.FailedQuery(), err
 }
 
-// traceAttempt logs the first attempt, which failed, as GORM's processor
-// logs a statement, and empties the statement's SQL so that the processor
-// does not log it again when the chain ends.
+// traceAttempt logs the first attempt, which failed and is about to be
+// retried, as GORM's processor logs a statement, and empties the
+// statement's SQL so that the processor does not log it again when the
+// chain ends: each attempt is logged once. It runs only when a retry
+// follows: a first attempt that is not retried is logged by GORM's
+// processor itself, so its line names the caller's file and line (GORM's
+// logger names the first frame outside gorm.io; the line of an attempt
+// logged from inside the retry loop names this package's file, as GORM
+// cannot be told otherwise).
 func traceAttempt(db *gorm.DB, began time.Time) {
 	stmt := db.Statement
-	if stmt.SQL.Len() == 0 || db.Logger == nil {
+	if db.Error == nil || stmt.SQL.Len() == 0 || db.Logger == nil {
 		return
 	}
 	sqlText, vars, rows, err := stmt.SQL.String(), stmt.Vars, db.RowsAffected, db.Error

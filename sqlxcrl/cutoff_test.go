@@ -2,10 +2,12 @@ package sqlxcrl_test
 
 import (
 	"context"
-	"errors"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
@@ -29,21 +31,14 @@ func TestExecutionCutoffStopsTheServer(t *testing.T) {
 			counter := &retryCounter{}
 			db, err := sqlxcrl.Connect(tc.driver, dsn, sqlxcrl.WithRetryExec("{timeout:1,0+0}"),
 				config.WithExecutionCutoff(200*time.Millisecond), config.WithObserver(counter))
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			defer db.Close()
 			start := time.Now()
 			_, err = db.ExecContext(context.Background(), tc.slow)
-			if !core.IsTimeout(err) || !errors.Is(err, core.ErrRetriesExhausted) {
-				t.Fatalf("err = %v, want the server's cut-off, retried once", err)
-			}
-			if elapsed := time.Since(start); elapsed > 2*time.Second {
-				t.Errorf("two cut-off attempts took %v", elapsed)
-			}
-			if counter.retries.Load() != 1 {
-				t.Errorf("%d retries, want 1", counter.retries.Load())
-			}
+			require.True(t, core.IsTimeout(err), "err = %v, want the server's cut-off (a timeout)", err)
+			require.ErrorIs(t, err, core.ErrRetriesExhausted, "the cut-off is retried once, then given up")
+			assert.LessOrEqual(t, time.Since(start), 2*time.Second, "two cut-off attempts")
+			assert.Equal(t, int64(1), counter.retries.Load(), "retries")
 		})
 	}
 }

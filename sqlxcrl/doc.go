@@ -1,18 +1,29 @@
 // Package sqlxcrl is sqlx with the Configurable Retry Logic of the JDBC
-// driver for SQL Server: change sqlx.Connect to sqlxcrl.Connect and every
-// statement runs under the retryExec rules, every new pooled connection
-// under the connection loop (retryConn, connectRetryCount,
-// connectRetryInterval, loginTimeout), and RunInTx retries whole
-// transactions.
+// driver for SQL Server: open the handle with sqlxcrl.Connect (or Open,
+// ConnectContext, NewDb) instead of sqlx's, and every statement runs under
+// the retryExec rules, every new pooled connection under the connection
+// loop (retryConn, connectRetryCount, connectRetryInterval, loginTimeout),
+// and RunInTx retries whole transactions.
 //
 //	db, err := sqlxcrl.Connect("sqlserver",
 //		"sqlserver://app:secret@db?database=shop&retryExec={1205,1222:3,2*2:select,update}")
 //
 // *DB embeds *sqlx.DB, so every sqlx method is there, with the same
-// signature, and *DB still satisfies sqlx.Ext, sqlx.ExtContext,
-// sqlx.Queryer and friends. The methods that run a statement are
-// overridden so that each goes through the statement loop with its own SQL
-// text as the query for the rule's filter.
+// signature, and *DB satisfies sqlx.Ext, sqlx.ExtContext, sqlx.Queryer and
+// friends. The methods that run a statement are overridden so that each
+// goes through the statement loop with its own SQL text as the query for
+// the rule's filter.
+//
+// What changes from sqlx: *DB, *Tx, *Stmt and *NamedStmt are types of their
+// own. Code that names *sqlx.DB, *sqlx.Tx or *sql.DB (a parameter, a field)
+// does not compile with them; passing the embedded db.DB (or db.DB.DB)
+// compiles and silently loses every retry, because its methods are sqlx's
+// own. Make such code take sqlx.ExtContext (or sqlx.QueryerContext,
+// sqlx.ExecerContext), which *DB and *Tx satisfy and sqlx's package
+// functions (sqlx.GetContext, sqlx.SelectContext, …) accept: then a *DB
+// retries each statement and a *Tx runs it in the transaction. The
+// command crl vet (github.com/crl-go/crl/cmd/crl) reports the places that
+// take db.DB out. See docs/sqlx.md.
 //
 // What is not retried, and why:
 //   - Statements inside a transaction (Tx) are never retried one by one:

@@ -2,7 +2,6 @@ package sqlxcrl_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -13,6 +12,9 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
@@ -53,9 +55,7 @@ func TestRealDeadlocksLoseAndDuplicateNothing(t *testing.T) {
 			counter := &retryCounter{}
 			db, err := sqlxcrl.Connect(tc.driver, dsn, sqlxcrl.WithRetryExec(tc.rules), config.WithObserver(counter),
 				config.WithRetryBudget(core.BudgetSettings{Max: 10000}))
-			if err != nil {
-				t.Fatal(err)
-			}
+			require.NoError(t, err)
 			defer db.Close()
 			suffix := fmt.Sprintf("%d", time.Now().UnixNano()%1e9)
 			accounts, ledger := "crl_acc_"+suffix, "crl_ledger_"+suffix
@@ -94,9 +94,7 @@ func TestRealDeadlocksLoseAndDuplicateNothing(t *testing.T) {
 						})
 						if err != nil {
 							failed.Add(1)
-							if !errors.Is(err, core.ErrRetriesExhausted) {
-								t.Errorf("transfer: %v", err)
-							}
+							assert.ErrorIs(t, err, core.ErrRetriesExhausted, "a transfer that fails has used up its retries")
 							continue
 						}
 						ok.Add(1)
@@ -105,32 +103,16 @@ func TestRealDeadlocksLoseAndDuplicateNothing(t *testing.T) {
 			}
 			wg.Wait()
 			var total, rows int64
-			if err := db.Get(&total, "SELECT SUM(balance) FROM "+accounts); err != nil {
-				t.Fatal(err)
-			}
-			if err := db.Get(&rows, "SELECT COUNT(*) FROM "+ledger); err != nil {
-				t.Fatal(err)
-			}
-			if total != n*initial {
-				t.Errorf("money created or lost: total %d, want %d", total, n*initial)
-			}
-			if rows != ok.Load() {
-				t.Errorf("%d ledger rows for %d successful transfers", rows, ok.Load())
-			}
+			require.NoError(t, db.Get(&total, "SELECT SUM(balance) FROM "+accounts))
+			require.NoError(t, db.Get(&rows, "SELECT COUNT(*) FROM "+ledger))
+			assert.Equal(t, int64(n*initial), total, "money created or lost")
+			assert.Equal(t, ok.Load(), rows, "one ledger row per successful transfer")
 			for id := 1; id <= n; id++ {
 				var balance, in, out int64
-				if err := db.Get(&balance, fmt.Sprintf("SELECT balance FROM %s WHERE id = %d", accounts, id)); err != nil {
-					t.Fatal(err)
-				}
-				if err := db.Get(&in, fmt.Sprintf("SELECT COALESCE(SUM(amount), 0) FROM %s WHERE dst = %d", ledger, id)); err != nil {
-					t.Fatal(err)
-				}
-				if err := db.Get(&out, fmt.Sprintf("SELECT COALESCE(SUM(amount), 0) FROM %s WHERE src = %d", ledger, id)); err != nil {
-					t.Fatal(err)
-				}
-				if balance != initial+in-out {
-					t.Errorf("account %d: balance %d, ledger says %d", id, balance, initial+in-out)
-				}
+				require.NoError(t, db.Get(&balance, fmt.Sprintf("SELECT balance FROM %s WHERE id = %d", accounts, id)))
+				require.NoError(t, db.Get(&in, fmt.Sprintf("SELECT COALESCE(SUM(amount), 0) FROM %s WHERE dst = %d", ledger, id)))
+				require.NoError(t, db.Get(&out, fmt.Sprintf("SELECT COALESCE(SUM(amount), 0) FROM %s WHERE src = %d", ledger, id)))
+				assert.Equal(t, initial+in-out, balance, "account %d: the balance the ledger says", id)
 			}
 			t.Logf("%s: %d transfers committed, %d gave up, %d whole-transaction retries", tc.name, ok.Load(), failed.Load(), counter.retries.Load())
 		})

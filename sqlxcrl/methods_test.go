@@ -9,6 +9,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/crl-go/crl/sqlxcrl"
 )
 
@@ -73,8 +75,6 @@ func TestEveryStatementMethodIsOverridden(t *testing.T) {
 			}
 		}
 		slices.Sort(missing)
-		if len(missing) > 0 {
-			t.Errorf("%v does not override %v of %v: new sqlx methods must go through the statement loop", pair.ours, missing, pair.sqlx)
-		}
+		assert.Empty(t, missing, "%v does not override these methods of %v: new sqlx methods must go through the statement loop", pair.ours, pair.sqlx)
 	}
 }

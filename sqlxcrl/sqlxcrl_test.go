@@ -3,14 +3,13 @@ package sqlxcrl_test
 import (
 	"context"
 	"database/sql"
-	"errors"
-	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	mssql "github.com/microsoft/go-mssqldb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
@@ -26,9 +25,7 @@ func open(t testing.TB, srv *mssqltest.Server, params string, opts ...sqlxcrl.Op
 	clock := coretest.NewClock(time.Time{})
 	opts = append([]sqlxcrl.Option{config.WithClock(clock)}, opts...)
 	db, err := sqlxcrl.Connect("sqlserver", srv.DSN()+params, opts...)
-	if err != nil {
-		t.Fatalf("Connect: %v", err)
-	}
+	require.NoError(t, err, "Connect")
 	t.Cleanup(func() { db.Close() })
 	clock.Reset()
 	return db, clock
@@ -37,9 +34,8 @@ func open(t testing.TB, srv *mssqltest.Server, params string, opts ...sqlxcrl.Op
 func mustNumber(t *testing.T, err error, want int32) {
 	t.Helper()
 	var me mssql.Error
-	if !errors.As(err, &me) || me.Number != want {
-		t.Fatalf("err = %v, want an mssql.Error %d", err, want)
-	}
+	require.ErrorAs(t, err, &me, "want an mssql.Error %d", want)
+	require.Equal(t, want, me.Number, "the mssql.Error's number")
 }
 
 const update = "UPDATE accounts SET balance = balance - 10 WHERE id = 1"
@@ -49,15 +45,10 @@ func TestAttemptsAreCountPlusOne(t *testing.T) {
 	db, clock := open(t, srv, "&retryExec={1205:3,2*2}")
 	srv.Handle(update, mssqltest.Error(1205))
 	_, err := db.ExecContext(context.Background(), update)
-	if srv.Count(update) != 4 {
-		t.Errorf("attempts = %d, want 4", srv.Count(update))
-	}
-	if !slices.Equal(clock.Sleeps(), coretest.Seconds(2, 4, 8)) {
-		t.Errorf("waits %v", clock.Sleeps())
-	}
-	if !errors.Is(err, core.ErrRetriesExhausted) || !strings.Contains(err.Error(), "4 attempts") {
-		t.Errorf("err = %v", err)
-	}
+	assert.Equal(t, 4, srv.Count(update), "attempts")
+	assert.Equal(t, coretest.Seconds(2, 4, 8), clock.Sleeps(), "waits")
+	assert.ErrorIs(t, err, core.ErrRetriesExhausted)
+	assert.ErrorContains(t, err, "4 attempts")
 	mustNumber(t, err, 1205)
 }
 
@@ -68,13 +59,8 @@ func TestFilterMismatchReturnsTheError(t *testing.T) {
 	srv.Handle(del, mssqltest.Error(1205))
 	_, err := db.Exec(del)
 	mustNumber(t, err, 1205)
-	var me mssql.Error
-	if errors.As(err, &me); errors.Is(err, core.ErrRetriesExhausted) {
-		t.Errorf("a filter mismatch must return the driver error itself: %v", err)
-	}
-	if srv.Count(del) != 1 {
-		t.Errorf("attempts = %d, want 1", srv.Count(del))
-	}
+	assert.NotErrorIs(t, err, core.ErrRetriesExhausted, "a filter mismatch must return the driver error itself")
+	assert.Equal(t, 1, srv.Count(del), "attempts")
 }
 
 func TestQueryTimeoutBoundsEachAttempt(t *testing.T) {
@@ -85,15 +71,10 @@ func TestQueryTimeoutBoundsEachAttempt(t *testing.T) {
 	start := time.Now()
 	var n []int64
 	err := db.Select(&n, slow)
-	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, core.ErrRetriesExhausted) {
-		t.Errorf("err = %v", err)
-	}
-	if srv.Count(slow) != 2 {
-		t.Errorf("attempts = %d, want 2", srv.Count(slow))
-	}
-	if time.Since(start) > 3*time.Second {
-		t.Errorf("took %v", time.Since(start))
-	}
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorIs(t, err, core.ErrRetriesExhausted)
+	assert.Equal(t, 2, srv.Count(slow), "attempts")
+	assert.LessOrEqual(t, time.Since(start), 3*time.Second, "time taken")
 }
 
 func TestEveryStatementMethodRetries(t *testing.T) {
@@ -142,9 +123,8 @@ func TestEveryStatementMethodRetries(t *testing.T) {
 			if err := db.Get(&a, q, 1); err != nil {
 				return err
 			}
-			if a.Owner != "ada" || a.Balance != 100 {
-				t.Errorf("Get scanned %+v", a)
-			}
+			assert.Equal(t, "ada", a.Owner, "Get scanned %+v", a)
+			assert.Equal(t, int64(100), a.Balance, "Get scanned %+v", a)
 			return nil
 		}},
 		{"Select", "SELECT id, owner, balance FROM q6", rows, func(q string) error {
@@ -152,9 +132,7 @@ func TestEveryStatementMethodRetries(t *testing.T) {
 			if err := db.Select(&as, q); err != nil {
 				return err
 			}
-			if len(as) != 1 {
-				t.Errorf("Select scanned %+v (a retry must not duplicate rows)", as)
-			}
+			assert.Len(t, as, 1, "Select scanned %+v (a retry must not duplicate rows)", as)
 			return nil
 		}},
 		{"NamedExec", "UPDATE n SET owner = @p1", mssqltest.Affected(1), func(string) error {
@@ -202,21 +180,16 @@ func TestEveryStatementMethodRetries(t *testing.T) {
 			}
 			defer s.Close()
 			var as []account
-			err = s.Select(&as, map[string]any{"owner": "ada"})
-			if err == nil && len(as) != 1 {
-				t.Errorf("Select scanned %+v", as)
+			if err = s.Select(&as, map[string]any{"owner": "ada"}); err == nil {
+				assert.Len(t, as, 1, "Select scanned %+v", as)
 			}
 			return err
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv.Handle(tc.query, mssqltest.Error(1205), tc.reply)
-			if err := tc.run(tc.query); err != nil {
-				t.Fatalf("%s: %v", tc.name, err)
-			}
-			if got := srv.Count(tc.query); got != 2 {
-				t.Errorf("%s: %d executions of %q, want 2 (statements: %q)", tc.name, got, tc.query, srv.Statements())
-			}
+			require.NoError(t, tc.run(tc.query), tc.name)
+			assert.Equal(t, 2, srv.Count(tc.query), "%s: executions of %q (statements: %q)", tc.name, tc.query, srv.Statements())
 		})
 	}
 }
@@ -225,9 +198,8 @@ func TestGetNoRowsUnchanged(t *testing.T) {
 	srv := mssqltest.NewServer(t)
 	db, _ := open(t, srv, "&retryExec={1205:1,0}")
 	var n int64
-	if err := db.Get(&n, "SELECT id FROM empty"); err != sql.ErrNoRows {
-		t.Errorf("err = %v, want sql.ErrNoRows itself", err)
-	}
+	err := db.Get(&n, "SELECT id FROM empty")
+	assert.Equal(t, sql.ErrNoRows, err, "want sql.ErrNoRows itself")
 }
 
 func TestNoPerStatementRetryInTransaction(t *testing.T) {
@@ -235,21 +207,13 @@ func TestNoPerStatementRetryInTransaction(t *testing.T) {
 	db, _ := open(t, srv, "&retryExec={1205:3,0}")
 	srv.Handle(update, mssqltest.Error(1205))
 	tx, err := db.Beginx()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	_, err = tx.Exec(update)
 	mustNumber(t, err, 1205)
-	if srv.Count(update) != 1 {
-		t.Errorf("a statement in a transaction ran %d times", srv.Count(update))
-	}
-	if tx.FailedQuery() != update {
-		t.Errorf("FailedQuery = %q", tx.FailedQuery())
-	}
+	assert.Equal(t, 1, srv.Count(update), "a statement in a transaction runs once")
+	assert.Equal(t, update, tx.FailedQuery(), "FailedQuery")
 	_ = tx.Rollback()
-	if len(srv.Committed()) != 0 {
-		t.Errorf("committed %v", srv.Committed())
-	}
+	assert.Empty(t, srv.Committed(), "committed")
 }
 
 func TestRunInTxRetriesTheWholeClosure(t *testing.T) {
@@ -268,19 +232,11 @@ func TestRunInTxRetriesTheWholeClosure(t *testing.T) {
 		_, err := tx.Exec(credit)
 		return err
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if runs != 2 || !slices.Equal(clock.Sleeps(), coretest.Seconds(1)) {
-		t.Errorf("runs %d waits %v", runs, clock.Sleeps())
-	}
-	committed := srv.Committed()
-	if len(committed) != 1 || !slices.Equal(committed[0], []string{debit, credit}) {
-		t.Errorf("committed = %q, want exactly one transaction with both statements", committed)
-	}
-	if rb := srv.RolledBack(); len(rb) != 1 {
-		t.Errorf("rolled back = %q, want the deadlocked attempt", rb)
-	}
+	require.NoError(t, err)
+	assert.Equal(t, 2, runs, "runs of the closure")
+	assert.Equal(t, coretest.Seconds(1), clock.Sleeps(), "waits")
+	assert.Equal(t, [][]string{{debit, credit}}, srv.Committed(), "exactly one transaction with both statements is committed")
+	assert.Len(t, srv.RolledBack(), 1, "the deadlocked attempt is rolled back")
 }
 
 func TestRunInTxFilterAgainstFailedStatement(t *testing.T) {
@@ -295,9 +251,7 @@ func TestRunInTxFilterAgainstFailedStatement(t *testing.T) {
 		return err
 	})
 	mustNumber(t, err, 1205)
-	if runs != 1 {
-		t.Errorf("runs = %d, want 1 (the failed statement is a delete)", runs)
-	}
+	assert.Equal(t, 1, runs, "runs (the failed statement is a delete)")
 }
 
 func TestRunInTxCommitOutcomeUnknown(t *testing.T) {
@@ -310,24 +264,17 @@ func TestRunInTxCommitOutcomeUnknown(t *testing.T) {
 		_, err := tx.Exec("INSERT INTO ledger (amount) VALUES (10)")
 		return err
 	})
-	if !errors.Is(err, core.ErrCommitUnknown) {
-		t.Fatalf("err = %v, want ErrCommitUnknown", err)
-	}
-	if runs != 1 {
-		t.Errorf("runs = %d: a commit of unknown outcome must not be retried", runs)
-	}
+	require.ErrorIs(t, err, core.ErrCommitUnknown)
+	assert.Equal(t, 1, runs, "a commit of unknown outcome must not be retried")
 }
 
 func TestRunInTxPanicRollsBack(t *testing.T) {
 	srv := mssqltest.NewServer(t)
 	db, _ := open(t, srv, "&retryExec={1205:2,1}")
 	defer func() {
-		if p := recover(); p != "boom" {
-			t.Errorf("recovered %v, want the closure's panic", p)
-		}
-		if len(srv.Committed()) != 0 || srv.Rollbacks() != 1 {
-			t.Errorf("committed %v, rollbacks %d", srv.Committed(), srv.Rollbacks())
-		}
+		assert.Equal(t, "boom", recover(), "the closure's panic goes on")
+		assert.Empty(t, srv.Committed(), "committed")
+		assert.Equal(t, 1, srv.Rollbacks(), "rollbacks")
 	}()
 	_ = db.RunInTx(context.Background(), nil, func(tx *sqlxcrl.Tx) error {
 		tx.MustExec("INSERT INTO ledger (amount) VALUES (10)")
@@ -361,17 +308,15 @@ func TestConnectionLoop(t *testing.T) {
 			srv.FailLogin(tc.fail, tc.times)
 			clock := coretest.NewClock(time.Time{})
 			db, err := sqlxcrl.Connect("sqlserver", srv.DSN()+tc.params, config.WithClock(clock))
-			if tc.ok != (err == nil) {
-				t.Fatalf("Connect err = %v, want ok=%v", err, tc.ok)
-			}
-			if err == nil {
+			if tc.ok {
+				require.NoError(t, err, "Connect")
 				db.Close()
 			} else {
+				require.Error(t, err, "Connect")
 				mustNumber(t, err, tc.fail)
 			}
-			if srv.Logins() != tc.logins || !slices.Equal(clock.Sleeps(), tc.waits) {
-				t.Errorf("logins %d waits %v, want %d %v", srv.Logins(), clock.Sleeps(), tc.logins, tc.waits)
-			}
+			assert.Equal(t, tc.logins, srv.Logins(), "logins")
+			assert.Equal(t, tc.waits, clock.Sleeps(), "waits")
 		})
 	}
 }
@@ -383,12 +328,9 @@ func TestConnectionLoopForEveryPooledConnection(t *testing.T) {
 	db.SetMaxIdleConns(0) // every statement opens a new connection
 	before := srv.Logins()
 	srv.FailLogin(40613, 1)
-	if _, err := db.Exec(update); err != nil {
-		t.Fatalf("Exec on a new connection whose first login failed: %v", err)
-	}
-	if srv.Logins()-before != 2 {
-		t.Errorf("logins = %d, want 2", srv.Logins()-before)
-	}
+	_, err := db.Exec(update)
+	require.NoError(t, err, "Exec on a new connection whose first login failed")
+	assert.Equal(t, 2, srv.Logins()-before, "logins")
 }
 
 func TestTwoDBsAreIsolated(t *testing.T) {
@@ -398,12 +340,9 @@ func TestTwoDBsAreIsolated(t *testing.T) {
 	srv.Handle("UPDATE a SET x = 1", mssqltest.Error(1205))
 	_, errA := a.Exec("UPDATE a SET x = 1")
 	_, errB := b.Exec("UPDATE a SET x = 1")
-	if !errors.Is(errA, core.ErrRetriesExhausted) || errors.Is(errB, core.ErrRetriesExhausted) {
-		t.Errorf("a: %v; b: %v", errA, errB)
-	}
-	if srv.Count("UPDATE a SET x = 1") != 3+1 {
-		t.Errorf("count = %d, want 3 for a and 1 for b", srv.Count("UPDATE a SET x = 1"))
-	}
+	assert.ErrorIs(t, errA, core.ErrRetriesExhausted, "a retries 1205")
+	assert.NotErrorIs(t, errB, core.ErrRetriesExhausted, "b does not retry 1205")
+	assert.Equal(t, 3+1, srv.Count("UPDATE a SET x = 1"), "3 for a and 1 for b")
 }
 
 func TestConcurrentStatements(t *testing.T) {
@@ -416,9 +355,8 @@ func TestConcurrentStatements(t *testing.T) {
 			defer wg.Done()
 			q := "UPDATE c SET x = " + string(rune('a'+i))
 			srv.Handle(q, mssqltest.Error(1205), mssqltest.Affected(1))
-			if _, err := db.Exec(q); err != nil {
-				t.Errorf("%s: %v", q, err)
-			}
+			_, err := db.Exec(q)
+			assert.NoError(t, err, q)
 		}()
 	}
 	wg.Wait()
@@ -427,38 +365,30 @@ func TestConcurrentStatements(t *testing.T) {
 func TestBadSettings(t *testing.T) {
 	srv := mssqltest.NewServer(t)
 	for _, params := range []string{"&retryExec={1205:3,2AND2}", "&connectRetryCount=300", "&loginTimeout=abc"} {
-		if _, err := sqlxcrl.Open("sqlserver", srv.DSN()+params); err == nil {
-			t.Errorf("Open accepted %s", params)
-		}
+		_, err := sqlxcrl.Open("sqlserver", srv.DSN()+params)
+		assert.Error(t, err, "Open accepts %s", params)
 	}
 	// NewDb cannot return the error: every statement reports it instead.
 	raw, err := sql.Open("sqlserver", srv.DSN())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer raw.Close()
 	db := sqlxcrl.NewDb(raw, "sqlserver", sqlxcrl.WithRetryExec("{1205:3,2AND2}"))
-	if _, err := db.Exec(update); err == nil || !strings.Contains(err.Error(), "2AND2") {
-		t.Errorf("Exec on a misconfigured DB: %v", err)
-	}
+	_, err = db.Exec(update)
+	assert.ErrorContains(t, err, "2AND2", "Exec on a misconfigured DB")
 	var n int64
-	if err := db.QueryRowx("select 1").Scan(&n); err == nil || !strings.Contains(err.Error(), "2AND2") {
-		t.Errorf("QueryRowx on a misconfigured DB: %v", err)
-	}
+	assert.ErrorContains(t, db.QueryRowx("select 1").Scan(&n), "2AND2", "QueryRowx on a misconfigured DB")
 }
 
 func TestNewDbRetriesStatements(t *testing.T) {
 	srv := mssqltest.NewServer(t)
 	raw, err := sql.Open("sqlserver", srv.DSN())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer raw.Close()
 	db := sqlxcrl.NewDb(raw, "sqlserver", sqlxcrl.WithRetryExec("{1205:1,0}"))
 	srv.Handle(update, mssqltest.Error(1205), mssqltest.Affected(1))
-	if _, err := db.Exec(update); err != nil || srv.Count(update) != 2 {
-		t.Errorf("err %v count %d", err, srv.Count(update))
-	}
+	_, err = db.Exec(update)
+	assert.NoError(t, err)
+	assert.Equal(t, 2, srv.Count(update), "executions")
 }
 
 // sqlxHandle is sqlxcrl's side of the conformance suite.

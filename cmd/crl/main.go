@@ -1,13 +1,18 @@
-// Command crl validates retry rules and explains what they do.
+// Command crl checks Configurable Retry Logic settings and explains what
+// they do, reading them exactly as a crl handle would, and finds Go code
+// that takes the sqlx handle out of a sqlxcrl handle (losing its retries).
 //
-//	crl check   -exec '{1205,1222:3,2*2:select,update}' -conn '{+4060}'
-//	crl check   -file mssql-jdbc.properties
-//	crl check   -dsn 'sqlserver://h?retryExec={1205:3}&queryTimeout=5'
-//	crl explain -exec '{1205,1222:3,2*2:select,update}' [-querytimeout 5]
+//	crl check '{1205,1222:3,2*2:select,update}'
+//	crl check -conn '{+4060}'
+//	crl check -dsn 'sqlserver://h?retryExec={1205:3}&queryTimeout=5'
+//	crl check -file mssql-jdbc.properties
+//	crl explain '{1205:3,2*2}'
+//	crl explain -querytimeout 5 '{1205:5,2*2}'
+//	crl vet ./...
 //
-// check exits 0 when everything parses and 1 with an error naming the bad
-// value otherwise; explain prints, per error token, the wait before each
-// retry, the cumulative time, and whether queryTimeout refuses it.
+// Run crl help for what each command does. check exits 0 when everything
+// parses and 1 with an error naming the bad value otherwise; a command line
+// that cannot be understood exits 2.
 package main
 
 import (
@@ -15,7 +20,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -24,54 +31,114 @@ import (
 	"github.com/crl-go/crl/core"
 )
 
-const usage = `usage:
-  crl check   [-exec RULES] [-conn RULES] [-file PATH] [-dsn DSN -driver NAME]
-  crl explain [-exec RULES] [-conn RULES] [-file PATH] [-dsn DSN -driver NAME] [-querytimeout SECONDS]
+const help = `crl checks Configurable Retry Logic settings (the retryExec and retryConn
+rules of the Microsoft JDBC driver, as crl reads them) and explains what they do.
+
+Usage:
+  crl check   [RULES] [-conn RULES] [-dsn DSN [-driver NAME]] [-file PATH]
+  crl explain [RULES] [-conn RULES] [-dsn DSN [-driver NAME]] [-file PATH] [-querytimeout SECONDS]
+  crl vet     [PACKAGES]
+  crl help
+
+RULES is a retryExec value (statement rules); -conn takes a retryConn value
+(connection rules). Quote them: the shell would otherwise expand the braces.
+
+Commands:
+  check    Reads the settings exactly as a crl handle would: the rules given
+           here, over the DSN's settings, over the properties file (-file,
+           else the DSN's retryProperties, else $CRL_PROPERTIES, else
+           mssql-jdbc.properties in the working directory or next to crl for
+           SQL Server), over the defaults. Prints which properties file is in
+           effect. Exits 0 when all of it is valid, 1 with an error naming the
+           bad value.
+             crl check '{1205,1222:3,2*2:select,update}'
+             crl check '{1205:3,2AND2}'        (exit 1: "2AND2" is not a number)
+             crl check -dsn 'sqlserver://db?database=shop&retryExec={1205:3,1}'
+  explain  Does what check does, then prints, for each error of the statement
+           rules, the wait before each retry, the time elapsed in waits so far,
+           and the retries that queryTimeout refuses; then the connection loop.
+             crl explain '{1205:3,2*2}'
+             crl explain -querytimeout 5 '{1205:5,2*2}'
+  vet      Type-checks Go packages (default: the one in the working directory)
+           and reports every place that takes the embedded sqlx handle out of
+           a sqlxcrl handle (db.DB, db.DB.DB, tx.Tx, stmt.Stmt) to run
+           statements or to pass it on: those statements are not retried.
+           Methods that run no statement (db.DB.Stats(), SetMaxOpenConns) are
+           fine. Exits 1 when it finds one.
+             crl vet ./...
+  help     Prints this text (as do crl -h and crl with no command).
+
+Flags:
+  -conn RULES          retryConn rules, e.g. '{+4060}'
+  -dsn DSN             a DSN whose retry settings to read (its driver is inferred
+                       from its form: sqlserver://, server=…;, odbc: → sqlserver;
+                       user@tcp(host)/db → mysql; postgres://, host=… → pgx)
+  -driver NAME         the DSN's driver when its form does not tell: sqlserver,
+                       mysql or pgx (default: inferred; sqlserver without -dsn)
+  -file PATH           the properties file (mssql-jdbc.properties) to read
+  -querytimeout SECS   queryTimeout in seconds, over the DSN's (explain and check)
+  -exec RULES          retryExec rules, the same as RULES
 `
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// errUsage reports a command line that cannot be understood.
-var errUsage = errors.New("crl: bad command line")
+// options is what the command line asks for.
+type options struct {
+	exec, conn, dsn, driver, file string
+	queryTimeout                  *time.Duration // nil: not given
+}
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || (args[0] != "check" && args[0] != "explain") {
-		fmt.Fprint(stderr, usage)
-		return 2
+	if len(args) == 0 {
+		fmt.Fprint(stdout, help)
+		return 0
 	}
 	cmd := args[0]
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	exec := fs.String("exec", "", "retryExec rules")
-	conn := fs.String("conn", "", "retryConn rules")
-	file := fs.String("file", "", "an mssql-jdbc.properties file")
-	dsn := fs.String("dsn", "", "a DSN whose retry settings to read")
-	driver := fs.String("driver", "sqlserver", "the driver of -dsn: sqlserver, mysql or pgx")
-	qt := fs.Float64("querytimeout", -1, "queryTimeout in seconds (-1: not set)")
-	if err := fs.Parse(args[1:]); err != nil {
+	switch cmd {
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, help)
+		return 0
+	case "vet":
+		if len(args) > 1 && strings.HasPrefix(args[1], "-") {
+			if h := strings.TrimLeft(args[1], "-"); h == "h" || h == "help" {
+				fmt.Fprint(stdout, help)
+				return 0
+			}
+			fmt.Fprintf(stderr, "crl vet: unknown flag %s: expected packages such as ./...\n", args[1])
+			return 2
+		}
+		return vet(args[1:], stdout, stderr)
+	case "check", "explain":
+	default:
+		fmt.Fprintf(stderr, "crl: unknown command %q: expected check, explain, vet or help\n\n%s", cmd, help)
 		return 2
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "crl: unexpected argument %q\n%s", fs.Arg(0), usage)
+	o, err := parseFlags(cmd, args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, help)
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "crl %s: %v\nRun crl help for the usage.\n", cmd, err)
 		return 2
 	}
-	cfg, err := gather(*exec, *conn, *file, *dsn, *driver)
+	rt, err := load(o)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	if *qt >= 0 {
-		cfg.QueryTimeout = time.Duration(*qt * float64(time.Second))
-		if *qt == 0 {
-			cfg.QueryTimeout = core.QueryTimeoutZero
-		}
-	}
+	cfg := rt.Config()
 	policy, err := cfg.Policy()
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
+	}
+	if path := rt.PropertiesPath(); path != "" {
+		fmt.Fprintf(stdout, "properties file: %s\n", path)
+	} else {
+		fmt.Fprintln(stdout, "properties file: none")
 	}
 	for _, note := range notes(cfg.RetryExec) {
 		fmt.Fprintln(stdout, "note:", note)
@@ -84,30 +151,122 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// gather reads the settings: -exec/-conn over -dsn over -file.
-func gather(exec, conn, file, dsn, driver string) (config.Config, error) {
+// parseFlags reads the flags and the one RULES argument, in any order.
+func parseFlags(cmd string, args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("crl "+cmd, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are reported by run, help by help
+	fs.StringVar(&o.exec, "exec", "", "")
+	fs.StringVar(&o.conn, "conn", "", "")
+	fs.StringVar(&o.dsn, "dsn", "", "")
+	fs.StringVar(&o.driver, "driver", "", "")
+	fs.StringVar(&o.file, "file", "", "")
+	fs.Func("querytimeout", "", func(s string) error {
+		secs, err := strconv.ParseFloat(s, 64)
+		if err != nil || secs < 0 || math.IsInf(secs, 0) || secs > math.MaxInt32 {
+			return fmt.Errorf("%q is not a number of seconds ≥ 0", s)
+		}
+		d := time.Duration(secs * float64(time.Second))
+		if secs == 0 {
+			d = core.QueryTimeoutZero // JDBC's queryTimeout=0
+		}
+		o.queryTimeout = &d
+		return nil
+	})
+	var rules []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return o, err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		rules = append(rules, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	switch {
+	case len(rules) > 1:
+		return o, fmt.Errorf("one RULES argument expected, got %d: %q (quote the rules; join several with ';')", len(rules), rules)
+	case len(rules) == 1 && o.exec != "":
+		return o, fmt.Errorf("retryExec rules given twice: %q and -exec %q", rules[0], o.exec)
+	case len(rules) == 1:
+		o.exec = rules[0]
+	}
+	return o, nil
+}
+
+// load reads the settings with the library's own config.New, as a handle
+// opened with this DSN and these options would.
+func load(o options) (*config.Runtime, error) {
+	driver := o.driver
+	if driver == "" {
+		var err error
+		if driver, err = inferDriver(o.dsn); err != nil {
+			return nil, err
+		}
+	}
 	var opts []config.Option
-	if file != "" {
-		fc, err := config.ReadProperties(file)
-		if err != nil {
-			return config.Config{}, err
+	if o.file != "" {
+		opts = append(opts, config.WithPropertiesFile(o.file))
+	}
+	if o.exec != "" {
+		opts = append(opts, config.WithRetryExec(o.exec))
+	}
+	if o.conn != "" {
+		opts = append(opts, config.WithRetryConn(o.conn))
+	}
+	if o.queryTimeout != nil {
+		opts = append(opts, config.WithQueryTimeout(*o.queryTimeout))
+	}
+	rt, _, err := config.New(driver, o.dsn, opts...)
+	return rt, err
+}
+
+// inferDriver tells the driver of a DSN from its form, as a user would
+// open it: sqlserver (go-mssqldb), mysql (go-sql-driver/mysql) or pgx. No
+// DSN is a SQL Server handle's settings.
+func inferDriver(dsn string) (string, error) {
+	s := strings.TrimSpace(dsn)
+	lower := strings.ToLower(s)
+	switch {
+	case s == "":
+		return "sqlserver", nil
+	case strings.HasPrefix(lower, "sqlserver://"), strings.HasPrefix(lower, "odbc:"):
+		return "sqlserver", nil
+	case strings.HasPrefix(lower, "postgres://"), strings.HasPrefix(lower, "postgresql://"):
+		return "pgx", nil
+	case strings.Contains(lower, "@tcp("), strings.Contains(lower, "@unix("), strings.Contains(lower, "@/"),
+		strings.HasPrefix(s, "/"), strings.HasPrefix(lower, "tcp("):
+		return "mysql", nil
+	case hasKey(lower, " ", "host", "hostaddr", "dbname", "user", "sslmode"):
+		return "pgx", nil // before the ADO form: a rule value may hold ';'
+	case strings.Contains(s, ";") || hasKey(lower, ";", "server", "data source", "address", "addr", "network address"):
+		return "sqlserver", nil
+	}
+	return "", fmt.Errorf("crl: cannot tell the driver of DSN %q from its form: give -driver sqlserver, mysql or pgx", abbreviate(dsn))
+}
+
+// hasKey reports whether a key=value list separated by sep has one of keys.
+func hasKey(s, sep string, keys ...string) bool {
+	for _, part := range strings.Split(s, sep) {
+		k, _, ok := strings.Cut(part, "=")
+		if !ok {
+			continue
 		}
-		opts = append(opts, config.WithConfig(fc))
-	}
-	if dsn != "" {
-		dc, _, err := config.ParseDSN(driver, dsn)
-		if err != nil {
-			return config.Config{}, err
+		for _, want := range keys {
+			if strings.TrimSpace(k) == want {
+				return true
+			}
 		}
-		opts = append(opts, config.WithConfig(dc))
 	}
-	if exec != "" {
-		opts = append(opts, config.WithRetryExec(exec))
+	return false
+}
+
+func abbreviate(s string) string {
+	if len(s) > 60 {
+		return s[:57] + "..."
 	}
-	if conn != "" {
-		opts = append(opts, config.WithRetryConn(conn))
-	}
-	return config.NewConfig(opts...), nil
+	return s
 }
 
 // notes points at rules that parse but may not say what their author
@@ -142,6 +301,8 @@ func connSummary(c core.ConnectionRules) string {
 	return c.String() + " (added to the builtin list)"
 }
 
+// explain prints the wait table of the statement rules and the connection
+// loop's settings.
 func explain(w io.Writer, p core.Policy) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "token\tretry\twait\telapsed\tfilter\tnote")
@@ -154,20 +315,49 @@ func explain(w io.Writer, p core.Policy) {
 			fmt.Fprintf(tw, "%s\t-\t-\t-\t%s\tcount 0: never retried\n", r.Token(), filter)
 			continue
 		}
-		var total time.Duration
+		var (
+			total   time.Duration
+			refused bool // an earlier retry was refused: the loop stopped there
+		)
 		for i, wait := range r.WaitTimes() {
-			total += wait
+			total = addSaturating(total, wait)
 			note := ""
-			if qt := p.QueryTimeout; qt != 0 && wait > max(qt, 0) {
+			switch {
+			case refused:
+				note = "never reached: an earlier wait is refused"
+			case refusedByQueryTimeout(wait, p.QueryTimeout):
 				note = "refused: wait > queryTimeout (ErrInvalidRetryInterval)"
+				refused = true
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%v\t%v\t%s\t%s\n", r.Token(), i+1, wait, total, filter, note)
+			fmt.Fprintf(tw, "%s\t%d\t%v\t%s\t%s\t%s\n", r.Token(), i+1, wait, formatTotal(total), filter, note)
 		}
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "connection: %s; connectRetryCount %s, connectRetryInterval %v, loginTimeout %v\n",
 		connSummary(p.Connection), retryCount(p.ConnectRetryCount), orDefault(p.ConnectRetryInterval, core.DefaultConnectRetryInterval),
 		orDefault(p.LoginTimeout, core.DefaultLoginTimeout))
+}
+
+// refusedByQueryTimeout is the statement loop's check before a wait: a set
+// queryTimeout (QueryTimeoutZero is 0) refuses a longer wait.
+func refusedByQueryTimeout(wait, qt time.Duration) bool {
+	return qt != 0 && wait > max(qt, 0)
+}
+
+// addSaturating adds two non-negative durations, stopping at the largest
+// one instead of overflowing (255 waits at core.MaxWait exceed it).
+func addSaturating(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+func formatTotal(d time.Duration) string {
+	if d == math.MaxInt64 {
+		return "more than " + time.Duration(math.MaxInt64).Truncate(time.Hour).String()
+	}
+	return d.String()
 }
 
 func retryCount(n int) string {

@@ -6,48 +6,230 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crl-go/crl/config"
 )
 
-func TestNoNoteForExplicitChanges(t *testing.T) {
+// isolate runs the test in an empty working directory without
+// CRL_PROPERTIES, so that no properties file is found unless the test
+// writes one.
+func isolate(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	t.Chdir(dir)
+	t.Setenv(config.EnvProperties, "")
+	return dir
+}
+
+func runCRL(args ...string) (code int, stdout, stderr string) {
 	var out, errOut bytes.Buffer
-	if code := run([]string{"check", "-exec", "{1205:3,10ms+0};{1222:3,2*2};{40613:2,5};{1:1}"}, &out, &errOut); code != 0 || strings.Contains(out.String(), "note:") {
-		t.Errorf("exit %d, output %q", code, out.String()+errOut.String())
+	code = run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestHelpExitsZero(t *testing.T) {
+	isolate(t)
+	for _, args := range [][]string{nil, {"help"}, {"-h"}, {"--help"}, {"check", "-h"}, {"explain", "-help"}} {
+		code, out, errOut := runCRL(args...)
+		assert.Equal(t, 0, code, "%q exits 0", args)
+		assert.Empty(t, errOut, "%q writes nothing to stderr", args)
+		for _, want := range []string{"crl check", "crl explain", "crl explain '{1205:3,2*2}'", "crl check '{1205:3,2AND2}'", "Reads the settings", "prints, for each error", "crl vet ./...", "not retried"} {
+			assert.Contains(t, out, want, "%q prints the usage with examples", args)
+		}
 	}
 }
 
-func TestRun(t *testing.T) {
-	dir := t.TempDir()
-	good := filepath.Join(dir, "good.properties")
-	bad := filepath.Join(dir, "bad.properties")
-	os.WriteFile(good, []byte("retryExec=1205:3,5+5;1222:2,2\nretryConn=+4060,40143\n"), 0o600)
-	os.WriteFile(bad, []byte("# comment\nretryExec={1205:3,2AND2}\n"), 0o600)
+func TestBadCommandLineExitsTwo(t *testing.T) {
+	isolate(t)
 	for _, tc := range []struct {
 		args []string
-		code int
-		out  []string
+		want string
 	}{
-		{[]string{"check", "-exec", "{1205,1222:3,2*2:select,update}", "-conn", "{+4060}"}, 0, []string{"ok: 2 statement rule(s)", "added to the builtin list"}},
-		{[]string{"check", "-exec", "{1205:3,2AND2}"}, 1, []string{`"2AND2" is not a number`}},
-		{[]string{"check", "-conn", "{4060:3}"}, 1, []string{"no timings"}},
-		{[]string{"check", "-file", good}, 0, []string{"ok: 2 statement rule(s)"}},
-		{[]string{"check", "-file", bad}, 1, []string{":2", "2AND2"}},
-		{[]string{"check", "-dsn", "sqlserver://h?retryExec={1205:3}&connectRetryCount=300"}, 1, []string{"connectRetryCount", "300"}},
-		{[]string{"explain", "-exec", "{1205:3,2*2:select,update}", "-querytimeout", "5"}, 0, []string{"1205", "2s", "4s", "8s", "14s", "refused", "select,update"}},
-		{[]string{"explain", "-exec", "{1205:0}"}, 0, []string{"never retried"}},
-		{[]string{"check", "-exec", "{1205:3,10ms};{1222:2,1.5}"}, 0, []string{`note: rule "{1205:3,10ms}"`, "10ms+0", `note: rule "{1222:2,1.5}"`}},
-		{[]string{"frobnicate"}, 2, []string{"usage"}},
-		{[]string{"check", "extra"}, 2, []string{"unexpected argument"}},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"check", "{1205:3,1}", "{1222:3,1}"}, "one RULES argument expected"},
+		{[]string{"check", "-exec", "{1205:3,1}", "{1222:3,1}"}, "given twice"},
+		{[]string{"check", "-nosuchflag"}, "nosuchflag"},
+		{[]string{"explain", "-querytimeout", "soon", "{1205:3,1}"}, `"soon" is not a number of seconds`},
 	} {
-		var out, errOut bytes.Buffer
-		code := run(tc.args, &out, &errOut)
-		all := out.String() + errOut.String()
-		if code != tc.code {
-			t.Errorf("%v: exit %d, want %d\n%s", tc.args, code, tc.code, all)
+		code, _, errOut := runCRL(tc.args...)
+		assert.Equal(t, 2, code, "%q exits 2", tc.args)
+		assert.Contains(t, errOut, tc.want, "%q", tc.args)
+	}
+}
+
+func TestRulesAsArgument(t *testing.T) {
+	isolate(t)
+	code, out, errOut := runCRL("explain", "{1205:3,2*2}")
+	require.Equal(t, 0, code, errOut)
+	for _, want := range []string{"properties file: none", "1205   1      2s    2s", "1205   3      8s    14s"} {
+		assert.Contains(t, out, want)
+	}
+
+	code, _, errOut = runCRL("check", "{1205:3,2AND2}")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, `"2AND2" is not a number`)
+
+	// Flags before or after the rules; -conn for retryConn.
+	for _, args := range [][]string{
+		{"check", "{1205,1222:3,2*2:select,update}", "-conn", "{+4060}"},
+		{"check", "-conn", "{+4060}", "{1205,1222:3,2*2:select,update}"},
+	} {
+		code, out, errOut := runCRL(args...)
+		require.Equal(t, 0, code, "%q: %s", args, errOut)
+		assert.Contains(t, out, "ok: 2 statement rule(s), connection rules {+4060} (added to the builtin list)", "%q", args)
+	}
+
+	code, _, errOut = runCRL("check", "-conn", "{4060:3}")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "no timings")
+}
+
+func TestCheckReadsWhatTheLibraryReads(t *testing.T) {
+	dir := isolate(t)
+	good := filepath.Join(dir, "good.properties")
+	bad := filepath.Join(dir, "bad.properties")
+	require.NoError(t, os.WriteFile(good, []byte("retryExec=1205:3,5+5;1222:2,2\nretryConn=+4060,40143\n"), 0o600))
+	require.NoError(t, os.WriteFile(bad, []byte("# comment\nretryExec={1205:3,2AND2}\n"), 0o600))
+
+	t.Run("-file", func(t *testing.T) {
+		code, out, errOut := runCRL("check", "-file", good)
+		require.Equal(t, 0, code, errOut)
+		assert.Contains(t, out, "properties file: "+good)
+		assert.Contains(t, out, "ok: 2 statement rule(s)")
+
+		code, _, errOut = runCRL("check", "-file", bad)
+		assert.Equal(t, 1, code)
+		assert.Contains(t, errOut, ":2")
+		assert.Contains(t, errOut, "2AND2")
+	})
+	t.Run("CRL_PROPERTIES", func(t *testing.T) {
+		t.Setenv(config.EnvProperties, bad)
+		code, _, errOut := runCRL("check")
+		assert.Equal(t, 1, code, "the file the environment names is read")
+		assert.Contains(t, errOut, "2AND2")
+
+		t.Setenv(config.EnvProperties, filepath.Join(dir, "missing.properties"))
+		code, _, errOut = runCRL("check", "{1205:3,1}")
+		assert.Equal(t, 1, code, "a named file that is missing fails")
+		assert.Contains(t, errOut, "missing.properties")
+
+		t.Setenv(config.EnvProperties, good)
+		code, out, errOut := runCRL("check")
+		require.Equal(t, 0, code, errOut)
+		assert.Contains(t, out, "properties file: "+good)
+	})
+	t.Run("retryProperties", func(t *testing.T) {
+		code, _, errOut := runCRL("check", "-dsn", "sqlserver://h?database=x&retryProperties="+bad)
+		assert.Equal(t, 1, code, "the DSN's file is read")
+		assert.Contains(t, errOut, "2AND2")
+	})
+	t.Run("working directory", func(t *testing.T) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, config.DefaultPropertiesFile), []byte("retryExec={1205:3,2AND2}\n"), 0o600))
+		defer os.Remove(filepath.Join(dir, config.DefaultPropertiesFile))
+		code, _, errOut := runCRL("check", "{1222:3,1}")
+		assert.Equal(t, 1, code, "the working directory's file is read for SQL Server")
+		assert.Contains(t, errOut, config.DefaultPropertiesFile)
+
+		// The driver inferred from the DSN decides, as in the library: a
+		// MySQL or PostgreSQL handle reads no file it was not given.
+		for _, dsn := range []string{"root@tcp(127.0.0.1:3306)/db", "postgres://u@h/db", "host=h dbname=db"} {
+			code, out, errOut := runCRL("check", "-dsn", dsn)
+			assert.Equal(t, 0, code, "%s: %s", dsn, errOut)
+			assert.Contains(t, out, "properties file: none", dsn)
 		}
-		for _, want := range tc.out {
-			if !strings.Contains(all, want) {
-				t.Errorf("%v: output lacks %q:\n%s", tc.args, want, all)
+		code, _, _ = runCRL("check", "-dsn", "server=h;database=db")
+		assert.Equal(t, 1, code, "an ADO DSN is SQL Server's: the file is read")
+	})
+	t.Run("DSN", func(t *testing.T) {
+		for _, tc := range []struct {
+			dsn, want string
+		}{
+			{"sqlserver://h?retryExec={1205:3}&connectRetryCount=300", "connectRetryCount"},
+			{"server=h;connectRetryCount=300", "connectRetryCount"},
+			{"root@tcp(127.0.0.1:3306)/db?connectRetryCount=300", "connectRetryCount"},
+			{"host=h dbname=x connectRetryCount=300", "connectRetryCount"},
+			{"postgres://u@h/db?queryTimeout=soon", "queryTimeout"},
+		} {
+			code, _, errOut := runCRL("check", "-dsn", tc.dsn)
+			assert.Equal(t, 1, code, "%s", tc.dsn)
+			assert.Contains(t, errOut, tc.want, "%s", tc.dsn)
+		}
+		code, out, errOut := runCRL("check", "-dsn", "root@tcp(127.0.0.1:3306)/db?retryExec={1213:3,1}")
+		require.Equal(t, 0, code, errOut)
+		assert.Contains(t, out, "ok: 1 statement rule(s)")
+	})
+}
+
+func TestInferDriver(t *testing.T) {
+	for dsn, want := range map[string]string{
+		"":                                        "sqlserver",
+		"sqlserver://sa:x@h:1433?database=shop":   "sqlserver",
+		"odbc:server=h;user id=sa":                "sqlserver",
+		"server=h;user id=sa;password=x":          "sqlserver",
+		"Data Source=h;Initial Catalog=shop":      "sqlserver",
+		"root:pw@tcp(127.0.0.1:3306)/test":        "mysql",
+		"root@unix(/tmp/mysql.sock)/test":         "mysql",
+		"user@/test?retryExec={1213:3,1}":         "mysql",
+		"postgres://postgres@127.0.0.1:5432/test": "pgx",
+		"postgresql://h/db":                       "pgx",
+		"host=h user=postgres dbname=test":        "pgx",
+		"host=h retryExec={40P01:3;40001:2,1}":    "pgx",
+	} {
+		got, err := inferDriver(dsn)
+		require.NoError(t, err, "%q", dsn)
+		assert.Equal(t, want, got, "%q", dsn)
+	}
+	_, err := inferDriver("whatever")
+	assert.ErrorContains(t, err, "-driver")
+}
+
+func TestExplain(t *testing.T) {
+	isolate(t)
+	code, out, errOut := runCRL("explain", "-querytimeout", "5", "{1205:5,2*2:select,update}")
+	require.Equal(t, 0, code, errOut)
+	lines := strings.Split(out, "\n")
+	row := func(retry string) string {
+		for _, l := range lines {
+			if f := strings.Fields(l); len(f) > 1 && f[0] == "1205" && f[1] == retry {
+				return l
 			}
 		}
+		t.Fatalf("no row for retry %s:\n%s", retry, out)
+		return ""
 	}
+	assert.NotContains(t, row("2"), "refused", "4s ≤ 5s")
+	assert.Contains(t, row("3"), "refused: wait > queryTimeout", "8s > 5s")
+	assert.Contains(t, row("4"), "never reached", "after a refused wait")
+	assert.Contains(t, row("5"), "never reached", "after a refused wait")
+	assert.Contains(t, row("1"), "select,update")
+
+	code, out, _ = runCRL("explain", "{1205:0}")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "never retried")
+
+	// 255 waits at the ceiling: the elapsed time saturates, never negative.
+	code, out, errOut = runCRL("explain", "{1:255,2147483647*2}")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "more than 2562047h")
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 3 && f[0] == "1" {
+			assert.False(t, strings.HasPrefix(f[3], "-"), "elapsed %q is negative", f[3])
+		}
+	}
+}
+
+func TestNotes(t *testing.T) {
+	isolate(t)
+	code, out, _ := runCRL("check", "{1205:3,10ms};{1222:2,1.5}")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, `note: rule "{1205:3,10ms}"`)
+	assert.Contains(t, out, "10ms+0")
+	assert.Contains(t, out, `note: rule "{1222:2,1.5}"`)
+
+	code, out, _ = runCRL("check", "{1205:3,10ms+0};{1222:3,2*2};{40613:2,5};{1:1}")
+	assert.Equal(t, 0, code)
+	assert.NotContains(t, out, "note:", "explicit changes need no note")
 }

@@ -1,7 +1,9 @@
 // Command quickstart shows crl retrying a SQL Server deadlock, with no
 // server to install: it starts mssqltest, the SQL Server stand-in, in the
 // same process, scripts two deadlocks, and runs the statement through
-// sqlxcrl with the rule {1205:3,100ms*2}.
+// sqlxcrl with the retryExec rule {1205,1222:3,100ms*2:select,update}: a
+// deadlock (1205) or a lock timeout (1222) on a SELECT or an UPDATE is
+// retried up to 3 times, after 100ms, 200ms and 400ms.
 package main
 
 import (
@@ -17,6 +19,10 @@ import (
 	"github.com/crl-go/crl/mssqltest"
 	"github.com/crl-go/crl/sqlxcrl"
 )
+
+// rule is the retryExec rule the quickstart runs with (the package doc
+// names it).
+const rule = "{1205,1222:3,100ms*2:select,update}"
 
 func main() {
 	if err := run(); err != nil {
@@ -46,14 +52,14 @@ func run() error {
 	const update = "UPDATE accounts SET balance = balance - 10 WHERE id = 1"
 	srv.Handle(update, mssqltest.Error(1205), mssqltest.Error(1205), mssqltest.Affected(1))
 
-	dsn := srv.DSN() + "&retryExec={1205,1222:3,100ms*2:select,update}"
+	dsn := srv.DSN() + "&retryExec=" + rule
 	db, err := sqlxcrl.Connect("sqlserver", dsn, config.WithObserver(printer{}))
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 
-	fmt.Println("rule {1205,1222:3,100ms*2:select,update}: up to 3 retries after 100ms, 200ms, 400ms")
+	fmt.Println("rule " + rule + ": up to 3 retries after 100ms, 200ms, 400ms")
 	fmt.Println(update)
 	start := time.Now()
 	res, err := db.ExecContext(context.Background(), update)

@@ -1,5 +1,7 @@
-// Command sqlx shows sqlxcrl: statement retries, the connection loop and a
-// whole-transaction retry with RunInTx. Without -dsn it runs against
+// Command sqlx shows sqlxcrl: the connection loop, a whole-transaction
+// retry with RunInTx, and a statement retry (a SELECT run through code that
+// takes sqlx.ExtContext, the pattern that keeps retries when code is shared
+// between a *sqlxcrl.DB and a *sqlxcrl.Tx). Without -dsn it runs against
 // mssqltest, the in-process SQL Server stand-in, with scripted failures;
 // with -dsn it runs the same code against a real server (it then creates
 // and drops a table named crl_example_accounts).
@@ -12,6 +14,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/jmoiron/sqlx"
 	mssql "github.com/microsoft/go-mssqldb"
 
 	"github.com/crl-go/crl/config"
@@ -65,6 +68,11 @@ func run(dsn string) error {
 		dsn = srv.DSN()
 		fmt.Println("using the in-process SQL Server stand-in (mssqltest)")
 	}
+	return runOn(dsn)
+}
+
+// runOn runs the example against the server of dsn.
+func runOn(dsn string) error {
 	ctx := context.Background()
 	db, err := sqlxcrl.ConnectContext(ctx, "sqlserver", dsn, sqlxcrl.WithRetryExec(rules), config.WithObserver(printer{}))
 	if err != nil {
@@ -95,8 +103,9 @@ func run(dsn string) error {
 	}
 	fmt.Printf("  committed after %d run(s) of the closure\n", runs)
 
-	var accounts []account
-	if err := db.SelectContext(ctx, &accounts, selectAll); err != nil {
+	fmt.Println("read the balances; a deadlock on the SELECT is retried on its own:")
+	accounts, err := balances(ctx, db)
+	if err != nil {
 		return err
 	}
 	for _, a := range accounts {
@@ -105,11 +114,22 @@ func run(dsn string) error {
 	return nil
 }
 
+// balances reads the accounts. It takes sqlx.ExtContext, not *sqlx.DB:
+// given the *sqlxcrl.DB the statement runs under the statement loop, given
+// a *sqlxcrl.Tx it runs in the transaction. (Passing db.DB, the embedded
+// *sqlx.DB, would compile and lose the retries.)
+func balances(ctx context.Context, q sqlx.ExtContext) ([]account, error) {
+	var accounts []account
+	err := sqlx.SelectContext(ctx, q, &accounts, selectAll)
+	return accounts, err
+}
+
 // script makes the stand-in behave like a busy server: the first login
-// finds the database failing over, the first transfer is a deadlock victim.
+// finds the database failing over, the first transfer is a deadlock victim,
+// and so is the first SELECT of the balances.
 func script(srv *mssqltest.Server) {
 	srv.FailLogin(40613, 1)
 	srv.Handle(credit, mssqltest.Error(1205), mssqltest.Affected(1))
 	srv.Handle(debit, mssqltest.Affected(1))
-	srv.Handle(selectAll, mssqltest.Rows([]string{"id", "balance"}, []any{int64(1), int64(90)}, []any{int64(2), int64(10)}))
+	srv.Handle(selectAll, mssqltest.Error(1205), mssqltest.Rows([]string{"id", "balance"}, []any{int64(1), int64(90)}, []any{int64(2), int64(10)}))
 }
