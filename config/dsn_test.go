@@ -149,10 +149,15 @@ func TestParseDSNEveryKey(t *testing.T) {
 		{"retryRefresh", "off", func(c Config) bool { return c.RetryRefresh < 0 }},
 		{"retryBudget", "off", func(c Config) bool { return c.NoBudget }},
 		{"retryBudget", "on", func(c Config) bool { return !c.NoBudget && c.has(fieldBudget) }},
-		{"retryBudget", "max=100,earn=0.1,refill=1,timeoutCost=2", func(c Config) bool {
-			return c.Budget == core.BudgetSettings{Max: 100, EarnPerAttempt: 0.1, RefillPerSecond: 1, TimeoutCost: 2}
+		{"retryBudget", "max=100,earn=0.1,timeoutCost=2", func(c Config) bool {
+			return c.Budget == core.BudgetSettings{Max: 100, EarnPerAttempt: 0.1, TimeoutCost: 2}
 		}},
-		{"retryBudget", "earn=0,refill=0", func(c Config) bool { return c.Budget.EarnPerAttempt < 0 && c.Budget.RefillPerSecond < 0 }},
+		{"retryBudget", "max=1e6,earn=0.001,timeoutCost=1000", func(c Config) bool {
+			return c.Budget == core.BudgetSettings{Max: 1e6, EarnPerAttempt: 0.001, TimeoutCost: 1000}
+		}},
+		{"retryBudget", "MAX=2,Earn=1,timeoutcost=1", func(c Config) bool {
+			return c.Budget == core.BudgetSettings{Max: 2, EarnPerAttempt: 1, TimeoutCost: 1}
+		}},
 		{"retryJitter", "equal", func(c Config) bool { return c.Jitter == core.JitterEqual }},
 		{"retryJitter", "NONE", func(c Config) bool { return c.Jitter == core.JitterNone && c.has(fieldJitter) }},
 		{"retryProperties", "/etc/crl/mssql-jdbc.properties", func(c Config) bool { return c.PropertiesPath == "/etc/crl/mssql-jdbc.properties" }},

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -272,9 +271,9 @@ func isDecimal(s string) bool {
 }
 
 // parseBudget reads a retryBudget value: off, on (or default), or
-// comma-separated settings max=100,earn=0.1,refill=1,timeoutCost=2, any
-// subset, each name case-insensitive. earn=0 and refill=0 mean nothing is
-// earned or refilled.
+// comma-separated settings max=10,earn=0.1,timeoutCost=2, any subset, each
+// name case-insensitive, each value within its range
+// (core.CheckBudgetSetting), max at least 2 × timeoutCost.
 func parseBudget(v string) (core.BudgetSettings, bool, error) {
 	switch strings.ToLower(v) {
 	case "off", "none", "false":
@@ -282,33 +281,37 @@ func parseBudget(v string) (core.BudgetSettings, bool, error) {
 	case "on", "default", "true":
 		return core.BudgetSettings{}, false, nil
 	}
-	const want = "expected off, on, or settings such as max=100,earn=0.1,refill=1,timeoutCost=2"
+	const want = "expected off, on, or settings such as max=10,earn=0.1,timeoutCost=2"
 	var s core.BudgetSettings
 	err := eachSetting(v, "name=number", want, func(name, num string) error {
-		f, err := strconv.ParseFloat(num, 64)
-		if !isDecimal(num) || err != nil || math.IsInf(f, 0) {
-			return errorf("%s=%q is not a number that is not negative, %s", name, num, want)
-		}
+		var field *float64
 		switch name {
 		case "max":
-			if f == 0 {
-				return errorf("max=%s: expected a capacity greater than zero", num)
-			}
-			s.Max = f
+			field = &s.Max
 		case "earn":
-			s.EarnPerAttempt = orNothing(f)
-		case "refill":
-			s.RefillPerSecond = orNothing(f)
+			field = &s.EarnPerAttempt
 		case "timeoutcost":
-			if f == 0 {
-				return errorf("timeoutCost=%s: expected a cost greater than zero", num)
-			}
-			s.TimeoutCost = f
+			field, name = &s.TimeoutCost, "timeoutCost"
+		case "refill":
+			return errorf("refill=%s: the retry budget no longer refills with time (its bound would depend on the request rate); remove it, %s", num, want)
 		default:
 			return errorf("%q is not a budget setting, %s", name, want)
 		}
+		f, err := strconv.ParseFloat(num, 64)
+		if err != nil || strings.ContainsFunc(num, func(r rune) bool { return !strings.ContainsRune("0123456789.eE+-", r) }) {
+			return errorf("%s=%q: expected a number, %s", name, num, want)
+		}
+		if err := core.CheckBudgetSetting(name, f); err != nil {
+			return errorf("%s=%s: %v", name, num, err)
+		}
+		*field = f
 		return nil
 	})
+	if err == nil {
+		if err = s.Validate(); err != nil {
+			err = errorf("%s", strings.TrimPrefix(err.Error(), "core: retry budget "))
+		}
+	}
 	return s, false, err
 }
 
@@ -334,24 +337,22 @@ func eachSetting(v, form, want string, set func(name, value string) error) error
 	return nil
 }
 
-// orNothing maps 0 to the core's "nothing" (a negative rate), since the
-// core's zero means the default.
-func orNothing(f float64) float64 {
-	if f == 0 {
-		return -1
-	}
-	return f
-}
-
-// formatBudget prints budget settings as parseBudget reads them.
+// formatBudget prints budget settings as parseBudget reads them; zero
+// (default) settings are left out.
 func formatBudget(s core.BudgetSettings) string {
-	f := func(v float64) string {
-		if v < 0 {
-			v = 0
+	var parts []string
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"max", s.Max}, {"earn", s.EarnPerAttempt}, {"timeoutCost", s.TimeoutCost}} {
+		if f.v != 0 { // zero is the default, which the reader's "on" means
+			parts = append(parts, f.name+"="+strconv.FormatFloat(f.v, 'g', -1, 64))
 		}
-		return strconv.FormatFloat(v, 'g', -1, 64)
 	}
-	return "max=" + f(s.Max) + ",earn=" + f(s.EarnPerAttempt) + ",refill=" + f(s.RefillPerSecond) + ",timeoutCost=" + f(s.TimeoutCost)
+	if len(parts) == 0 {
+		return "on"
+	}
+	return strings.Join(parts, ",")
 }
 
 // parseBreaker reads a retryBreaker value: off, or comma-separated settings

@@ -104,7 +104,9 @@ func New(driverName, dsn string, opts ...Option) (*Runtime, string, error) {
 	r.budget = Config{Budget: merged.Budget, NoBudget: merged.NoBudget, Breaker: merged.Breaker, set: fieldBudget | fieldBreaker}
 	o := core.Options{Clock: r.clock, Observer: r.observer, NoBudget: merged.NoBudget}
 	if !merged.NoBudget {
-		o.Budget = core.NewBudget(merged.Budget, r.clock)
+		if o.Budget, err = core.NewBudget(merged.Budget); err != nil {
+			return nil, "", err
+		}
 	}
 	o.Breaker = core.NewBreaker(merged.Breaker, r.clock)
 	if path != "" && merged.RefreshInterval() > 0 {

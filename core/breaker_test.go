@@ -16,7 +16,7 @@ import (
 func TestBreaker(t *testing.T) {
 	clock := coretest.NewClock(time.Time{})
 	breaker := core.NewBreaker(core.BreakerSettings{Failures: 3, OpenFor: 10 * time.Second}, clock)
-	r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:1,0}")}, core.Options{Clock: clock, Breaker: breaker})
+	r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:1,0}")}, core.Options{Clock: clock, Breaker: breaker, NoBudget: true}) // the breaker alone
 	ctx := context.Background()
 	executions := 0
 	deadlock := func(context.Context) error { executions++; return serverError{1205} }

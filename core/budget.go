@@ -3,166 +3,199 @@ package core
 import (
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 	"sync/atomic"
-	"time"
+)
+
+// The budget's defaults and the ranges of its settings (docs/semantics.md,
+// "The retry budget").
+const (
+	defaultBudgetMax         = 20
+	defaultBudgetEarn        = 0.1
+	defaultBudgetTimeoutCost = 2
+
+	budgetMaxLow, budgetMaxHigh                 = 2, 1_000_000
+	budgetEarnLow, budgetEarnHigh               = 0.001, 1
+	budgetTimeoutCostLow, budgetTimeoutCostHigh = 1, 1000
 )
 
 // BudgetSettings configures a retry budget. The zero value is the default
-// budget: 100 retries at most, 0.1 retry earned per attempt that did not
-// fail with a retryable error, at least 1 retry refilled per second, and a
-// retry after a timeout costs 2.
+// budget: 20 tokens, 0.1 token earned per attempt that did not fail with a
+// retryable error, and a failure after a timeout costs 2 tokens (any other
+// retryable failure costs 1). A retry runs only while at least half of Max
+// is left after its failure has paid. Nothing depends on time: the bound
+// on a retry storm is the same at 0.5 request/s as at 10,000/s.
 type BudgetSettings struct {
-	// Max is the capacity in retries; the bucket starts full. Zero means 100.
+	// Max is the capacity in tokens, from 2 to 1,000,000; the budget starts
+	// full. Zero means 20. It is also what a storm may spend before the
+	// budget stops retries: half of it.
 	Max float64
-	// EarnPerAttempt is earned by each attempt that did not fail with a
-	// retryable error. Zero means 0.1; a negative value earns nothing.
+	// EarnPerAttempt is what each attempt earns that did not fail with a
+	// retryable error, from 0.001 to 1. Zero means 0.1: about one retry per
+	// ten successes once the budget is below full, so a storm runs at most
+	// about 1.1 executions per request.
 	EarnPerAttempt float64
-	// RefillPerSecond is earned per second whatever happens. Zero means 1;
-	// a negative value refills nothing.
-	RefillPerSecond float64
-	// TimeoutCost is what a retry after a timeout costs (other retries cost
-	// 1). Zero means 2.
+	// TimeoutCost is what a failure after a timeout costs, from 1 to 1000
+	// and at most Max/2 (so that a timeout can be retried at all); any
+	// other retryable failure costs 1. Zero means 2.
 	TimeoutCost float64
 }
 
 func (s BudgetSettings) normalised() BudgetSettings {
-	if s.Max <= 0 {
-		s.Max = 100
+	if s.Max == 0 {
+		s.Max = defaultBudgetMax
 	}
-	s.EarnPerAttempt = defaultRate(s.EarnPerAttempt, 0.1)
-	s.RefillPerSecond = defaultRate(s.RefillPerSecond, 1)
-	if s.TimeoutCost <= 0 {
-		s.TimeoutCost = 2
+	if s.EarnPerAttempt == 0 {
+		s.EarnPerAttempt = defaultBudgetEarn
+	}
+	if s.TimeoutCost == 0 {
+		s.TimeoutCost = defaultBudgetTimeoutCost
 	}
 	return s
 }
 
-func defaultRate(v, def float64) float64 {
-	switch {
-	case v == 0:
-		return def
-	case v < 0:
-		return 0
-	}
-	return v
-}
-
-// Validate reports settings that make no sense (NaN or infinite values).
+// Validate reports the first setting out of its range, naming it by its
+// configuration key and the range: "core: retry budget max=1e+09: expected
+// a number from 2 to 1000000". Zero fields are the defaults.
 func (s BudgetSettings) Validate() error {
-	for name, v := range map[string]float64{"max": s.Max, "earn": s.EarnPerAttempt, "refill": s.RefillPerSecond, "timeoutCost": s.TimeoutCost} {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("core: retry budget %s=%v: expected a finite number", name, v)
+	n := s.normalised()
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"max", n.Max}, {"earn", n.EarnPerAttempt}, {"timeoutCost", n.TimeoutCost}} {
+		if err := CheckBudgetSetting(f.name, f.v); err != nil {
+			return fmt.Errorf("core: retry budget %s=%s: %w", f.name, formatNumber(f.v), err)
 		}
+	}
+	if n.TimeoutCost*2 > n.Max {
+		return fmt.Errorf("core: retry budget max=%s with timeoutCost=%s: expected max of at least 2 × timeoutCost (%s), so that a timeout can be retried",
+			formatNumber(n.Max), formatNumber(n.TimeoutCost), formatNumber(n.TimeoutCost*2))
 	}
 	return nil
 }
 
-// milli is the budget's fixed-point unit: 1 retry = 1000.
-const milli = 1000
-
-// Budget is a lock-free token bucket of retries, one per DB. It bounds a
-// retry storm (every statement failing) to about 1 + EarnPerAttempt
-// executions per request, while sporadic retries are never refused.
-type Budget struct {
-	max, earn, refill, timeoutCost int64 // in milli-retries
-	clock                          Clock
-	tokens                         atomic.Int64
-	lastRefill                     atomic.Int64 // unix nanoseconds
+// CheckBudgetSetting reports a value out of the range of the budget
+// setting name (max, earn or timeoutCost, case-insensitive) with an error
+// that says what is expected ("expected a number from 2 to 1000000"), so
+// that configuration readers name the value as it was written.
+func CheckBudgetSetting(name string, v float64) error {
+	var low, high float64
+	switch strings.ToLower(name) {
+	case "max":
+		low, high = budgetMaxLow, budgetMaxHigh
+	case "earn":
+		low, high = budgetEarnLow, budgetEarnHigh
+	case "timeoutcost":
+		low, high = budgetTimeoutCostLow, budgetTimeoutCostHigh
+	default:
+		return fmt.Errorf("expected a budget setting: max, earn or timeoutCost, not %q", name)
+	}
+	if math.IsNaN(v) || v < low || v > high {
+		return fmt.Errorf("expected a number from %s to %s", strconv.FormatFloat(low, 'f', -1, 64), strconv.FormatFloat(high, 'f', -1, 64))
+	}
+	return nil
 }
 
-// NewBudget returns a full budget. A nil clock means SystemClock.
-func NewBudget(s BudgetSettings, clock Clock) *Budget {
+func formatNumber(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// budgetUnit is the budget's fixed-point unit: 1 token = 1,000,000.
+const budgetUnit = 1_000_000
+
+// Budget is a retry budget, one per database handle: a lock-free bucket of
+// tokens in the manner of gRPC's retry throttling. Every retryable failure
+// costs tokens (Withdraw, Failed), every other attempt earns a fraction of
+// one (Earn), and a retry runs only while at least half the capacity is
+// left. In a storm, where every attempt fails, retries stop after about
+// Max/2 failures and then cost nothing more, whatever the request rate;
+// sporadic failures (up to EarnPerAttempt/(1+EarnPerAttempt) ≈ 9% of
+// attempts) leave the bucket full, so each is retried; after a storm,
+// retries return as successes refill the bucket (Max/2 ÷ EarnPerAttempt
+// successes, 100 by default), not after a fixed time.
+type Budget struct {
+	max, half, earn, timeoutCost int64 // in budgetUnit
+	tokens                       atomic.Int64
+}
+
+// NewBudget returns a full budget, or the error of s.Validate.
+func NewBudget(s BudgetSettings) (*Budget, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
 	s = s.normalised()
-	if clock == nil {
-		clock = SystemClock{}
-	}
 	b := &Budget{
-		max:         int64(s.Max * milli),
-		earn:        int64(s.EarnPerAttempt * milli),
-		refill:      int64(s.RefillPerSecond * milli),
-		timeoutCost: int64(s.TimeoutCost * milli),
-		clock:       clock,
+		max:         int64(math.Round(s.Max * budgetUnit)),
+		earn:        int64(math.Round(s.EarnPerAttempt * budgetUnit)),
+		timeoutCost: int64(math.Round(s.TimeoutCost * budgetUnit)),
 	}
+	b.half = b.max / 2
 	b.tokens.Store(b.max)
-	b.lastRefill.Store(clock.Now().UnixNano())
+	return b, nil
+}
+
+// newDefaultBudget is NewBudget(BudgetSettings{}), which cannot fail.
+func newDefaultBudget() *Budget {
+	b, err := NewBudget(BudgetSettings{})
+	if err != nil {
+		panic("core: the default retry budget is invalid: " + err.Error()) // a bug in this file
+	}
 	return b
 }
 
-// Available returns the retries the budget holds now.
+// Available returns the tokens the budget holds now.
 func (b *Budget) Available() float64 {
-	b.refillNow()
-	return float64(b.tokens.Load()) / milli
+	return float64(b.tokens.Load()) / budgetUnit
 }
 
 // Earn credits an attempt that did not fail with a retryable error. When
-// the bucket is full it is a single atomic load.
+// the bucket is full (the usual case) it is a single atomic load: no shared
+// write on the success path.
 func (b *Budget) Earn() {
-	if b == nil || b.earn == 0 {
+	if b == nil {
 		return
 	}
-	b.add(b.earn)
-}
-
-func (b *Budget) add(n int64) {
 	for {
 		cur := b.tokens.Load()
 		if cur >= b.max {
 			return
 		}
-		next := min(cur+n, b.max)
-		if b.tokens.CompareAndSwap(cur, next) {
+		if b.tokens.CompareAndSwap(cur, min(cur+b.earn, b.max)) {
 			return
 		}
 	}
 }
 
-// Withdraw takes one retry (TimeoutCost after a timeout); it reports false,
-// and takes nothing, when the budget cannot pay.
+// Withdraw charges a retryable failure that asks for a retry (TimeoutCost
+// after a timeout, otherwise 1) and reports whether the retry may run: at
+// least half the capacity is left after the charge. The charge is taken
+// either way, as in gRPC's retry throttling: failures are the signal.
 func (b *Budget) Withdraw(afterTimeout bool) bool {
 	if b == nil {
 		return true
 	}
-	b.refillNow()
-	cost := int64(milli)
+	return b.charge(afterTimeout) >= b.half
+}
+
+// Failed charges a retryable failure that is not retried (its rule's
+// retries are used up), like Withdraw without asking.
+func (b *Budget) Failed(afterTimeout bool) {
+	if b == nil {
+		return
+	}
+	b.charge(afterTimeout)
+}
+
+// charge takes the cost of a failure, down to zero, and returns what is left.
+func (b *Budget) charge(afterTimeout bool) int64 {
+	cost := int64(budgetUnit)
 	if afterTimeout {
 		cost = b.timeoutCost
 	}
 	for {
 		cur := b.tokens.Load()
-		if cur < cost {
-			return false
+		next := max(cur-cost, 0)
+		if b.tokens.CompareAndSwap(cur, next) {
+			return next
 		}
-		if b.tokens.CompareAndSwap(cur, cur-cost) {
-			return true
-		}
-	}
-}
-
-// refillNow credits RefillPerSecond for the time since the last refill.
-func (b *Budget) refillNow() {
-	if b.refill == 0 {
-		return
-	}
-	now := b.clock.Now().UnixNano()
-	last := b.lastRefill.Load()
-	elapsed := now - last
-	if elapsed <= 0 {
-		return
-	}
-	if elapsed > int64(time.Hour) { // long idle: refill whole, avoid overflow
-		if b.lastRefill.CompareAndSwap(last, now) {
-			b.add(b.max)
-		}
-		return
-	}
-	// Credit whole milli-retries only, and move lastRefill by the time they
-	// account for, so no fraction is lost between calls.
-	earned := elapsed * b.refill / int64(time.Second)
-	if earned == 0 {
-		return
-	}
-	used := earned * int64(time.Second) / b.refill
-	if b.lastRefill.CompareAndSwap(last, last+used) {
-		b.add(earned)
 	}
 }

@@ -79,13 +79,17 @@ func socketNumber(err error) (int32, bool) {
 // SQLState returns the five-character SQLSTATE of err or of any error it
 // wraps, through SQLState() string (pgx, lib/pq).
 func SQLState(err error) (string, bool) {
-	var s stated
-	if err != nil && errors.As(err, &s) {
-		if st := s.SQLState(); st != "" {
-			return st, true
+	// walk with a type assertion, not errors.As: its target escapes, which
+	// would allocate on every classified error.
+	st := ""
+	walk(err, func(e error) bool {
+		if s, ok := e.(stated); ok {
+			st = s.SQLState()
+			return true
 		}
-	}
-	return "", false
+		return false
+	})
+	return st, st != ""
 }
 
 // mysqlNumber reads the Number field of github.com/go-sql-driver/mysql's
@@ -197,11 +201,18 @@ func mysqlCutoff(n int32) bool { return n == 3024 || n == 1969 }
 
 // timedOut reports context.DeadlineExceeded, ETIMEDOUT and net.Error time-outs.
 func timedOut(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, syscall.ETIMEDOUT) {
-		return true
-	}
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
+	// One walk, with type assertions: errors.As would allocate, and an
+	// errors.Is per target walks the chain again.
+	return walk(err, func(e error) bool {
+		if e == context.DeadlineExceeded || e == syscall.ETIMEDOUT {
+			return true
+		}
+		if x, ok := e.(interface{ Is(error) bool }); ok && (x.Is(context.DeadlineExceeded) || x.Is(syscall.ETIMEDOUT)) {
+			return true
+		}
+		ne, ok := e.(net.Error)
+		return ok && ne.Timeout()
+	})
 }
 
 // IsBadConn reports whether err means that the connection broke:
@@ -211,12 +222,36 @@ func IsBadConn(err error) bool {
 	if err == nil {
 		return false
 	}
-	switch {
-	case errors.Is(err, driver.ErrBadConn), errors.Is(err, sql.ErrConnDone),
-		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
-		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNABORTED),
-		errors.Is(err, syscall.EPIPE), errors.Is(err, net.ErrClosed):
+	// One walk over the chain instead of an errors.Is per sentinel: this
+	// runs for every failed attempt.
+	return walk(err, func(e error) bool {
+		if isBadConnSentinel(e) {
+			return true
+		}
+		if x, ok := e.(interface{ Is(error) bool }); ok {
+			for _, target := range badConnSentinels {
+				if x.Is(target) {
+					return true
+				}
+			}
+		}
+		return e.Error() == "invalid connection"
+	})
+}
+
+// badConnSentinels are the errors that mean a broken connection.
+var badConnSentinels = [...]error{driver.ErrBadConn, sql.ErrConnDone, io.EOF, io.ErrUnexpectedEOF,
+	syscall.ECONNRESET, syscall.ECONNABORTED, syscall.EPIPE, net.ErrClosed}
+
+// isBadConnSentinel reports whether e is one of badConnSentinels. Their
+// types are comparable, so comparing e with them cannot panic.
+func isBadConnSentinel(e error) bool {
+	if n, ok := e.(syscall.Errno); ok {
+		return n == syscall.ECONNRESET || n == syscall.ECONNABORTED || n == syscall.EPIPE
+	}
+	switch e {
+	case driver.ErrBadConn, sql.ErrConnDone, io.EOF, io.ErrUnexpectedEOF, net.ErrClosed:
 		return true
 	}
-	return walk(err, func(e error) bool { return e.Error() == "invalid connection" })
+	return false
 }

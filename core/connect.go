@@ -93,6 +93,7 @@ func (c *connectRun) run() error {
 			c.r.budget.Earn()
 			return c.giveUp(ErrNotRetryable, err, nil, "")
 		case retry >= c.count:
+			c.r.budget.Failed(cl.timeout) // a retryable failure costs, retried or not
 			return c.giveUp(ErrRetriesExhausted, err, nil, "")
 		}
 		if elapsed+c.interval >= c.login {

@@ -343,62 +343,6 @@ func TestConnectDefaultsAndLists(t *testing.T) {
 	}
 }
 
-func TestRetryBudget(t *testing.T) {
-	clock := coretest.NewClock(time.Time{})
-	budget := core.NewBudget(core.BudgetSettings{}, clock)
-	r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:1}")}, core.Options{Clock: clock, Budget: budget})
-	// A storm: every attempt fails. 1000 requests run 1000 + 100 executions.
-	var executions int
-	refused := 0
-	for i := 0; i < 1000; i++ {
-		err := r.Do(context.Background(), "select 1", func(context.Context) error { executions++; return serverError{1205} })
-		if errors.Is(err, core.ErrRetryBudgetExceeded) {
-			refused++
-			if !errors.Is(err, serverError{1205}) {
-				t.Fatalf("budget error does not wrap the driver error: %v", err)
-			}
-		}
-	}
-	if executions != 1100 || refused != 900 {
-		t.Errorf("storm: %d executions, %d refused; want 1100, 900", executions, refused)
-	}
-	// Time refills at least 1 retry per second.
-	clock.Advance(5 * time.Second)
-	if got := budget.Available(); got < 5 || got > 5.001 {
-		t.Errorf("after 5 s: %v available, want 5", got)
-	}
-	// Sporadic failures are never refused: successes earn 0.1 each.
-	clock.Advance(time.Hour)
-	refused = 0
-	for i := 0; i < 1000; i++ {
-		calls := 0
-		var errs []error
-		if i%10 == 0 {
-			errs = []error{serverError{1205}}
-		}
-		if err := r.Do(context.Background(), "select 1", failing(&calls, errs...)); err != nil {
-			refused++
-		}
-	}
-	if refused != 0 {
-		t.Errorf("sporadic: %d refused", refused)
-	}
-}
-
-func TestBudgetTimeoutCost(t *testing.T) {
-	clock := coretest.NewClock(time.Time{})
-	b := core.NewBudget(core.BudgetSettings{Max: 3, RefillPerSecond: -1}, clock)
-	if !b.Withdraw(true) || b.Available() != 1 || b.Withdraw(true) || !b.Withdraw(false) || b.Withdraw(false) {
-		t.Errorf("timeout retries cost 2: %v left", b.Available())
-	}
-	for i := 0; i < 10; i++ {
-		b.Earn()
-	}
-	if b.Available() != 1 {
-		t.Errorf("ten attempts earn 1: %v", b.Available())
-	}
-}
-
 func TestNoBudget(t *testing.T) {
 	r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:1}")}, core.Options{NoBudget: true})
 	if r.Budget() != nil {

@@ -61,8 +61,10 @@ func run() error {
 	}
 	write("retryExec={1205:1,10ms+0}\n")
 
+	// Every statement of this demo fails, which the retry budget would
+	// rightly treat as a storm: it is off so that each edit's retries show.
 	rt, driverDSN, err := config.New("sqlserver",
-		"sqlserver://app@localhost?database=shop&retryRefresh=100ms&retryProperties="+url.PathEscape(path),
+		"sqlserver://app@localhost?database=shop&retryRefresh=100ms&retryBudget=off&retryProperties="+url.PathEscape(path),
 		config.WithObserver(reloads{}))
 	if err != nil {
 		return err

@@ -1,0 +1,66 @@
+package benchmarks
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"io"
+)
+
+// memDriver is an in-memory database/sql driver: every statement succeeds
+// at once (Exec affects one row; Query returns the row id=7, name="pen"),
+// with no network and nothing stored, so that what a wrapper costs on top
+// of database/sql is what a benchmark sees.
+type memDriver struct{}
+
+func init() { sql.Register("crlmem", memDriver{}) }
+
+func (memDriver) Open(string) (driver.Conn, error) { return memConn{}, nil }
+
+type memConn struct{}
+
+var (
+	_ driver.ExecerContext  = memConn{}
+	_ driver.QueryerContext = memConn{}
+	_ driver.ConnBeginTx    = memConn{}
+)
+
+func (memConn) Prepare(query string) (driver.Stmt, error) { return memStmt{}, nil }
+func (memConn) Close() error                              { return nil }
+func (memConn) Begin() (driver.Tx, error)                 { return memTx{}, nil }
+func (memConn) BeginTx(context.Context, driver.TxOptions) (driver.Tx, error) {
+	return memTx{}, nil
+}
+func (memConn) ExecContext(context.Context, string, []driver.NamedValue) (driver.Result, error) {
+	return driver.RowsAffected(1), nil
+}
+func (memConn) QueryContext(context.Context, string, []driver.NamedValue) (driver.Rows, error) {
+	return &memRows{}, nil
+}
+
+type memStmt struct{}
+
+func (memStmt) Close() error                               { return nil }
+func (memStmt) NumInput() int                              { return -1 }
+func (memStmt) Exec([]driver.Value) (driver.Result, error) { return driver.RowsAffected(1), nil }
+func (memStmt) Query([]driver.Value) (driver.Rows, error)  { return &memRows{}, nil }
+
+type memTx struct{}
+
+func (memTx) Commit() error   { return nil }
+func (memTx) Rollback() error { return nil }
+
+type memRows struct{ done bool }
+
+var memColumns = []string{"id", "name"}
+
+func (*memRows) Columns() []string { return memColumns }
+func (*memRows) Close() error      { return nil }
+func (r *memRows) Next(dest []driver.Value) error {
+	if r.done {
+		return io.EOF
+	}
+	r.done = true
+	dest[0], dest[1] = int64(7), "pen"
+	return nil
+}

@@ -1,0 +1,81 @@
+package benchmarks
+
+import (
+	"fmt"
+	"image/color"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// PlotStorm draws the statements the database received per second over
+// time, one line per result, with the database's capacity, as a PNG (or
+// SVG, by path's extension) at path.
+func PlotStorm(s Storm, results []StormResult, title, path string) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "time (s)"
+	p.Y.Label.Text = "statements received per second"
+	p.Legend.Top = true
+	p.Legend.XOffs = -vg.Points(10)
+	var ticks []plot.Tick
+	for t := 0.0; t <= s.Horizon.Seconds(); t += 5 {
+		ticks = append(ticks, plot.Tick{Value: t, Label: fmt.Sprint(t)})
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	p.Add(plotter.NewGrid())
+
+	capacity := plotter.XYs{
+		{X: 0, Y: s.Capacity}, {X: s.DegradeAt.Seconds(), Y: s.Capacity},
+		{X: s.DegradeAt.Seconds(), Y: s.Capacity * s.DegradedShare},
+		{X: (s.DegradeAt + s.DegradeFor).Seconds(), Y: s.Capacity * s.DegradedShare},
+		{X: (s.DegradeAt + s.DegradeFor).Seconds(), Y: s.Capacity}, {X: s.Horizon.Seconds(), Y: s.Capacity},
+	}
+	cl, err := plotter.NewLine(capacity)
+	if err != nil {
+		return err
+	}
+	cl.Color = color.Gray{Y: 140}
+	cl.Width = vg.Points(2.5)
+	cl.Dashes = []vg.Length{vg.Points(2), vg.Points(3)}
+	p.Add(cl)
+	p.Legend.Add("database capacity", cl)
+
+	for i, r := range results {
+		xy := make(plotter.XYs, len(r.Series))
+		for j, v := range r.Series {
+			xy[j] = plotter.XY{X: (float64(j) + 0.5) * s.Bucket.Seconds(), Y: v}
+		}
+		l, err := plotter.NewLine(xy)
+		if err != nil {
+			return err
+		}
+		l.Color = palette[i%len(palette)]
+		l.Width = vg.Points(1.5)
+		if r.Budget {
+			l.Width = vg.Points(3)
+		}
+		p.Add(l)
+		name := r.Policy
+		if r.Stopped > 0 {
+			name += fmt.Sprintf(" (no recovery, stopped at %.0f s)", r.Stopped.Seconds())
+		}
+		p.Legend.Add(name, l)
+	}
+	p.Y.Min = 0
+	p.X.Min, p.X.Max = 0, s.Horizon.Seconds()
+	return p.Save(12*vg.Inch, 6.5*vg.Inch, path)
+}
+
+// palette tells the policies apart (colour-blind safe, after Okabe and Ito).
+var palette = []color.Color{
+	color.RGBA{0, 0, 0, 255},       // black
+	color.RGBA{230, 159, 0, 255},   // orange
+	color.RGBA{86, 180, 233, 255},  // sky blue
+	color.RGBA{240, 228, 66, 255},  // yellow
+	color.RGBA{204, 121, 167, 255}, // reddish purple
+	color.RGBA{213, 94, 0, 255},    // vermillion
+	color.RGBA{0, 158, 115, 255},   // bluish green
+	color.RGBA{0, 114, 178, 255},   // blue
+}
