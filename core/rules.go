@@ -43,7 +43,10 @@ func (r Rule) Filter() []string { return append([]string(nil), r.filter...) }
 // rule has no filter, or when the statement's first keyword (after white
 // space, comments and opening parentheses), lower-cased, equals one of the
 // filter words. It does not allocate.
-func (r Rule) Matches(query string) bool {
+func (r Rule) Matches(query string) bool { return r.matches(query) }
+
+// matches is Matches without copying the rule.
+func (r *Rule) matches(query string) bool {
 	if len(r.filter) == 0 {
 		return true
 	}
@@ -129,38 +132,6 @@ func numberToken(n int32) (token, bool) {
 	return token(n), true
 }
 
-// LookupState returns the rule for a SQLSTATE such as 40P01 or 40001.
-func (s StatementRules) LookupState(sqlState string) (Rule, bool) {
-	t, ok := stateToken(sqlState)
-	if !ok {
-		return Rule{}, false
-	}
-	r, ok := s.byToken[t]
-	if !ok {
-		return Rule{}, false
-	}
-	return *r, true
-}
-
-// LookupCondition returns the rule for a named condition, "timeout" or
-// "badconn".
-func (s StatementRules) LookupCondition(name string) (Rule, bool) {
-	var t token
-	switch strings.ToLower(name) {
-	case conditionTimeout:
-		t = tokenTimeout
-	case conditionBadConn:
-		t = tokenBadConn
-	default:
-		return Rule{}, false
-	}
-	r, ok := s.byToken[t]
-	if !ok {
-		return Rule{}, false
-	}
-	return *r, true
-}
-
 // lookup finds the rule for a classified error: its number first, then its
 // SQLSTATE, then the named conditions.
 func (s StatementRules) lookup(c class) *Rule {
@@ -182,10 +153,8 @@ func (s StatementRules) lookup(c class) *Rule {
 			return r
 		}
 	}
-	if c.badConn {
-		if r, ok := s.byToken[tokenBadConn]; ok {
-			return r
-		}
+	if r, ok := s.byToken[tokenBadConn]; ok && c.badConn() { // the last check: it walks the chain
+		return r
 	}
 	return nil
 }
@@ -538,7 +507,7 @@ func (c ConnectionRules) names(cl class) bool {
 		}
 	}
 	for _, t := range [...]token{cl.state, tokenTimeout, tokenBadConn} {
-		if t == 0 || t == tokenTimeout && !cl.timeout || t == tokenBadConn && !cl.badConn {
+		if t == 0 || t == tokenTimeout && !cl.timeout || t == tokenBadConn && !cl.badConn() {
 			continue
 		}
 		if _, ok := c.set[t]; ok {

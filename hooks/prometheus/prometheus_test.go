@@ -43,7 +43,7 @@ func TestMetricsFromARealLoop(t *testing.T) {
 		return nil
 	})
 	m.RulesReloaded(core.RulesReloaded{Err: errors.New("bad line")})
-	m.ConnectionRetry(core.ConnectionRetry{Attempt: 1})
+	m.RetryScheduled(core.RetryScheduled{Kind: core.KindConnection, Attempt: 1})
 	txRuns := 0
 	_ = r.DoTx(context.Background(), func(context.Context) (string, error) {
 		if txRuns++; txRuns == 1 {
