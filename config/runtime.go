@@ -102,7 +102,7 @@ func New(driverName, dsn string, opts ...Option) (*Runtime, string, error) {
 		return nil, "", err
 	}
 	r.budget = Config{Budget: merged.Budget, NoBudget: merged.NoBudget, Breaker: merged.Breaker, set: fieldBudget | fieldBreaker}
-	o := core.Options{Clock: r.clock, Observer: r.observer, NoBudget: merged.NoBudget}
+	o := core.Options{Clock: r.clock, Observer: r.observer}
 	if !merged.NoBudget {
 		if o.Budget, err = core.NewBudget(merged.Budget); err != nil {
 			return nil, "", err
