@@ -105,7 +105,7 @@ func giveUpReasons(k core.Kind) []string {
 	case core.KindTransaction:
 		return []string{"exhausted", "query_timeout", "budget", "deadline", "not_retryable", "circuit_open", "commit_unknown"}
 	}
-	return []string{"exhausted", "query_timeout", "budget", "deadline", "not_retryable", "circuit_open"}
+	return []string{"exhausted", "query_timeout", "budget", "deadline", "not_retryable", "circuit_open", "batch"}
 }
 
 // New returns Metrics and registers them with reg (nil means do not
