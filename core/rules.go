@@ -197,20 +197,10 @@ func sortedTokens[V any](m map[token]V) []token {
 // value (or "{}") has no rules. Every error names the rule and the token.
 func ParseStatementRules(s string) (StatementRules, error) {
 	out := StatementRules{}
-	if err := checkBraces(s); err != nil {
-		return StatementRules{}, err
-	}
-	for _, raw := range splitRules(s) {
-		body, err := ruleBody(raw)
-		if err != nil {
-			return StatementRules{}, err
-		}
-		if body == "" {
-			continue
-		}
+	err := eachRule(s, func(raw, body string) error {
 		rule, toks, err := parseStatementRule(raw, body)
 		if err != nil {
-			return StatementRules{}, err
+			return err
 		}
 		if out.byToken == nil {
 			out.byToken = make(map[token]*Rule)
@@ -220,8 +210,34 @@ func ParseStatementRules(s string) (StatementRules, error) {
 			r.tok = t
 			out.byToken[t] = &r
 		}
+		return nil
+	})
+	if err != nil {
+		return StatementRules{}, err
 	}
 	return out, nil
+}
+
+// eachRule checks the braces of a rule value and calls f with each rule
+// that is not empty, as written (raw) and without its braces (body),
+// until f fails.
+func eachRule(s string, f func(raw, body string) error) error {
+	if err := checkBraces(s); err != nil {
+		return err
+	}
+	for _, raw := range splitRules(s) {
+		body, err := ruleBody(raw)
+		if err != nil {
+			return err
+		}
+		if body == "" {
+			continue
+		}
+		if err := f(raw, body); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func parseStatementRule(raw, body string) (Rule, []token, error) {
@@ -545,19 +561,9 @@ func (c ConnectionRules) String() string {
 // driver's rule). An empty value keeps the builtin list.
 func ParseConnectionRules(s string) (ConnectionRules, error) {
 	out := ConnectionRules{}
-	if err := checkBraces(s); err != nil {
-		return ConnectionRules{}, err
-	}
-	for _, raw := range splitRules(s) {
-		body, err := ruleBody(raw)
-		if err != nil {
-			return ConnectionRules{}, err
-		}
-		if body == "" {
-			continue
-		}
+	err := eachRule(s, func(raw, body string) error {
 		if strings.Contains(body, ":") {
-			return ConnectionRules{}, &RuleError{Rule: raw, Err: ErrInvalidRuleFormat,
+			return &RuleError{Rule: raw, Err: ErrInvalidRuleFormat,
 				Reason: "a connection rule has no timings or filter, expected {[+]errors} such as {+4060}"}
 		}
 		if !strings.HasPrefix(body, "+") {
@@ -565,7 +571,7 @@ func ParseConnectionRules(s string) (ConnectionRules, error) {
 		}
 		toks, err := parseTokens(raw, body, true)
 		if err != nil {
-			return ConnectionRules{}, err
+			return err
 		}
 		if out.set == nil {
 			out.set = make(map[token]struct{})
@@ -573,6 +579,10 @@ func ParseConnectionRules(s string) (ConnectionRules, error) {
 		for _, t := range toks {
 			out.set[t] = struct{}{}
 		}
+		return nil
+	})
+	if err != nil {
+		return ConnectionRules{}, err
 	}
 	return out, nil
 }
