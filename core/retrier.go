@@ -34,7 +34,8 @@ type Options struct {
 // Its Policy can be swapped at any time (SetPolicy) without locks.
 type Retrier struct {
 	policy   atomic.Pointer[Policy]
-	quiet    bool // no observer, breaker or refresh: a first attempt has nobody to ask or tell
+	direct   atomic.Pointer[Policy] // the policy when a first attempt may run directly, else nil (see statement)
+	quiet    bool                   // no observer, breaker or refresh: a first attempt has nobody to ask or tell
 	clock    Clock
 	observer Observer
 	budget   *Budget
@@ -64,7 +65,7 @@ func NewRetrier(p Policy, o Options) (*Retrier, error) {
 		r.opBase = rand.Uint64()
 	}
 	r.quiet = r.observer == nil && r.breaker == nil && r.refresh == nil
-	r.policy.Store(&p)
+	r.store(&p)
 	return r, nil
 }
 
@@ -98,8 +99,19 @@ func (r *Retrier) SetPolicy(p Policy) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	r.policy.Store(&p)
+	r.store(&p)
 	return nil
+}
+
+// store makes p the policy. An operation that starts meanwhile runs under
+// the old policy or the new one, either whole.
+func (r *Retrier) store(p *Policy) {
+	var direct *Policy
+	if r.quiet && p.QueryTimeout <= 0 {
+		direct = p
+	}
+	r.policy.Store(p)
+	r.direct.Store(direct)
 }
 
 // Policy returns the current policy.
@@ -141,7 +153,7 @@ func (r *Retrier) DoRows(ctx context.Context, query string, fn func(ctx context.
 // breaker or refresh) and no queryTimeout bounds the attempt, fn runs
 // directly and a success costs one atomic load of the budget.
 func (r *Retrier) statement(ctx context.Context, query string, fn func(ctx context.Context) error, b bound) error {
-	if p := r.direct(); p != nil {
+	if p := r.direct.Load(); p != nil {
 		if err := fn(ctx); err != nil {
 			return r.statementFailed(ctx, p, query, fn, b, err)
 		}
@@ -149,15 +161,6 @@ func (r *Retrier) statement(ctx context.Context, query string, fn func(ctx conte
 		return nil
 	}
 	return r.statementLoop(ctx, query, fn, b)
-}
-
-// direct returns the policy when a first attempt may run without the
-// loop's preparations, nil otherwise.
-func (r *Retrier) direct() *Policy {
-	if p := r.policy.Load(); r.quiet && p.QueryTimeout <= 0 {
-		return p
-	}
-	return nil
 }
 
 // statementFailed goes on after a direct first attempt failed with err.
@@ -199,7 +202,7 @@ func RetryRows[T any](ctx context.Context, r *Retrier, query string, fn func(ctx
 
 // retry is Retry and RetryRows, with statement's direct first attempt.
 func retry[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error), b bound) (T, error) {
-	if p := r.direct(); p != nil {
+	if p := r.direct.Load(); p != nil {
 		v, err := fn(ctx)
 		if err == nil {
 			r.budget.earn()
