@@ -69,10 +69,10 @@ func ParseDSN(driverName, dsn string) (Config, string, error) {
 	}
 	var c Config
 	for _, p := range params {
-		if c.set&p.key.field != 0 {
-			return Config{}, "", &dsnError{reason: p.key.name + " given twice (keys are case-insensitive)", err: ErrDuplicateKey}
+		if c.set&(1<<p.setting) != 0 {
+			return Config{}, "", &dsnError{reason: settings[p.setting].key + " given twice (keys are case-insensitive)", err: ErrDuplicateKey}
 		}
-		if err := c.setValue(p.key, p.value, "DSN"); err != nil {
+		if err := c.setValue(p.setting, p.value, "DSN"); err != nil {
 			return Config{}, "", err
 		}
 	}
@@ -81,8 +81,8 @@ func ParseDSN(driverName, dsn string) (Config, string, error) {
 
 // param is one retry setting found in a DSN.
 type param struct {
-	key   key
-	value string
+	setting int // index in settings
+	value   string
 }
 
 // stripADO reads an ADO connection string (odbc: the ODBC form, without its
@@ -147,11 +147,11 @@ func stripADO(s string, odbc bool) ([]param, string, error) {
 			i++
 			continue
 		}
-		v, end, bare, err := ourADOValue(s, i, k.name)
+		v, end, bare, err := ourADOValue(s, i, settings[k].key)
 		if err != nil {
 			return nil, "", err
 		}
-		afterOur, bareOur = k.name, bare
+		afterOur, bareOur = settings[k].key, bare
 		params = append(params, param{k, v})
 		i = end + 1
 	}
@@ -323,7 +323,7 @@ func ourQueryParam(pair string) (param, bool, error) {
 	}
 	v, err := url.PathUnescape(rawValue)
 	if err != nil {
-		return param{}, false, &ValueError{Source: "DSN", Key: k.name, Value: rawValue, Err: err,
+		return param{}, false, &ValueError{Source: "DSN", Key: settings[k].key, Value: rawValue, Err: err,
 			Reason: "not valid percent-encoding, expected %XX escapes such as %2B for '+'"}
 	}
 	return param{k, v}, true, nil
@@ -410,7 +410,7 @@ func stripKeywordValue(s string) ([]param, string, error) {
 			}
 			if j >= len(s) {
 				if ours {
-					return nil, "", &dsnError{err: ErrMalformed, reason: k.name + ": the quote is not closed"}
+					return nil, "", &dsnError{err: ErrMalformed, reason: settings[k].key + ": the quote is not closed"}
 				}
 				kept = append(kept, s[start:])
 				return params, strings.Join(kept, " "), nil
@@ -419,7 +419,7 @@ func stripKeywordValue(s string) ([]param, string, error) {
 		case ours && i < len(s) && s[i] == '{':
 			c, ok := closingBrace(s, i)
 			if !ok {
-				return nil, "", &dsnError{err: ErrMalformed, reason: k.name + ": the brace opened at " +
+				return nil, "", &dsnError{err: ErrMalformed, reason: settings[k].key + ": the brace opened at " +
 					strconv.Quote(abbreviate(s[i:])) + " is not closed"}
 			}
 			v, end = s[i+1:c], c+1
@@ -452,8 +452,8 @@ func isSpace(c byte) bool {
 // case-insensitively, followed by optional white space and '='.
 func mentionsKey(s string) (string, bool) {
 	lower := strings.ToLower(s)
-	for _, k := range keys {
-		name := strings.ToLower(k.name)
+	for _, key := range Keys() {
+		name := strings.ToLower(key)
 		for from := 0; ; {
 			i := strings.Index(lower[from:], name)
 			if i < 0 {
@@ -461,7 +461,7 @@ func mentionsKey(s string) (string, bool) {
 			}
 			j := skipSpace(lower, from+i+len(name))
 			if j < len(lower) && lower[j] == '=' {
-				return k.name, true
+				return key, true
 			}
 			from += i + 1
 		}
