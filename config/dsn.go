@@ -394,45 +394,17 @@ func stripKeywordValue(s string) ([]param, string, error) {
 			return nil, "", nearKeyError(name, nk)
 		}
 		i = skipSpace(s, i+eq+1)
-		var (
-			v   string
-			end int
-		)
-		switch {
-		case i < len(s) && s[i] == '\'':
-			var b strings.Builder
-			j := i + 1
-			for ; j < len(s) && s[j] != '\''; j++ {
-				if s[j] == '\\' && j+1 < len(s) {
-					j++
-				}
-				b.WriteByte(s[j])
+		v, end, closed := keywordValue(s, i, ours)
+		if !closed && !ours { // malformed; the driver reports it
+			kept = append(kept, s[start:])
+			return params, strings.Join(kept, " "), nil
+		}
+		if !closed {
+			what := "the quote is not closed"
+			if s[i] == '{' {
+				what = "the brace opened at " + strconv.Quote(abbreviate(s[i:])) + " is not closed"
 			}
-			if j >= len(s) {
-				if ours {
-					return nil, "", &dsnError{err: ErrMalformed, reason: settings[k].key + ": the quote is not closed"}
-				}
-				kept = append(kept, s[start:])
-				return params, strings.Join(kept, " "), nil
-			}
-			v, end = b.String(), j+1
-		case ours && i < len(s) && s[i] == '{':
-			c, ok := closingBrace(s, i)
-			if !ok {
-				return nil, "", &dsnError{err: ErrMalformed, reason: settings[k].key + ": the brace opened at " +
-					strconv.Quote(abbreviate(s[i:])) + " is not closed"}
-			}
-			v, end = s[i+1:c], c+1
-		default:
-			var b strings.Builder
-			j := i
-			for ; j < len(s) && !isSpace(s[j]); j++ {
-				if s[j] == '\\' && j+1 < len(s) {
-					j++
-				}
-				b.WriteByte(s[j])
-			}
-			v, end = b.String(), j
+			return nil, "", &dsnError{err: ErrMalformed, reason: settings[k].key + ": " + what}
 		}
 		if ours {
 			params = append(params, param{k, v})
@@ -442,6 +414,40 @@ func stripKeywordValue(s string) ([]param, string, error) {
 		i = skipSpace(s, end)
 	}
 	return params, strings.Join(kept, " "), nil
+}
+
+// keywordValue reads the value of a key=value DSN starting at i:
+// 'quoted' with backslash escapes, {braced} when braces is set (for our
+// keys), or bare up to white space. It returns the value, the index after
+// it, and false when a quote or a brace is not closed.
+func keywordValue(s string, i int, braces bool) (string, int, bool) {
+	switch {
+	case i < len(s) && s[i] == '\'':
+		var b strings.Builder
+		j := i + 1
+		for ; j < len(s) && s[j] != '\''; j++ {
+			if s[j] == '\\' && j+1 < len(s) {
+				j++
+			}
+			b.WriteByte(s[j])
+		}
+		return b.String(), j + 1, j < len(s)
+	case braces && i < len(s) && s[i] == '{':
+		c, ok := closingBrace(s, i)
+		if !ok {
+			return "", 0, false
+		}
+		return s[i+1 : c], c + 1, true
+	}
+	var b strings.Builder
+	j := i
+	for ; j < len(s) && !isSpace(s[j]); j++ {
+		if s[j] == '\\' && j+1 < len(s) {
+			j++
+		}
+		b.WriteByte(s[j])
+	}
+	return b.String(), j, true
 }
 
 func isSpace(c byte) bool {

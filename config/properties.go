@@ -130,31 +130,26 @@ func continues(line string) bool {
 // white space, at most one '=' or ':', and white space are skipped.
 func splitProperty(line string) (string, string) {
 	i := 0
-	for ; i < len(line); i++ {
-		c := line[i]
-		if c == '\\' {
-			i++
-			continue
-		}
-		if c == '=' || c == ':' || c == ' ' || c == '\t' || c == '\f' {
-			break
+	for ; i < len(line) && !strings.ContainsRune("=: \t\f", rune(line[i])); i++ {
+		if line[i] == '\\' {
+			i++ // the escaped character is part of the key
 		}
 	}
-	if i > len(line) {
-		i = len(line)
-	}
-	k := line[:i]
-	j := i
-	for j < len(line) && (line[j] == ' ' || line[j] == '\t' || line[j] == '\f') {
-		j++
-	}
+	i = min(i, len(line)) // a final lone backslash
+	j := skipBlank(line, i)
 	if j < len(line) && (line[j] == '=' || line[j] == ':') {
 		j++
 	}
-	for j < len(line) && (line[j] == ' ' || line[j] == '\t' || line[j] == '\f') {
-		j++
+	return line[:i], line[skipBlank(line, j):]
+}
+
+// skipBlank returns the index of the first byte from i on that is not
+// white space as Java properties know it (space, tab, form feed).
+func skipBlank(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\f') {
+		i++
 	}
-	return k, line[j:]
+	return i
 }
 
 // unescapeProperty resolves Java's escapes: \t \n \r \f, \uXXXX, and \c
