@@ -122,6 +122,14 @@ func (c Config) RefreshInterval() time.Duration {
 // replacing an earlier one for the same setting.
 type Option func(*Config)
 
+// option is the Option that sets the setting of key with set.
+func option(key string, set func(*Config)) Option {
+	return func(c *Config) {
+		set(c)
+		c.mark(key)
+	}
+}
+
 // WithConfig sets every field that c sets (see Config), as if by the
 // matching options.
 func WithConfig(c Config) Option {
@@ -132,40 +140,37 @@ func WithConfig(c Config) Option {
 // "" or "{}" means no statement is retried, whatever the DSN or the file
 // say.
 func WithRetryExec(rules string) Option {
-	return func(c *Config) { c.RetryExec = rules; c.mark(keyRetryExec) }
+	return option(keyRetryExec, func(c *Config) { c.RetryExec = rules })
 }
 
 // WithRetryConn sets the retryConn rules, such as "{+4060}" (added to the
 // builtin list) or "{4060}" (replacing it). "" or "{}" means the builtin
 // list, whatever the DSN or the file say.
 func WithRetryConn(rules string) Option {
-	return func(c *Config) { c.RetryConn = rules; c.mark(keyRetryConn) }
+	return option(keyRetryConn, func(c *Config) { c.RetryConn = rules })
 }
 
 // WithConnectRetryCount sets connectRetryCount, the extra connection
 // attempts: 0 turns connection retries off (as in JDBC), 1..255 allow that
 // many. core.Disabled is accepted as off too.
 func WithConnectRetryCount(n int) Option {
-	return func(c *Config) {
-		if n == 0 {
-			n = core.Disabled
-		}
-		c.ConnectRetryCount = n
-		c.mark(keyConnectRetryCount)
+	if n == 0 {
+		n = core.Disabled
 	}
+	return option(keyConnectRetryCount, func(c *Config) { c.ConnectRetryCount = n })
 }
 
 // WithConnectRetryInterval sets connectRetryInterval, 1s..60s: the wait
 // between connection retries after the first, which is immediate. Zero
 // means the default, 10s.
 func WithConnectRetryInterval(d time.Duration) Option {
-	return func(c *Config) { c.ConnectRetryInterval = d; c.mark(keyConnectRetryInterval) }
+	return option(keyConnectRetryInterval, func(c *Config) { c.ConnectRetryInterval = d })
 }
 
 // WithLoginTimeout sets loginTimeout, which bounds the whole connection
 // loop, 0..65535s. Zero means the default, 30s.
 func WithLoginTimeout(d time.Duration) Option {
-	return func(c *Config) { c.LoginTimeout = d; c.mark(keyLoginTimeout) }
+	return option(keyLoginTimeout, func(c *Config) { c.LoginTimeout = d })
 }
 
 // WithQueryTimeout sets queryTimeout. A positive d bounds each statement
@@ -174,7 +179,7 @@ func WithLoginTimeout(d time.Duration) Option {
 // core.QueryTimeoutZero is JDBC's queryTimeout=0 (no bound, but every
 // retry with a wait is refused).
 func WithQueryTimeout(d time.Duration) Option {
-	return func(c *Config) { c.QueryTimeout = d; c.mark(keyQueryTimeout) }
+	return option(keyQueryTimeout, func(c *Config) { c.QueryTimeout = d })
 }
 
 // WithPropertiesFile names the properties file. A file named here must
@@ -182,7 +187,7 @@ func WithQueryTimeout(d time.Duration) Option {
 // for a SQL Server handle only, the working directory, then next to the
 // executable).
 func WithPropertiesFile(path string) Option {
-	return func(c *Config) { c.PropertiesPath = path; c.mark(keyRetryProperties) }
+	return option(keyRetryProperties, func(c *Config) { c.PropertiesPath = path })
 }
 
 // WithRetryRefresh sets how often the properties file is looked at (read,
@@ -191,25 +196,25 @@ func WithPropertiesFile(path string) Option {
 // look finds it unchanged (a write in progress never applies a prefix).
 // Zero means the default, 30s; a negative d reads the file once, at start.
 func WithRetryRefresh(d time.Duration) Option {
-	return func(c *Config) { c.RetryRefresh = d; c.mark(keyRetryRefresh) }
+	return option(keyRetryRefresh, func(c *Config) { c.RetryRefresh = d })
 }
 
 // WithRetryBudget turns the retry budget on with settings s (the zero
 // value is the default budget).
 func WithRetryBudget(s core.BudgetSettings) Option {
-	return func(c *Config) { c.Budget, c.NoBudget = s, false; c.mark(keyRetryBudget) }
+	return option(keyRetryBudget, func(c *Config) { c.Budget, c.NoBudget = s, false })
 }
 
 // WithoutRetryBudget turns the retry budget off: every retry a rule allows
 // runs.
 func WithoutRetryBudget() Option {
-	return func(c *Config) { c.Budget, c.NoBudget = core.BudgetSettings{}, true; c.mark(keyRetryBudget) }
+	return option(keyRetryBudget, func(c *Config) { c.Budget, c.NoBudget = core.BudgetSettings{}, true })
 }
 
 // WithJitter sets how statement waits are randomised: core.JitterNone
 // (exactly the JDBC schedule), core.JitterFull or core.JitterEqual.
 func WithJitter(j core.Jitter) Option {
-	return func(c *Config) { c.Jitter = j; c.mark(keyRetryJitter) }
+	return option(keyRetryJitter, func(c *Config) { c.Jitter = j })
 }
 
 // WithCircuitBreaker turns the circuit breaker on with settings s (the
@@ -217,14 +222,14 @@ func WithJitter(j core.Jitter) Option {
 // retryable errors, operations fail at once with core.ErrCircuitOpen for
 // s.OpenFor.
 func WithCircuitBreaker(s core.BreakerSettings) Option {
-	return func(c *Config) { c.Breaker = s; c.mark(keyRetryBreaker) }
+	return option(keyRetryBreaker, func(c *Config) { c.Breaker = s })
 }
 
 // WithExecutionCutoff sets the server-side execution cut-off (see
 // Config.ExecutionCutoff); zero turns it off, CutoffQueryTimeout uses the
 // queryTimeout.
 func WithExecutionCutoff(d time.Duration) Option {
-	return func(c *Config) { c.ExecutionCutoff = d; c.mark(keyExecutionCutoff) }
+	return option(keyExecutionCutoff, func(c *Config) { c.ExecutionCutoff = d })
 }
 
 // Cutoff returns the execution cut-off in effect: ExecutionCutoff, the
@@ -239,13 +244,13 @@ func (c Config) Cutoff() time.Duration {
 // WithClock sets the time source of the retry loops, of the budget and of
 // the properties file's refresh (tests pass a coretest.Clock).
 func WithClock(clock core.Clock) Option {
-	return func(c *Config) { c.Clock = clock; c.mark(nameClock) }
+	return option(nameClock, func(c *Config) { c.Clock = clock })
 }
 
 // WithObserver sets the receiver of the retry events and of the reload
 // events of the properties file.
 func WithObserver(o core.Observer) Option {
-	return func(c *Config) { c.Observer = o; c.mark(nameObserver) }
+	return option(nameObserver, func(c *Config) { c.Observer = o })
 }
 
 // NewConfig returns the Config that the options set.

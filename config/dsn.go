@@ -258,7 +258,7 @@ func closingBrace(s string, open int) (int, bool) {
 }
 
 func skipSpace(s string, i int) int {
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n' || s[i] == '\v' || s[i] == '\f') {
+	for i < len(s) && isSpace(s[i]) {
 		i++
 	}
 	return i

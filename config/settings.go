@@ -189,6 +189,10 @@ var settings = [...]setting{
 	single(func(c *Config) *core.Observer { return &c.Observer }, setting{key: nameObserver, code: true}),
 }
 
+// Config.set has one bit per setting; this does not compile when the table
+// outgrows it.
+const _ = uint16(1<<len(settings) - 1)
+
 const maxDuration time.Duration = 1<<63 - 1
 
 // single fills in isSet and take of s for the single field that p points to.

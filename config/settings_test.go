@@ -66,12 +66,15 @@ func keysOf(m map[string]string) []string {
 func TestDocsListEveryOption(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("..", "docs", "configuration.md"))
 	require.NoError(t, err)
-	pkgs, err := parser.ParseDir(token.NewFileSet(), ".", func(fi os.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go")
-	}, 0)
+	files, err := filepath.Glob("*.go")
 	require.NoError(t, err)
 	n := 0
-	for _, f := range pkgs["config"].Files {
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, 0)
+		require.NoError(t, err)
 		for _, d := range f.Decls {
 			fn, ok := d.(*ast.FuncDecl)
 			if !ok || fn.Recv != nil || !fn.Name.IsExported() || !strings.HasPrefix(fn.Name.Name, "With") {
