@@ -540,7 +540,12 @@ func TestPluginInitializeIsIdempotent(t *testing.T) {
 	require.NoError(t, err)
 	p := gormcrl.New(gormcrl.WithRetryExec(deadlockRules), config.WithClock(coretest.NewClock(time.Time{})))
 	require.Equal(t, "crl:retry", p.Name())
+	plugin, ok := p.(*gormcrl.Plugin) // its methods are reachable by type assertion
+	require.True(t, ok, "New returns a *Plugin")
+	require.Nil(t, plugin.Retrier(), "before Initialize")
 	require.NoError(t, db.Use(p))
+	require.NotNil(t, plugin.Retrier())
+	require.NotNil(t, plugin.Runtime())
 	require.NoError(t, p.Initialize(db))
 	require.NoError(t, p.Initialize(db.Session(&gorm.Session{})))
 	require.ErrorIs(t, db.Use(p), gorm.ErrRegistered, "second Use")

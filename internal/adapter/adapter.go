@@ -1,6 +1,7 @@
-// Package adapter holds what the sqlxcrl and gormcrl adapters share: the
-// connector that runs the connection loop for every new pooled connection,
-// and the whole-transaction loop.
+// Package adapter holds what the sqlxcrl and gormcrl adapters share: Open,
+// whose pool runs the connection loop for every new pooled connection (and
+// sets the execution cut-off), and the pieces of a whole-transaction
+// attempt (Recorder, Finish, CommitOutcome, Recover).
 package adapter
 
 import (
@@ -15,25 +16,21 @@ import (
 	"github.com/crl-go/crl/core"
 )
 
-// Connector runs the connection loop around every Connect of the driver's
-// connector, so every new pooled connection gets it, not only the first.
-type Connector struct {
+// loopConnector runs the connection loop around every Connect of the
+// driver's connector, so every new pooled connection gets it, not only the
+// first.
+type loopConnector struct {
 	inner   driver.Connector
 	retrier *core.Retrier
 }
 
 var (
-	_ driver.Connector = (*Connector)(nil)
-	_ io.Closer        = (*Connector)(nil)
+	_ driver.Connector = (*loopConnector)(nil)
+	_ io.Closer        = (*loopConnector)(nil)
 )
 
-// NewConnector wraps inner.
-func NewConnector(inner driver.Connector, r *core.Retrier) *Connector {
-	return &Connector{inner: inner, retrier: r}
-}
-
 // Connect opens one connection under the connection loop.
-func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
+func (c *loopConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	var conn driver.Conn
 	err := c.retrier.Connect(ctx, func(ctx context.Context) error {
 		var err error
@@ -47,10 +44,10 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 }
 
 // Driver returns the wrapped driver.
-func (c *Connector) Driver() driver.Driver { return c.inner.Driver() }
+func (c *loopConnector) Driver() driver.Driver { return c.inner.Driver() }
 
 // Close closes the wrapped connector when it can be closed.
-func (c *Connector) Close() error {
+func (c *loopConnector) Close() error {
 	if cl, ok := c.inner.(io.Closer); ok {
 		return cl.Close()
 	}
@@ -66,8 +63,8 @@ type dsnConnector struct {
 func (c dsnConnector) Connect(context.Context) (driver.Conn, error) { return c.drv.Open(c.dsn) }
 func (c dsnConnector) Driver() driver.Driver                        { return c.drv }
 
-// DriverConnector returns the connector of a registered driver for dsn.
-func DriverConnector(driverName, dsn string) (driver.Connector, error) {
+// driverConnector returns the connector of a registered driver for dsn.
+func driverConnector(driverName, dsn string) (driver.Connector, error) {
 	probe, err := sql.Open(driverName, dsn)
 	if err != nil {
 		return nil, err
@@ -82,79 +79,57 @@ func DriverConnector(driverName, dsn string) (driver.Connector, error) {
 	return dsnConnector{dsn: dsn, drv: drv}, nil
 }
 
-// OpenDB builds the Runtime of a new handle from the options and the DSN,
-// and opens a *sql.DB whose every new connection runs the connection loop.
-// It does not connect.
-func OpenDB(pkg, driverName, dsn string, opts ...config.Option) (*sql.DB, *config.Runtime, error) {
-	rt, driverDSN, err := config.New(driverName, dsn, opts...)
+// Open opens a *sql.DB on the registered driver driverName with driverDSN
+// (a DSN without the retry settings), whose every new connection gets rt's
+// execution cut-off (for the DSN form: sqlserver, mysql or pgx) and runs
+// the connection loop. It does not connect. Its errors carry no package
+// prefix: the adapter that calls it adds its own.
+func Open(form, driverName, driverDSN string, rt *config.Runtime) (*sql.DB, error) {
+	inner, err := driverConnector(driverName, driverDSN)
 	if err != nil {
-		return nil, nil, err
+		return nil, fmt.Errorf("open %q: %w", driverName, err)
 	}
-	db, err := OpenDriver(pkg, driverName, driverName, driverDSN, rt)
-	if err != nil {
-		return nil, nil, err
-	}
-	return db, rt, nil
-}
-
-// OpenDriver opens a *sql.DB on the registered driver driverName with
-// driverDSN (a DSN without the retry settings), whose connections get rt's
-// execution cut-off (for the DSN format: sqlserver, mysql or pgx) and the
-// connection loop. It does not connect.
-func OpenDriver(pkg, format, driverName, driverDSN string, rt *config.Runtime) (*sql.DB, error) {
-	inner, err := DriverConnector(driverName, driverDSN)
-	if err != nil {
-		return nil, fmt.Errorf("%s: open %q: %w", pkg, driverName, err)
-	}
-	return OpenConnector(pkg, format, inner, rt)
-}
-
-// OpenConnector opens a *sql.DB over inner, whose connections get rt's
-// execution cut-off and the connection loop. It does not connect.
-func OpenConnector(pkg, format string, inner driver.Connector, rt *config.Runtime) (*sql.DB, error) {
-	conn, err := Wrap(pkg, format, inner, rt)
-	if err != nil {
-		return nil, err
-	}
-	return sql.OpenDB(conn), nil
-}
-
-// Wrap returns inner with rt's execution cut-off (for the DSN format:
-// sqlserver, mysql or pgx) and the connection loop around every Connect.
-func Wrap(pkg, format string, inner driver.Connector, rt *config.Runtime) (driver.Connector, error) {
 	if cutoff := rt.ExecutionCutoff(); cutoff > 0 {
-		var err error
-		if inner, err = CutoffConnector(pkg, format, inner, cutoff); err != nil {
+		if inner, err = withCutoff(form, inner, cutoff); err != nil {
 			return nil, err
 		}
 	}
-	return NewConnector(inner, rt.Retrier()), nil
+	return sql.OpenDB(&loopConnector{inner: inner, retrier: rt.Retrier()}), nil
 }
 
 // Finish ends a transaction attempt: it rolls back when fnErr is not nil
-// and commits otherwise. failed is the statement that failed, for the
-// rule's query filter. A COMMIT that fails because the connection broke or
-// the context ended has an unknown outcome: the error then matches
-// core.ErrCommitUnknown and is never retried. A COMMIT refused by the
-// server (an error number, a SQLSTATE, or PostgreSQL's ROLLBACK answer that
-// pgx reports as ErrTxCommitRollback) did not commit and is reported as the
-// failed statement "COMMIT".
-func Finish(pkg string, fnErr error, rollback, commit func() error) (string, error) {
+// and commits otherwise, and returns what the transaction loop needs (see
+// CommitOutcome for a failed COMMIT). A rollback that fails after fnErr is
+// reported with it, fnErr first. name is the adapter's package, which
+// starts the messages of the errors Finish makes.
+func Finish(name string, fnErr error, rollback, commit func() error) (failed string, err error) {
 	if fnErr != nil {
 		if rbErr := rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) && !core.IsBadConn(rbErr) {
 			// The server may already have rolled the transaction back (a
 			// deadlock victim's is); report both, the closure's first.
-			return "", errors.Join(fnErr, fmt.Errorf("%s: rollback after the error above: %w", pkg, rbErr))
+			return "", errors.Join(fnErr, fmt.Errorf("%s: rollback after the error above: %w", name, rbErr))
 		}
 		return "", fnErr
 	}
 	if err := commit(); err != nil {
-		if outcomeUnknown(err) {
-			return "", fmt.Errorf("%s: COMMIT failed and its outcome is unknown, so the transaction was not retried: %w: %w", pkg, core.ErrCommitUnknown, err)
-		}
-		return "COMMIT", err
+		return CommitOutcome(name, err)
 	}
 	return "", nil
+}
+
+// CommitOutcome classifies a failed COMMIT for the transaction loop. A
+// COMMIT that failed because the connection broke or the context ended has
+// an unknown outcome: the error then matches core.ErrCommitUnknown and is
+// never retried. A COMMIT refused by the server (an error number, a
+// SQLSTATE, or PostgreSQL's ROLLBACK answer that pgx reports as
+// ErrTxCommitRollback) did not commit and is reported as the failed
+// statement "COMMIT", for the rule's query filter. name is the adapter's
+// package, which starts the message of the error of an unknown outcome.
+func CommitOutcome(name string, err error) (failed string, _ error) {
+	if outcomeUnknown(err) {
+		return "", fmt.Errorf("%s: COMMIT failed and its outcome is unknown, so the transaction was not retried: %w: %w", name, core.ErrCommitUnknown, err)
+	}
+	return "COMMIT", err
 }
 
 // outcomeUnknown reports whether a failed COMMIT may have been applied:
@@ -165,11 +140,7 @@ func outcomeUnknown(err error) bool {
 		return false
 	}
 	if n, ok := core.ErrorNumber(err); ok {
-		switch n {
-		case 10053, 10054, 10060, 10061: // socket errors: no answer
-			return true
-		}
-		return false
+		return core.IsSocketError(n)
 	}
 	_, answered := core.SQLState(err)
 	return !answered
