@@ -1,8 +1,6 @@
 package config
 
 import (
-	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/crl-go/crl/core"
@@ -76,97 +74,12 @@ type Config struct {
 	// none. Only code sets it.
 	Observer core.Observer
 
-	set field // fields given a value by an Option, a DSN or a file, even a zero one
+	set uint16 // bit i: settings[i] was given a value by an Option, a DSN or a file, even a zero one
 }
-
-// field is one bit per setting, to tell "set to zero" from "not set".
-type field uint16
-
-const (
-	fieldRetryExec field = 1 << iota
-	fieldRetryConn
-	fieldConnectRetryCount
-	fieldConnectRetryInterval
-	fieldLoginTimeout
-	fieldQueryTimeout
-	fieldProperties
-	fieldRetryRefresh
-	fieldBudget
-	fieldJitter
-	fieldClock
-	fieldObserver
-	fieldBreaker
-	fieldCutoff
-)
 
 // CutoffQueryTimeout, as Config.ExecutionCutoff, means the cut-off is the
 // queryTimeout (executionCutoff=on).
 const CutoffQueryTimeout time.Duration = -1
-
-// has reports whether f is set in c.
-func (c *Config) has(f field) bool {
-	if c.set&f != 0 {
-		return true
-	}
-	switch f {
-	case fieldRetryExec:
-		return c.RetryExec != ""
-	case fieldRetryConn:
-		return c.RetryConn != ""
-	case fieldConnectRetryCount:
-		return c.ConnectRetryCount != 0
-	case fieldConnectRetryInterval:
-		return c.ConnectRetryInterval != 0
-	case fieldLoginTimeout:
-		return c.LoginTimeout != 0
-	case fieldQueryTimeout:
-		return c.QueryTimeout != 0
-	case fieldProperties:
-		return c.PropertiesPath != ""
-	case fieldRetryRefresh:
-		return c.RetryRefresh != 0
-	case fieldBudget:
-		return c.NoBudget || c.Budget != core.BudgetSettings{}
-	case fieldJitter:
-		return c.Jitter != core.JitterNone
-	case fieldBreaker:
-		return c.Breaker != core.BreakerSettings{}
-	case fieldCutoff:
-		return c.ExecutionCutoff != 0
-	case fieldClock:
-		return c.Clock != nil
-	case fieldObserver:
-		return c.Observer != nil
-	}
-	return false
-}
-
-// over returns c with every field that c does not set taken from lower:
-// c takes precedence. It is how code, DSN, file and defaults are layered.
-func (c Config) over(lower Config) Config {
-	out := c
-	take := func(f field, copyField func()) {
-		if !c.has(f) && lower.has(f) {
-			copyField()
-			out.set |= f
-		}
-	}
-	take(fieldRetryExec, func() { out.RetryExec = lower.RetryExec })
-	take(fieldRetryConn, func() { out.RetryConn = lower.RetryConn })
-	take(fieldConnectRetryCount, func() { out.ConnectRetryCount = lower.ConnectRetryCount })
-	take(fieldConnectRetryInterval, func() { out.ConnectRetryInterval = lower.ConnectRetryInterval })
-	take(fieldLoginTimeout, func() { out.LoginTimeout = lower.LoginTimeout })
-	take(fieldQueryTimeout, func() { out.QueryTimeout = lower.QueryTimeout })
-	take(fieldProperties, func() { out.PropertiesPath = lower.PropertiesPath })
-	take(fieldRetryRefresh, func() { out.RetryRefresh = lower.RetryRefresh })
-	take(fieldBudget, func() { out.Budget, out.NoBudget = lower.Budget, lower.NoBudget })
-	take(fieldJitter, func() { out.Jitter = lower.Jitter })
-	take(fieldBreaker, func() { out.Breaker = lower.Breaker })
-	take(fieldCutoff, func() { out.ExecutionCutoff = lower.ExecutionCutoff })
-	take(fieldClock, func() { out.Clock = lower.Clock })
-	take(fieldObserver, func() { out.Observer = lower.Observer })
-	return out
-}
 
 // Policy compiles the rules and returns the core.Policy of c, unset fields
 // taking the JDBC defaults, or an error naming the first field out of its
@@ -183,7 +96,7 @@ func (c Config) Policy() (core.Policy, error) {
 	if err != nil {
 		return core.Policy{}, &ValueError{Key: keyRetryConn, Value: c.RetryConn, Reason: err.Error(), Err: err}
 	}
-	p := core.Policy{
+	return core.Policy{
 		Statement:            stmt,
 		Connection:           conn,
 		QueryTimeout:         c.QueryTimeout,
@@ -191,11 +104,7 @@ func (c Config) Policy() (core.Policy, error) {
 		ConnectRetryInterval: c.ConnectRetryInterval,
 		LoginTimeout:         c.LoginTimeout,
 		Jitter:               c.Jitter,
-	}
-	if err := p.Validate(); err != nil { // unreachable after validate; kept as a guard
-		return core.Policy{}, fmt.Errorf("config: %w", err)
-	}
-	return p, nil
+	}, nil
 }
 
 // RefreshInterval returns how often the properties file is looked at:
@@ -208,47 +117,18 @@ func (c Config) RefreshInterval() time.Duration {
 	return c.RetryRefresh
 }
 
-// validate checks the ranges of the fields that are not rules. source
-// names where the values came from in errors ("option", "DSN" or "").
-func (c *Config) validate(source string) error {
-	bad := func(key, value, reason string) error {
-		return &ValueError{Source: source, Key: key, Value: value, Reason: reason}
-	}
-	switch n := c.ConnectRetryCount; {
-	case n < core.Disabled || n > core.MaxRetryCount:
-		return bad(keyConnectRetryCount, strconv.Itoa(n), "expected 0 (off) to 255, or core.Disabled")
-	}
-	if d := c.ConnectRetryInterval; d != 0 && (d < time.Second || d > time.Minute) {
-		return bad(keyConnectRetryInterval, d.String(), "expected 1s to 60s")
-	}
-	if d := c.LoginTimeout; d < 0 || d > maxLoginTimeout {
-		return bad(keyLoginTimeout, d.String(), "expected 0s (the default, 30s) to 65535s")
-	}
-	if d := c.QueryTimeout; d < core.QueryTimeoutZero {
-		return bad(keyQueryTimeout, d.String(), "expected a time that is not negative, or core.QueryTimeoutZero")
-	}
-	if c.Jitter > core.JitterEqual {
-		return bad(keyRetryJitter, strconv.Itoa(int(c.Jitter)), "expected none, full or equal")
-	}
-	if err := c.Budget.Validate(); err != nil {
-		return &ValueError{Source: source, Key: keyRetryBudget, Value: formatBudget(c.Budget), Reason: err.Error(), Err: err}
-	}
-	if c.ExecutionCutoff < CutoffQueryTimeout {
-		return bad(keyExecutionCutoff, c.ExecutionCutoff.String(), "expected a time greater than zero, off, or on (the queryTimeout)")
-	}
-	if c.ExecutionCutoff == CutoffQueryTimeout && c.QueryTimeout <= 0 {
-		return bad(keyExecutionCutoff, "on", "on means the queryTimeout, which is not set to a positive time")
-	}
-	if err := c.Breaker.Validate(); err != nil {
-		return &ValueError{Source: source, Key: keyRetryBreaker, Value: fmt.Sprintf("failures=%d,open=%v", c.Breaker.Failures, c.Breaker.OpenFor), Reason: err.Error(), Err: err}
-	}
-	return nil
-}
-
 // Option sets one setting in code; options take precedence over the DSN
 // and the properties file. Options are applied in order, a later one
 // replacing an earlier one for the same setting.
 type Option func(*Config)
+
+// option is the Option that sets the setting of key with set.
+func option(key string, set func(*Config)) Option {
+	return func(c *Config) {
+		set(c)
+		c.mark(key)
+	}
+}
 
 // WithConfig sets every field that c sets (see Config), as if by the
 // matching options.
@@ -260,39 +140,37 @@ func WithConfig(c Config) Option {
 // "" or "{}" means no statement is retried, whatever the DSN or the file
 // say.
 func WithRetryExec(rules string) Option {
-	return func(c *Config) { c.RetryExec, c.set = rules, c.set|fieldRetryExec }
+	return option(keyRetryExec, func(c *Config) { c.RetryExec = rules })
 }
 
 // WithRetryConn sets the retryConn rules, such as "{+4060}" (added to the
 // builtin list) or "{4060}" (replacing it). "" or "{}" means the builtin
 // list, whatever the DSN or the file say.
 func WithRetryConn(rules string) Option {
-	return func(c *Config) { c.RetryConn, c.set = rules, c.set|fieldRetryConn }
+	return option(keyRetryConn, func(c *Config) { c.RetryConn = rules })
 }
 
 // WithConnectRetryCount sets connectRetryCount, the extra connection
 // attempts: 0 turns connection retries off (as in JDBC), 1..255 allow that
 // many. core.Disabled is accepted as off too.
 func WithConnectRetryCount(n int) Option {
-	return func(c *Config) {
-		if n == 0 {
-			n = core.Disabled
-		}
-		c.ConnectRetryCount, c.set = n, c.set|fieldConnectRetryCount
+	if n == 0 {
+		n = core.Disabled
 	}
+	return option(keyConnectRetryCount, func(c *Config) { c.ConnectRetryCount = n })
 }
 
 // WithConnectRetryInterval sets connectRetryInterval, 1s..60s: the wait
 // between connection retries after the first, which is immediate. Zero
 // means the default, 10s.
 func WithConnectRetryInterval(d time.Duration) Option {
-	return func(c *Config) { c.ConnectRetryInterval, c.set = d, c.set|fieldConnectRetryInterval }
+	return option(keyConnectRetryInterval, func(c *Config) { c.ConnectRetryInterval = d })
 }
 
 // WithLoginTimeout sets loginTimeout, which bounds the whole connection
 // loop, 0..65535s. Zero means the default, 30s.
 func WithLoginTimeout(d time.Duration) Option {
-	return func(c *Config) { c.LoginTimeout, c.set = d, c.set|fieldLoginTimeout }
+	return option(keyLoginTimeout, func(c *Config) { c.LoginTimeout = d })
 }
 
 // WithQueryTimeout sets queryTimeout. A positive d bounds each statement
@@ -301,7 +179,7 @@ func WithLoginTimeout(d time.Duration) Option {
 // core.QueryTimeoutZero is JDBC's queryTimeout=0 (no bound, but every
 // retry with a wait is refused).
 func WithQueryTimeout(d time.Duration) Option {
-	return func(c *Config) { c.QueryTimeout, c.set = d, c.set|fieldQueryTimeout }
+	return option(keyQueryTimeout, func(c *Config) { c.QueryTimeout = d })
 }
 
 // WithPropertiesFile names the properties file. A file named here must
@@ -309,7 +187,7 @@ func WithQueryTimeout(d time.Duration) Option {
 // for a SQL Server handle only, the working directory, then next to the
 // executable).
 func WithPropertiesFile(path string) Option {
-	return func(c *Config) { c.PropertiesPath, c.set = path, c.set|fieldProperties }
+	return option(keyRetryProperties, func(c *Config) { c.PropertiesPath = path })
 }
 
 // WithRetryRefresh sets how often the properties file is looked at (read,
@@ -318,25 +196,25 @@ func WithPropertiesFile(path string) Option {
 // look finds it unchanged (a write in progress never applies a prefix).
 // Zero means the default, 30s; a negative d reads the file once, at start.
 func WithRetryRefresh(d time.Duration) Option {
-	return func(c *Config) { c.RetryRefresh, c.set = d, c.set|fieldRetryRefresh }
+	return option(keyRetryRefresh, func(c *Config) { c.RetryRefresh = d })
 }
 
 // WithRetryBudget turns the retry budget on with settings s (the zero
 // value is the default budget).
 func WithRetryBudget(s core.BudgetSettings) Option {
-	return func(c *Config) { c.Budget, c.NoBudget, c.set = s, false, c.set|fieldBudget }
+	return option(keyRetryBudget, func(c *Config) { c.Budget, c.NoBudget = s, false })
 }
 
 // WithoutRetryBudget turns the retry budget off: every retry a rule allows
 // runs.
 func WithoutRetryBudget() Option {
-	return func(c *Config) { c.Budget, c.NoBudget, c.set = core.BudgetSettings{}, true, c.set|fieldBudget }
+	return option(keyRetryBudget, func(c *Config) { c.Budget, c.NoBudget = core.BudgetSettings{}, true })
 }
 
 // WithJitter sets how statement waits are randomised: core.JitterNone
 // (exactly the JDBC schedule), core.JitterFull or core.JitterEqual.
 func WithJitter(j core.Jitter) Option {
-	return func(c *Config) { c.Jitter, c.set = j, c.set|fieldJitter }
+	return option(keyRetryJitter, func(c *Config) { c.Jitter = j })
 }
 
 // WithCircuitBreaker turns the circuit breaker on with settings s (the
@@ -344,14 +222,14 @@ func WithJitter(j core.Jitter) Option {
 // retryable errors, operations fail at once with core.ErrCircuitOpen for
 // s.OpenFor.
 func WithCircuitBreaker(s core.BreakerSettings) Option {
-	return func(c *Config) { c.Breaker, c.set = s, c.set|fieldBreaker }
+	return option(keyRetryBreaker, func(c *Config) { c.Breaker = s })
 }
 
 // WithExecutionCutoff sets the server-side execution cut-off (see
 // Config.ExecutionCutoff); zero turns it off, CutoffQueryTimeout uses the
 // queryTimeout.
 func WithExecutionCutoff(d time.Duration) Option {
-	return func(c *Config) { c.ExecutionCutoff, c.set = d, c.set|fieldCutoff }
+	return option(keyExecutionCutoff, func(c *Config) { c.ExecutionCutoff = d })
 }
 
 // Cutoff returns the execution cut-off in effect: ExecutionCutoff, the
@@ -366,13 +244,13 @@ func (c Config) Cutoff() time.Duration {
 // WithClock sets the time source of the retry loops, of the budget and of
 // the properties file's refresh (tests pass a coretest.Clock).
 func WithClock(clock core.Clock) Option {
-	return func(c *Config) { c.Clock, c.set = clock, c.set|fieldClock }
+	return option(nameClock, func(c *Config) { c.Clock = clock })
 }
 
 // WithObserver sets the receiver of the retry events and of the reload
 // events of the properties file.
 func WithObserver(o core.Observer) Option {
-	return func(c *Config) { c.Observer, c.set = o, c.set|fieldObserver }
+	return option(nameObserver, func(c *Config) { c.Observer = o })
 }
 
 // NewConfig returns the Config that the options set.

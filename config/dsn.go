@@ -69,10 +69,10 @@ func ParseDSN(driverName, dsn string) (Config, string, error) {
 	}
 	var c Config
 	for _, p := range params {
-		if c.set&p.key.field != 0 {
-			return Config{}, "", &dsnError{reason: p.key.name + " given twice (keys are case-insensitive)", err: ErrDuplicateKey}
+		if c.set&(1<<p.setting) != 0 {
+			return Config{}, "", &dsnError{reason: settings[p.setting].key + " given twice (keys are case-insensitive)", err: ErrDuplicateKey}
 		}
-		if err := c.setValue(p.key, p.value, "DSN"); err != nil {
+		if err := c.setValue(p.setting, p.value, "DSN"); err != nil {
 			return Config{}, "", err
 		}
 	}
@@ -81,8 +81,8 @@ func ParseDSN(driverName, dsn string) (Config, string, error) {
 
 // param is one retry setting found in a DSN.
 type param struct {
-	key   key
-	value string
+	setting int // index in settings
+	value   string
 }
 
 // stripADO reads an ADO connection string (odbc: the ODBC form, without its
@@ -147,11 +147,11 @@ func stripADO(s string, odbc bool) ([]param, string, error) {
 			i++
 			continue
 		}
-		v, end, bare, err := ourADOValue(s, i, k.name)
+		v, end, bare, err := ourADOValue(s, i, settings[k].key)
 		if err != nil {
 			return nil, "", err
 		}
-		afterOur, bareOur = k.name, bare
+		afterOur, bareOur = settings[k].key, bare
 		params = append(params, param{k, v})
 		i = end + 1
 	}
@@ -258,7 +258,7 @@ func closingBrace(s string, open int) (int, bool) {
 }
 
 func skipSpace(s string, i int) int {
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n' || s[i] == '\v' || s[i] == '\f') {
+	for i < len(s) && isSpace(s[i]) {
 		i++
 	}
 	return i
@@ -323,7 +323,7 @@ func ourQueryParam(pair string) (param, bool, error) {
 	}
 	v, err := url.PathUnescape(rawValue)
 	if err != nil {
-		return param{}, false, &ValueError{Source: "DSN", Key: k.name, Value: rawValue, Err: err,
+		return param{}, false, &ValueError{Source: "DSN", Key: settings[k].key, Value: rawValue, Err: err,
 			Reason: "not valid percent-encoding, expected %XX escapes such as %2B for '+'"}
 	}
 	return param{k, v}, true, nil
@@ -394,45 +394,17 @@ func stripKeywordValue(s string) ([]param, string, error) {
 			return nil, "", nearKeyError(name, nk)
 		}
 		i = skipSpace(s, i+eq+1)
-		var (
-			v   string
-			end int
-		)
-		switch {
-		case i < len(s) && s[i] == '\'':
-			var b strings.Builder
-			j := i + 1
-			for ; j < len(s) && s[j] != '\''; j++ {
-				if s[j] == '\\' && j+1 < len(s) {
-					j++
-				}
-				b.WriteByte(s[j])
+		v, end, closed := keywordValue(s, i, ours)
+		if !closed && !ours { // malformed; the driver reports it
+			kept = append(kept, s[start:])
+			return params, strings.Join(kept, " "), nil
+		}
+		if !closed {
+			what := "the quote is not closed"
+			if s[i] == '{' {
+				what = "the brace opened at " + strconv.Quote(abbreviate(s[i:])) + " is not closed"
 			}
-			if j >= len(s) {
-				if ours {
-					return nil, "", &dsnError{err: ErrMalformed, reason: k.name + ": the quote is not closed"}
-				}
-				kept = append(kept, s[start:])
-				return params, strings.Join(kept, " "), nil
-			}
-			v, end = b.String(), j+1
-		case ours && i < len(s) && s[i] == '{':
-			c, ok := closingBrace(s, i)
-			if !ok {
-				return nil, "", &dsnError{err: ErrMalformed, reason: k.name + ": the brace opened at " +
-					strconv.Quote(abbreviate(s[i:])) + " is not closed"}
-			}
-			v, end = s[i+1:c], c+1
-		default:
-			var b strings.Builder
-			j := i
-			for ; j < len(s) && !isSpace(s[j]); j++ {
-				if s[j] == '\\' && j+1 < len(s) {
-					j++
-				}
-				b.WriteByte(s[j])
-			}
-			v, end = b.String(), j
+			return nil, "", &dsnError{err: ErrMalformed, reason: settings[k].key + ": " + what}
 		}
 		if ours {
 			params = append(params, param{k, v})
@@ -444,6 +416,40 @@ func stripKeywordValue(s string) ([]param, string, error) {
 	return params, strings.Join(kept, " "), nil
 }
 
+// keywordValue reads the value of a key=value DSN starting at i:
+// 'quoted' with backslash escapes, {braced} when braces is set (for our
+// keys), or bare up to white space. It returns the value, the index after
+// it, and false when a quote or a brace is not closed.
+func keywordValue(s string, i int, braces bool) (string, int, bool) {
+	switch {
+	case i < len(s) && s[i] == '\'':
+		var b strings.Builder
+		j := i + 1
+		for ; j < len(s) && s[j] != '\''; j++ {
+			if s[j] == '\\' && j+1 < len(s) {
+				j++
+			}
+			b.WriteByte(s[j])
+		}
+		return b.String(), j + 1, j < len(s)
+	case braces && i < len(s) && s[i] == '{':
+		c, ok := closingBrace(s, i)
+		if !ok {
+			return "", 0, false
+		}
+		return s[i+1 : c], c + 1, true
+	}
+	var b strings.Builder
+	j := i
+	for ; j < len(s) && !isSpace(s[j]); j++ {
+		if s[j] == '\\' && j+1 < len(s) {
+			j++
+		}
+		b.WriteByte(s[j])
+	}
+	return b.String(), j, true
+}
+
 func isSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'
 }
@@ -452,8 +458,8 @@ func isSpace(c byte) bool {
 // case-insensitively, followed by optional white space and '='.
 func mentionsKey(s string) (string, bool) {
 	lower := strings.ToLower(s)
-	for _, k := range keys {
-		name := strings.ToLower(k.name)
+	for _, key := range Keys() {
+		name := strings.ToLower(key)
 		for from := 0; ; {
 			i := strings.Index(lower[from:], name)
 			if i < 0 {
@@ -461,7 +467,7 @@ func mentionsKey(s string) (string, bool) {
 			}
 			j := skipSpace(lower, from+i+len(name))
 			if j < len(lower) && lower[j] == '=' {
-				return k.name, true
+				return key, true
 			}
 			from += i + 1
 		}

@@ -127,6 +127,12 @@ func TestParseDSN(t *testing.T) {
 }
 
 // TestParseDSNEveryKey sets each key in both forms and checks the field.
+// isSet reports whether the setting of key is set in c.
+func isSet(c Config, key string) bool {
+	i, ok := lookupKey(key)
+	return ok && c.has(i)
+}
+
 func TestParseDSNEveryKey(t *testing.T) {
 	tests := []struct {
 		key, value string
@@ -139,8 +145,8 @@ func TestParseDSNEveryKey(t *testing.T) {
 		{"connectRetryInterval", "15", func(c Config) bool { return c.ConnectRetryInterval == 15*time.Second }},
 		{"connectRetryInterval", "1500ms", func(c Config) bool { return c.ConnectRetryInterval == 1500*time.Millisecond }},
 		{"loginTimeout", "45", func(c Config) bool { return c.LoginTimeout == 45*time.Second }},
-		{"loginTimeout", "0", func(c Config) bool { return c.LoginTimeout == 0 && c.has(fieldLoginTimeout) }},
-		{"queryTimeout", "-1", func(c Config) bool { return c.QueryTimeout == 0 && c.has(fieldQueryTimeout) }},
+		{"loginTimeout", "0", func(c Config) bool { return c.LoginTimeout == 0 && isSet(c, keyLoginTimeout) }},
+		{"queryTimeout", "-1", func(c Config) bool { return c.QueryTimeout == 0 && isSet(c, keyQueryTimeout) }},
 		{"queryTimeout", "0", func(c Config) bool { return c.QueryTimeout == core.QueryTimeoutZero }},
 		{"queryTimeout", "30", func(c Config) bool { return c.QueryTimeout == 30*time.Second }},
 		{"queryTimeout", "2.5", func(c Config) bool { return c.QueryTimeout == 2500*time.Millisecond }},
@@ -148,7 +154,7 @@ func TestParseDSNEveryKey(t *testing.T) {
 		{"retryRefresh", "250ms", func(c Config) bool { return c.RetryRefresh == 250*time.Millisecond }},
 		{"retryRefresh", "off", func(c Config) bool { return c.RetryRefresh < 0 }},
 		{"retryBudget", "off", func(c Config) bool { return c.NoBudget }},
-		{"retryBudget", "on", func(c Config) bool { return !c.NoBudget && c.has(fieldBudget) }},
+		{"retryBudget", "on", func(c Config) bool { return !c.NoBudget && isSet(c, keyRetryBudget) }},
 		{"retryBudget", "max=100,earn=0.1,timeoutCost=2", func(c Config) bool {
 			return c.Budget == core.BudgetSettings{Max: 100, EarnPerAttempt: 0.1, TimeoutCost: 2}
 		}},
@@ -159,7 +165,7 @@ func TestParseDSNEveryKey(t *testing.T) {
 			return c.Budget == core.BudgetSettings{Max: 2, EarnPerAttempt: 1, TimeoutCost: 1}
 		}},
 		{"retryJitter", "equal", func(c Config) bool { return c.Jitter == core.JitterEqual }},
-		{"retryJitter", "NONE", func(c Config) bool { return c.Jitter == core.JitterNone && c.has(fieldJitter) }},
+		{"retryJitter", "NONE", func(c Config) bool { return c.Jitter == core.JitterNone && isSet(c, keyRetryJitter) }},
 		{"retryProperties", "/etc/crl/mssql-jdbc.properties", func(c Config) bool { return c.PropertiesPath == "/etc/crl/mssql-jdbc.properties" }},
 	}
 	for _, tt := range tests {

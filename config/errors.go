@@ -93,9 +93,15 @@ func (e *dsnError) Error() string { return "config: DSN: " + e.reason }
 
 func (e *dsnError) Unwrap() error { return e.err }
 
-// reasonError is a bare reason, wrapped by a ValueError that names the key.
-type reasonError string
+// reasonError is what is wrong with a value, wrapped by a ValueError that
+// names the key: a reason ("" means the setting's want) and maybe a cause.
+type reasonError struct {
+	reason string
+	cause  error
+}
 
-func (e reasonError) Error() string { return string(e) }
+func (e *reasonError) Error() string { return e.reason }
 
-func errorf(format string, args ...any) error { return reasonError(fmt.Sprintf(format, args...)) }
+func errorf(format string, args ...any) error {
+	return &reasonError{reason: fmt.Sprintf(format, args...)}
+}

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -23,12 +22,47 @@ import (
 func ParseProperties(name string, data []byte) (Config, error) {
 	var (
 		c         Config
-		exec      []string
-		conn      []string
-		firstLine = map[field]int{}
+		firstLine = map[int]int{}      // setting → the line that first set it
+		addsUp    = map[int][]string{} // setting → the values of its lines, when they add up
 	)
-	data = bytes.TrimPrefix(data, []byte("\uFEFF"))
-	lines := strings.Split(string(data), "\n")
+	text := strings.TrimPrefix(string(data), "\uFEFF")
+	err := eachProperty(name, text, func(lineNo int, line string) error {
+		i, value, err := propertyLine(line)
+		if err != nil {
+			return err
+		}
+		s := &settings[i]
+		if first, seen := firstLine[i]; seen && !s.addsUp {
+			return fmt.Errorf("%w: %s is set again (first on line %d); only retryExec and retryConn lines add up",
+				ErrDuplicateKey, s.key, first)
+		} else if !seen {
+			firstLine[i] = lineNo
+		}
+		if err := c.setValue(i, value, ""); err != nil {
+			return err
+		}
+		if s.addsUp {
+			addsUp[i] = append(addsUp[i], value)
+		}
+		return nil
+	})
+	if err != nil {
+		return Config{}, err
+	}
+	for i, values := range addsUp {
+		if err := c.setValue(i, joinRules(values), ""); err != nil {
+			return Config{}, &FileError{Path: name, Err: err}
+		}
+	}
+	return c, nil
+}
+
+// eachProperty calls f with every logical line of a properties file (its
+// continuation lines joined, comments and blank lines left out) and the
+// number of the line where it starts. An error of f is returned as a
+// *FileError naming that line.
+func eachProperty(name, text string, f func(lineNo int, line string) error) error {
+	lines := strings.Split(text, "\n")
 	for n := 0; n < len(lines); n++ {
 		lineNo := n + 1
 		line := strings.TrimLeft(strings.TrimSuffix(lines[n], "\r"), " \t\f")
@@ -42,43 +76,33 @@ func ParseProperties(name string, data []byte) (Config, error) {
 		if continues(line) {
 			line = line[:len(line)-1]
 		}
-		fail := func(err error) (Config, error) {
-			return Config{}, &FileError{Path: name, Line: lineNo, Err: err}
-		}
-		rawKey, rawValue := splitProperty(line)
-		keyName, value := unescapeProperty(rawKey), strings.TrimSpace(unescapeProperty(rawValue))
-		if !utf8.ValidString(keyName) || !utf8.ValidString(value) {
-			return fail(fmt.Errorf("%w: the line is not valid UTF-8", ErrMalformed))
-		}
-		k, ok := lookupKey(keyName)
-		if !ok || !k.inFile {
-			reason := "expected one of " + strings.Join(fileKeys(), ", ")
-			if nk, near := nearKey(keyName); near && nk.inFile {
-				reason = "did you mean " + nk.name + "? (keys are case-insensitive) " + reason
-			}
-			if ok {
-				reason = "a properties file cannot name another; set retryProperties in code, in the DSN or in " + EnvProperties
-			}
-			return fail(fmt.Errorf("%w %s: %s", ErrUnknownKey, strconv.Quote(keyName), reason))
-		}
-		if first, seen := firstLine[k.field]; seen && k.field != fieldRetryExec && k.field != fieldRetryConn {
-			return fail(fmt.Errorf("%w: %s is set again (first on line %d); only retryExec and retryConn lines add up",
-				ErrDuplicateKey, k.name, first))
-		}
-		firstLine[k.field] = lineNo
-		if err := c.setValue(k, value, ""); err != nil {
-			return fail(err)
-		}
-		switch k.field {
-		case fieldRetryExec:
-			exec = append(exec, value)
-		case fieldRetryConn:
-			conn = append(conn, value)
+		if err := f(lineNo, line); err != nil {
+			return &FileError{Path: name, Line: lineNo, Err: err}
 		}
 	}
-	c.RetryExec = joinRules(exec)
-	c.RetryConn = joinRules(conn)
-	return c, nil
+	return nil
+}
+
+// propertyLine reads the key and the value of a logical line, and returns
+// the key's setting, which must be one that the file accepts.
+func propertyLine(line string) (int, string, error) {
+	rawKey, rawValue := splitProperty(line)
+	keyName, value := unescapeProperty(rawKey), strings.TrimSpace(unescapeProperty(rawValue))
+	if !utf8.ValidString(keyName) || !utf8.ValidString(value) {
+		return 0, "", fmt.Errorf("%w: the line is not valid UTF-8", ErrMalformed)
+	}
+	i, ok := lookupKey(keyName)
+	if ok && settings[i].inFile {
+		return i, value, nil
+	}
+	reason := "expected one of " + strings.Join(keyNames(func(s *setting) bool { return s.inFile }), ", ")
+	if near, isNear := nearKey(keyName); isNear && settings[near].inFile {
+		reason = "did you mean " + settings[near].key + "? (keys are case-insensitive) " + reason
+	}
+	if ok {
+		reason = "a properties file cannot name another; set retryProperties in code, in the DSN or in " + EnvProperties
+	}
+	return 0, "", fmt.Errorf("%w %s: %s", ErrUnknownKey, strconv.Quote(keyName), reason)
 }
 
 // joinRules joins the values of several lines of one key with ';'.
@@ -106,31 +130,26 @@ func continues(line string) bool {
 // white space, at most one '=' or ':', and white space are skipped.
 func splitProperty(line string) (string, string) {
 	i := 0
-	for ; i < len(line); i++ {
-		c := line[i]
-		if c == '\\' {
-			i++
-			continue
-		}
-		if c == '=' || c == ':' || c == ' ' || c == '\t' || c == '\f' {
-			break
+	for ; i < len(line) && !strings.ContainsRune("=: \t\f", rune(line[i])); i++ {
+		if line[i] == '\\' {
+			i++ // the escaped character is part of the key
 		}
 	}
-	if i > len(line) {
-		i = len(line)
-	}
-	k := line[:i]
-	j := i
-	for j < len(line) && (line[j] == ' ' || line[j] == '\t' || line[j] == '\f') {
-		j++
-	}
+	i = min(i, len(line)) // a final lone backslash
+	j := skipBlank(line, i)
 	if j < len(line) && (line[j] == '=' || line[j] == ':') {
 		j++
 	}
-	for j < len(line) && (line[j] == ' ' || line[j] == '\t' || line[j] == '\f') {
-		j++
+	return line[:i], line[skipBlank(line, j):]
+}
+
+// skipBlank returns the index of the first byte from i on that is not
+// white space as Java properties know it (space, tab, form feed).
+func skipBlank(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\f') {
+		i++
 	}
-	return k, line[j:]
+	return i
 }
 
 // unescapeProperty resolves Java's escapes: \t \n \r \f, \uXXXX, and \c
@@ -172,17 +191,6 @@ func unescapeProperty(s string) string {
 	return b.String()
 }
 
-// fileKeys returns the keys that a properties file accepts.
-func fileKeys() []string {
-	var out []string
-	for _, k := range keys {
-		if k.inFile {
-			out = append(out, k.name)
-		}
-	}
-	return out
-}
-
 // ReadProperties reads and parses a properties file.
 func ReadProperties(path string) (Config, error) {
 	data, err := os.ReadFile(path)
@@ -192,16 +200,6 @@ func ReadProperties(path string) (Config, error) {
 	return ParseProperties(path, data)
 }
 
-// propertiesSource says where the path of the properties file came from.
-type propertiesSource string
-
-const (
-	sourceNone    propertiesSource = ""
-	sourceGiven   propertiesSource = "given in code or in the DSN"
-	sourceEnv     propertiesSource = "named by " + EnvProperties
-	sourceDefault propertiesSource = "found"
-)
-
 // findProperties returns the absolute path of the properties file to use:
 // the given one, else $CRL_PROPERTIES, else (for a SQL Server handle only:
 // the file is the JDBC driver's, and must not change the rules of a MySQL
@@ -209,23 +207,23 @@ const (
 // mssql-jdbc.properties in the working directory, else next to the
 // executable, else "" (no file). A file given or named by the environment
 // must exist.
-func findProperties(given, driverName string) (string, propertiesSource, error) {
-	explicit, src := given, sourceGiven
+func findProperties(given, driverName string) (string, error) {
+	explicit, src := given, "given in code or in the DSN"
 	if explicit == "" {
-		explicit, src = os.Getenv(EnvProperties), sourceEnv
+		explicit, src = os.Getenv(EnvProperties), "named by "+EnvProperties
 	}
 	if explicit != "" {
 		abs, err := filepath.Abs(explicit)
 		if err != nil {
-			return "", sourceNone, &FileError{Path: explicit, Err: err}
+			return "", &FileError{Path: explicit, Err: err}
 		}
 		if _, err := os.Stat(abs); err != nil {
-			return "", sourceNone, &FileError{Path: abs, Err: fmt.Errorf("the properties file %s cannot be read: %w", src, err)}
+			return "", &FileError{Path: abs, Err: fmt.Errorf("the properties file %s cannot be read: %w", src, err)}
 		}
-		return abs, src, nil
+		return abs, nil
 	}
 	if !isSQLServerDriver(driverName) {
-		return "", sourceNone, nil
+		return "", nil
 	}
 	candidates := []string{DefaultPropertiesFile}
 	if exe, err := os.Executable(); err == nil {
@@ -237,12 +235,12 @@ func findProperties(given, driverName string) (string, propertiesSource, error) 
 			continue
 		}
 		if fi, err := os.Stat(abs); err == nil && !fi.IsDir() {
-			return abs, sourceDefault, nil
+			return abs, nil
 		} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return "", sourceNone, &FileError{Path: abs, Err: err}
+			return "", &FileError{Path: abs, Err: err}
 		}
 	}
-	return "", sourceNone, nil
+	return "", nil
 }
 
 // isSQLServerDriver reports a go-mssqldb driver name.

@@ -80,7 +80,7 @@ func New(driverName, dsn string, opts ...Option) (*Runtime, string, error) {
 	if r.clock == nil {
 		r.clock = core.SystemClock{}
 	}
-	path, _, err := findProperties(r.fixed.PropertiesPath, driverName)
+	path, err := findProperties(r.fixed.PropertiesPath, driverName)
 	if err != nil {
 		return nil, "", err
 	}
@@ -101,7 +101,9 @@ func New(driverName, dsn string, opts ...Option) (*Runtime, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	r.budget = Config{Budget: merged.Budget, NoBudget: merged.NoBudget, Breaker: merged.Breaker, set: fieldBudget | fieldBreaker}
+	r.budget = Config{Budget: merged.Budget, NoBudget: merged.NoBudget, Breaker: merged.Breaker}
+	r.budget.mark(keyRetryBudget)
+	r.budget.mark(keyRetryBreaker)
 	o := core.Options{Clock: r.clock, Observer: r.observer, NoBudget: merged.NoBudget}
 	if !merged.NoBudget {
 		if o.Budget, err = core.NewBudget(merged.Budget); err != nil {
