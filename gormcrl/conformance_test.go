@@ -2,42 +2,85 @@ package gormcrl_test
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"testing"
 
+	"gorm.io/driver/mysql"
+	"gorm.io/driver/postgres"
 	"gorm.io/driver/sqlserver"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
 	"github.com/crl-go/crl/config"
-	"github.com/crl-go/crl/core"
-	"github.com/crl-go/crl/core/coretest"
+	"github.com/crl-go/crl/conformance"
 	"github.com/crl-go/crl/gormcrl"
 )
 
 // gormHandle is gormcrl's side of the conformance suite.
 type gormHandle struct{ db *gorm.DB }
 
-func (h gormHandle) Exec(ctx context.Context, query string) error {
-	return h.db.WithContext(ctx).Exec(query).Error
+func (h gormHandle) Exec(ctx context.Context, query string, args ...any) error {
+	return h.db.WithContext(ctx).Exec(query, args...).Error
 }
 
-func (h gormHandle) InTx(ctx context.Context, fn func(exec func(string) error) error) error {
-	return gormcrl.Transaction(h.db.WithContext(ctx), func(tx *gorm.DB) error {
-		return fn(func(q string) error { return tx.Exec(q).Error })
-	})
+func (h gormHandle) ReadAll(ctx context.Context, query string) ([]int64, error) {
+	var ns []int64
+	err := h.db.WithContext(ctx).Raw(query).Scan(&ns).Error
+	return ns, err
 }
 
-func (h gormHandle) Close() error {
-	sqlDB, err := h.db.DB()
+func (h gormHandle) ReadOne(ctx context.Context, query string) (int64, error) {
+	var n int64
+	err := h.db.WithContext(ctx).Raw(query).Row().Scan(&n)
+	return n, err
+}
+
+func (h gormHandle) InTx(ctx context.Context, fn func(conformance.Tx) error) error {
+	return gormcrl.Transaction(h.db.WithContext(ctx), func(tx *gorm.DB) error { return fn(gormTx{tx}) })
+}
+
+func (h gormHandle) DB() *sql.DB {
+	sqlDB, _ := h.db.DB() // Open's pool is a *sql.DB
+	return sqlDB
+}
+
+func (h gormHandle) Close() error { return h.DB().Close() }
+
+type gormTx struct{ tx *gorm.DB }
+
+func (t gormTx) Exec(query string, args ...any) error { return t.tx.Exec(query, args...).Error }
+
+func (t gormTx) ReadAll(query string, args ...any) error {
+	rows, err := t.tx.Raw(query, args...).Rows()
 	if err != nil {
 		return err
 	}
-	return sqlDB.Close()
+	defer rows.Close()
+	for rows.Next() {
+	}
+	return rows.Err()
+}
+
+// dialectors are the GORM dialectors of the drivers the suite names.
+var dialectors = map[string]func(string) gorm.Dialector{
+	"sqlserver": sqlserver.Open,
+	"mysql":     mysql.Open,
+	"pgx":       postgres.Open,
+}
+
+// openGorm opens GORM through gormcrl.Open on driverName's dialector.
+func openGorm(driverName, dsn string, opts ...config.Option) (*gorm.DB, error) {
+	dialector, ok := dialectors[driverName]
+	if !ok {
+		return nil, fmt.Errorf("no GORM dialector for driver %q", driverName)
+	}
+	return gorm.Open(gormcrl.Open(dialector(dsn), opts...), &gorm.Config{Logger: logger.Discard})
 }
 
 func TestConformance(t *testing.T) {
-	coretest.Conformance(t, func(t *testing.T, dsn string, clock core.Clock) (coretest.Handle, error) {
-		db, err := gorm.Open(gormcrl.Open(sqlserver.Open(dsn), config.WithClock(clock)), &gorm.Config{Logger: logger.Discard})
+	conformance.Run(t, func(t *testing.T, driverName, dsn string, opts ...config.Option) (conformance.Handle, error) {
+		db, err := openGorm(driverName, dsn, opts...)
 		if err != nil {
 			return nil, err
 		}

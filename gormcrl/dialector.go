@@ -115,13 +115,11 @@ func copyDialector(d gorm.Dialector) (gorm.Dialector, poolFields, bool) {
 	var top reflect.Value // the addressable struct of the copy
 	var result func() gorm.Dialector
 	switch {
-	case v.Kind() == reflect.Pointer && !v.IsNil() && v.Elem().Kind() == reflect.Struct:
-		p := reflect.New(v.Elem().Type())
-		p.Elem().Set(v.Elem())
+	case isStructPointer(v):
+		p := copyOf(v.Elem())
 		top, result = p.Elem(), func() gorm.Dialector { return p.Interface().(gorm.Dialector) }
 	case v.Kind() == reflect.Struct:
-		p := reflect.New(v.Type())
-		p.Elem().Set(v)
+		p := copyOf(v)
 		top, result = p.Elem(), func() gorm.Dialector { return p.Elem().Interface().(gorm.Dialector) }
 	default:
 		return d, poolFields{}, false
@@ -132,9 +130,8 @@ func copyDialector(d gorm.Dialector) (gorm.Dialector, poolFields, bool) {
 		switch {
 		case !ok:
 			return d, poolFields{}, false
-		case cfg.Kind() == reflect.Pointer && !cfg.IsNil() && cfg.Elem().Kind() == reflect.Struct:
-			c := reflect.New(cfg.Elem().Type())
-			c.Elem().Set(cfg.Elem())
+		case isStructPointer(cfg):
+			c := copyOf(cfg.Elem())
 			cfg.Set(c)
 			holder = c.Elem()
 		case cfg.Kind() == reflect.Struct:
@@ -153,6 +150,31 @@ func copyDialector(d gorm.Dialector) (gorm.Dialector, poolFields, bool) {
 		f.driverName = dn
 	}
 	return result(), f, true
+}
+
+// isStructPointer reports whether v is a non-nil pointer to a struct.
+func isStructPointer(v reflect.Value) bool {
+	return v.Kind() == reflect.Pointer && !v.IsNil() && v.Elem().Kind() == reflect.Struct
+}
+
+// copyOf returns a pointer to a new copy of v.
+func copyOf(v reflect.Value) reflect.Value {
+	p := reflect.New(v.Type())
+	p.Elem().Set(v)
+	return p
+}
+
+// settings returns how config.ParseDSN reads the DSN of a dialector named
+// name with these fields (see dsnForm), its DriverName ("" when it has
+// none) and its DSN (the DSNConfig's when the DSN field is empty).
+func (f poolFields) settings(name string) (form, driverName, dsn string) {
+	if f.driverName.IsValid() {
+		driverName = f.driverName.String()
+	}
+	if dsn = f.dsn.String(); dsn == "" {
+		dsn = formatDSNConfig(f.holder)
+	}
+	return dsnForm(name, driverName), driverName, dsn
 }
 
 // directField returns the settable exported field name declared in the
@@ -202,15 +224,7 @@ func withConnectionLoop(d gorm.Dialector, opts []Option) (gorm.Dialector, *confi
 		rt, _, err := newRuntime(dsnForm(name, ""), "", opts)
 		return d, rt, nil, err
 	}
-	driverName := ""
-	if f.driverName.IsValid() {
-		driverName = f.driverName.String()
-	}
-	form := dsnForm(name, driverName)
-	dsn := f.dsn.String()
-	if dsn == "" {
-		dsn = formatDSNConfig(f.holder)
-	}
+	form, driverName, dsn := f.settings(name)
 	rt, driverDSN, err := newRuntime(form, dsn, opts)
 	if err != nil {
 		return nil, nil, nil, err
@@ -228,9 +242,9 @@ func withConnectionLoop(d gorm.Dialector, opts []Option) (gorm.Dialector, *confi
 			}
 		}
 	}
-	db, err := adapter.OpenDriver("gormcrl", form, driverName, driverDSN, rt)
+	db, err := adapter.Open(form, driverName, driverDSN, rt)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, fmt.Errorf("gormcrl: Open: %w", err)
 	}
 	f.dsn.SetString(driverDSN)
 	f.conn.Set(reflect.ValueOf(db))
@@ -322,13 +336,6 @@ func dialectorDSN(d gorm.Dialector) (form, dsn string) {
 	if !ok {
 		return dsnForm(d.Name(), ""), ""
 	}
-	driverName := ""
-	if f.driverName.IsValid() {
-		driverName = f.driverName.String()
-	}
-	dsn = f.dsn.String()
-	if dsn == "" {
-		dsn = formatDSNConfig(f.holder)
-	}
-	return dsnForm(d.Name(), driverName), dsn
+	form, _, dsn = f.settings(d.Name())
+	return form, dsn
 }

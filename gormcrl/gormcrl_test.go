@@ -508,13 +508,22 @@ func TestNoRetry(t *testing.T) {
 	require.NoError(t, db.First(&o, 7).Error)
 }
 
-func TestSkipDefaultTransactionRetriesEachStatement(t *testing.T) {
+// createRetried opens GORM with cfg on a new server whose INSERT of an
+// Order is a deadlock victim once, and creates an Order: the retry must
+// write it, with the ID the second INSERT returns.
+func createRetried(t *testing.T, cfg *gorm.Config) (*mssqltest.Server, *gorm.DB) {
+	t.Helper()
 	s := mssqltest.NewServer(t)
-	db, _ := open(t, s, &gorm.Config{SkipDefaultTransaction: true})
+	db, _ := open(t, s, cfg)
 	s.Handle(insertOrder, mssqltest.Error(1205), idRow(8))
 	o := Order{Name: "pen"}
 	require.NoError(t, db.Create(&o).Error, "Create")
 	require.Equal(t, int64(8), o.ID, "Create: ID")
+	return s, db
+}
+
+func TestSkipDefaultTransactionRetriesEachStatement(t *testing.T) {
+	s, _ := createRetried(t, &gorm.Config{SkipDefaultTransaction: true})
 	require.Equal(t, 2, s.Count(insertOrder), "INSERTs")
 	wantTxs(t, "committed", s.Committed())
 }
@@ -540,7 +549,12 @@ func TestPluginInitializeIsIdempotent(t *testing.T) {
 	require.NoError(t, err)
 	p := gormcrl.New(gormcrl.WithRetryExec(deadlockRules), config.WithClock(coretest.NewClock(time.Time{})))
 	require.Equal(t, "crl:retry", p.Name())
+	plugin, ok := p.(*gormcrl.Plugin) // its methods are reachable by type assertion
+	require.True(t, ok, "New returns a *Plugin")
+	require.Nil(t, plugin.Retrier(), "before Initialize")
 	require.NoError(t, db.Use(p))
+	require.NotNil(t, plugin.Retrier())
+	require.NotNil(t, plugin.Runtime())
 	require.NoError(t, p.Initialize(db))
 	require.NoError(t, p.Initialize(db.Session(&gorm.Session{})))
 	require.ErrorIs(t, db.Use(p), gorm.ErrRegistered, "second Use")
@@ -579,12 +593,7 @@ func TestTransactionKeepsGormFeatures(t *testing.T) {
 }
 
 func TestPrepareStmt(t *testing.T) {
-	s := mssqltest.NewServer(t)
-	db, _ := open(t, s, &gorm.Config{PrepareStmt: true})
-	s.Handle(insertOrder, mssqltest.Error(1205), idRow(8))
-	o := Order{Name: "pen"}
-	require.NoError(t, db.Create(&o).Error, "Create")
-	require.Equal(t, int64(8), o.ID, "Create: ID")
+	s, db := createRetried(t, &gorm.Config{PrepareStmt: true})
 	wantTxs(t, "committed", s.Committed(), []string{insertOrder})
 	wantTxs(t, "rolled-back", s.RolledBack(), []string{insertOrder})
 

@@ -44,10 +44,11 @@ func (noRetry) ModifyStatement(stmt *gorm.Statement) {
 // statements GORM runs on behalf of a NoRetry operation inherit it.
 type noRetryKey struct{}
 
-// optedOut reports whether stmt, or the operation it runs for, carries
-// NoRetry. It passes the mark on to the statement's context, so that the
-// nested statements (preloads, associations, hooks) inherit it.
-func optedOut(stmt *gorm.Statement) bool {
+// propagateNoRetry reports whether stmt, or the operation it runs for,
+// carries NoRetry. A statement that carries the clause gets the mark in
+// its context (stmt.Context is replaced), so that the statements GORM runs
+// for it (preloads, associations, hooks) inherit it.
+func propagateNoRetry(stmt *gorm.Statement) bool {
 	if _, ok := stmt.Clauses[noRetryClause]; ok {
 		if stmt.Context.Value(noRetryKey{}) == nil {
 			stmt.Context = context.WithValue(stmt.Context, noRetryKey{}, true)

@@ -45,6 +45,13 @@ var _ gorm.Plugin = (*Plugin)(nil)
 // mysql or postgres, from the properties file, and the defaults. New does
 // not wrap the connections of a DB that is already open, so the
 // connection loop does not apply; Open does that.
+//
+// New returns a *Plugin (its result type is gorm.Plugin, as db.Use takes
+// it): its Retrier and Runtime are reachable by type assertion,
+//
+//	p := gormcrl.New(opts...).(*gormcrl.Plugin)
+//	err := db.Use(p)
+//	retrier := p.Retrier() // after Use
 func New(opts ...Option) gorm.Plugin {
 	return &Plugin{opts: opts}
 }
@@ -71,10 +78,10 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.runtime.Load() == nil {
-		format, dsn := dialectorDSN(db.Dialector)
-		rt, _, err := config.New(format, dsn, p.opts...)
+		form, dsn := dialectorDSN(db.Dialector)
+		rt, _, err := newRuntime(form, dsn, p.opts)
 		if err != nil {
-			return fmt.Errorf("gormcrl: %w", err)
+			return err
 		}
 		p.runtime.Store(rt)
 	}
@@ -146,7 +153,7 @@ func (p *Plugin) register(db *gorm.DB) error {
 // transaction, unless it opted out.
 func (p *Plugin) installPool(db *gorm.DB) {
 	stmt := db.Statement
-	if db.Error != nil || db.DryRun || !retriesAlone(stmt.ConnPool) || optedOut(stmt) {
+	if db.Error != nil || db.DryRun || !retriesAlone(stmt.ConnPool) || propagateNoRetry(stmt) {
 		return
 	}
 	if _, ok := unwrapPool(stmt.ConnPool); ok { // a nested statement of a retried one

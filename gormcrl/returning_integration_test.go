@@ -1,18 +1,14 @@
 package gormcrl_test
 
 import (
-	"context"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"gorm.io/driver/mysql"
 	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 
+	"github.com/crl-go/crl/conformance"
 	"github.com/crl-go/crl/gormcrl"
 )
 
@@ -27,14 +23,10 @@ type returningItem struct {
 // insert retries the Create. Before, the failure was not recorded, the
 // filter saw "", and the Create failed at once.
 func TestRealReturningErrorRecorded(t *testing.T) {
-	dsn := os.Getenv("CRL_MYSQL_DSN")
-	if dsn == "" {
-		t.Skip("CRL_MYSQL_DSN is not set")
-	}
-	db, err := gorm.Open(gormcrl.Open(mysql.Open(dsn+"&innodb_lock_wait_timeout=1"),
-		gormcrl.WithRetryExec("{1205,1213:3,0:insert,update}")), &gorm.Config{Logger: logger.Discard})
+	d := conformance.DatabaseNamed(t, "mariadb")
+	db, err := openGorm(d.Driver, d.With("innodb_lock_wait_timeout=1"), gormcrl.WithRetryExec("{1205,1213:3,0:insert,update}"))
 	require.NoError(t, err)
-	table := fmt.Sprintf("crl_returning_%d", time.Now().UnixNano()%1e9)
+	table := conformance.Table("crl_returning")
 	tdb := func() *gorm.DB { return db.Table(table) }
 	require.NoError(t, tdb().Migrator().CreateTable(&returningItem{}))
 	defer func() { _ = tdb().Migrator().DropTable(table) }()
@@ -44,16 +36,8 @@ func TestRealReturningErrorRecorded(t *testing.T) {
 	require.NoError(t, sqlDB.QueryRow("SELECT VERSION()").Scan(&version))
 
 	// Another transaction holds the key: the INSERT waits and times out.
-	ctx := context.Background()
-	holder, err := sqlDB.BeginTx(ctx, nil)
-	require.NoError(t, err)
-	_, err = holder.ExecContext(ctx, "INSERT INTO "+table+" (id, name) VALUES (1, 'holder')")
-	require.NoError(t, err)
-	released := make(chan error, 1)
-	go func() {
-		time.Sleep(1500 * time.Millisecond) // after the first attempt's time-out
-		released <- holder.Rollback()
-	}()
+	// It lets go after the first attempt's time-out.
+	released := conformance.Hold(t, sqlDB, "INSERT INTO "+table+" (id, name) VALUES (1, 'holder')", 1500*time.Millisecond)
 
 	start := time.Now()
 	// Two rows: the first is inserted and returned, then the second waits

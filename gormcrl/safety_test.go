@@ -1,7 +1,6 @@
 package gormcrl_test
 
 import (
-	"runtime"
 	"testing"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
-	"github.com/crl-go/crl/gormcrl"
 	"github.com/crl-go/crl/mssqltest"
 )
 
@@ -50,44 +48,6 @@ func TestCreateRefusedByOpenBreakerWritesNothing(t *testing.T) {
 	assert.Equal(t, int64(9), o.ID)
 	assert.Len(t, s.Committed(), 1)
 	require.NoError(t, db.Create(&Order{Name: "c"}).Error, "the breaker stayed open after a successful probe")
-}
-
-// With a queryTimeout, GORM reads (through the plugin's statement pool)
-// keep nothing alive once their rows are closed: the same bytes per read
-// stay on the heap with and without a queryTimeout.
-func TestGormReadsRetainNothingUntilQueryTimeout(t *testing.T) {
-	const reads = 3000
-	retained := func(opts ...gormcrl.Option) float64 {
-		s := mssqltest.NewServer(t)
-		s.Handle(selectAll, mssqltest.Rows([]string{"id", "name"}, []any{int64(1), "a"}, []any{int64(2), "b"}))
-		s.Handle(selectFirst, orderRow(7, "pen"))
-		db, _ := open(t, s, nil, opts...)
-		read := func(i int) {
-			if i%2 == 0 {
-				var orders []Order
-				require.NoError(t, db.Find(&orders).Error)
-				return
-			}
-			var o Order
-			require.NoError(t, db.First(&o, 7).Error)
-		}
-		for i := 0; i < 100; i++ {
-			read(i)
-		}
-		var before, after runtime.MemStats
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		for i := 0; i < reads; i++ {
-			read(i)
-		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / reads
-	}
-	without := retained()
-	with := retained(config.WithQueryTimeout(time.Hour))
-	t.Logf("retained per read: %.0f B without queryTimeout, %.0f B with", without, with)
-	assert.InDelta(t, without, with, 150, "bytes retained per read")
 }
 
 // PanickyOrder's BeforeCreate panics while panicking is set.

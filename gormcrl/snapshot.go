@@ -60,7 +60,37 @@ func sameValue(a, b any) bool {
 // passed by value) needs nothing. It returns a nil restore when there is
 // nothing to put back.
 func snapshotValue(v reflect.Value) (func(), bool) {
-	switch m := v.Interface().(type) {
+	if r, isMap := snapshotMapValue(v.Interface()); isMap {
+		return r, true
+	}
+	for v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			if v.CanSet() { // GORM allocates it: put the nil back
+				return func() { v.Set(reflect.Zero(v.Type())) }, true
+			}
+			return nil, true
+		}
+		v = v.Elem()
+	}
+	// The elements of a slice are addressable even when the slice value is
+	// not: a slice is handled below through its backing array.
+	if !v.CanAddr() && v.Kind() != reflect.Slice {
+		// A struct or an array passed by value: GORM cannot write to it.
+		return nil, v.Kind() == reflect.Struct || v.Kind() == reflect.Array
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		return snapshotStruct(v), true
+	case reflect.Slice, reflect.Array:
+		return snapshotElems(v)
+	}
+	return nil, false
+}
+
+// snapshotMapValue snapshots a map of column names, a slice of them, or a
+// pointer to either; isMap is false for a value of another type.
+func snapshotMapValue(x any) (restore func(), isMap bool) {
+	switch m := x.(type) {
 	case map[string]any:
 		return snapshotMaps([]map[string]any{m}), true
 	case []map[string]any:
@@ -80,65 +110,50 @@ func snapshotValue(v reflect.Value) (func(), bool) {
 		r := snapshotMaps(old)
 		return func() { *m = old; r() }, true
 	}
-	for v.Kind() == reflect.Pointer {
-		if v.IsNil() {
-			if v.CanSet() { // GORM allocates it: put the nil back
-				return func() { v.Set(reflect.Zero(v.Type())) }, true
-			}
-			return nil, true
-		}
-		v = v.Elem()
+	return nil, false
+}
+
+// snapshotElems snapshots a slice or an array of structs or of pointers to
+// structs, and the slice header when it can be set (GORM may append).
+func snapshotElems(v reflect.Value) (func(), bool) {
+	var header reflect.Value
+	if v.Kind() == reflect.Slice && v.CanSet() {
+		header = reflect.New(v.Type()).Elem()
+		header.Set(v)
 	}
-	if !v.CanAddr() {
-		switch v.Kind() {
-		case reflect.Struct:
-			return nil, true // passed by value: GORM cannot write to it
-		case reflect.Slice:
-			// The elements of a slice are addressable even when the slice
-			// value is not: handled below through its backing array.
-		case reflect.Array:
-			return nil, true // passed by value: GORM cannot write to it
-		default:
+	n := v.Len()
+	restores := make([]func(), 0, n)
+	for i := 0; i < n; i++ {
+		r, ok := snapshotElem(v.Index(i))
+		if !ok {
 			return nil, false
 		}
+		restores = append(restores, r)
 	}
-	switch v.Kind() {
-	case reflect.Struct:
-		return snapshotStruct(v), true
-	case reflect.Slice, reflect.Array:
-		var header reflect.Value
-		if v.Kind() == reflect.Slice && v.CanSet() {
-			header = reflect.New(v.Type()).Elem()
-			header.Set(v)
+	return func() {
+		if header.IsValid() {
+			v.Set(header)
 		}
-		n := v.Len()
-		restores := make([]func(), 0, n)
-		for i := 0; i < n; i++ {
-			e := v.Index(i)
-			switch {
-			case e.Kind() == reflect.Struct:
-				restores = append(restores, snapshotStruct(e))
-			case e.Kind() == reflect.Pointer && e.Type().Elem().Kind() == reflect.Struct:
-				p := reflect.New(e.Type()).Elem()
-				p.Set(e)
-				if e.IsNil() {
-					restores = append(restores, func() { e.Set(p) })
-					continue
-				}
-				r := snapshotStruct(e.Elem())
-				restores = append(restores, func() { e.Set(p); r() })
-			default:
-				return nil, false
-			}
+		for _, r := range restores {
+			r()
 		}
-		return func() {
-			if header.IsValid() {
-				v.Set(header)
-			}
-			for _, r := range restores {
-				r()
-			}
-		}, true
+	}, true
+}
+
+// snapshotElem snapshots one element of a slice or an array: a struct, or
+// a pointer to a struct (the pointer itself and what it points to).
+func snapshotElem(e reflect.Value) (func(), bool) {
+	switch {
+	case e.Kind() == reflect.Struct:
+		return snapshotStruct(e), true
+	case e.Kind() == reflect.Pointer && e.Type().Elem().Kind() == reflect.Struct:
+		p := reflect.New(e.Type()).Elem()
+		p.Set(e)
+		if e.IsNil() {
+			return func() { e.Set(p) }, true
+		}
+		r := snapshotStruct(e.Elem())
+		return func() { e.Set(p); r() }, true
 	}
 	return nil, false
 }

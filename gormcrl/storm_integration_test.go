@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,12 +11,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"gorm.io/driver/mysql"
-	"gorm.io/driver/postgres"
 	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 
 	"github.com/crl-go/crl/config"
+	"github.com/crl-go/crl/conformance"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/gormcrl"
 )
@@ -60,114 +57,101 @@ type stormCounter struct {
 // added one and every other added nothing, and the counters the hooks
 // moved agree with the writes that committed.
 func TestRealCreateUpdateStormWithBreaker(t *testing.T) {
-	for _, tc := range []struct {
-		name, env, rules string
-		dialector        func(string) gorm.Dialector
-	}{
-		{"mariadb", "CRL_MYSQL_DSN", "{1213,1205:1,1ms}", mysql.Open},
-		{"postgres", "CRL_POSTGRES_DSN", "{40P01,40001:1,1ms}", postgres.Open},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dsn := os.Getenv(tc.env)
-			if dsn == "" {
-				t.Skipf("%s is not set", tc.env)
-			}
-			if tc.name == "postgres" {
-				dsn += "&deadlock_timeout=20ms"
-			}
-			var refused, exhausted atomic.Int64
-			db, err := gorm.Open(gormcrl.Open(tc.dialector(dsn), gormcrl.WithRetryExec(tc.rules),
-				config.WithCircuitBreaker(core.BreakerSettings{Failures: 2, OpenFor: 10 * time.Millisecond})),
-				&gorm.Config{Logger: logger.Discard})
-			require.NoError(t, err)
-			suffix := fmt.Sprintf("%d", time.Now().UnixNano()%1e9)
-			items, counters := "crl_storm_items_"+suffix, "crl_storm_counters_"+suffix
-			require.NoError(t, db.Table(items).Migrator().CreateTable(&stormItem{}))
-			require.NoError(t, db.Table(counters).Migrator().CreateTable(&stormCounter{}))
-			defer func() { _ = db.Clauses(gormcrl.NoRetry).Migrator().DropTable(items, counters) }()
-			for id := int64(1); id <= 2; id++ {
-				require.NoError(t, db.Table(counters).Create(&stormCounter{ID: id}).Error)
-			}
+	conformance.EachDatabase(t, func(t *testing.T, d conformance.Database) {
+		rules, params := "{1213,1205:1,1ms}", ""
+		if d.Name == "postgres" {
+			rules, params = "{40P01,40001:1,1ms}", "deadlock_timeout=20ms"
+		}
+		var refused, exhausted atomic.Int64
+		db, err := openGorm(d.Driver, d.With(params), gormcrl.WithRetryExec(rules),
+			config.WithCircuitBreaker(core.BreakerSettings{Failures: 2, OpenFor: 10 * time.Millisecond}))
+		require.NoError(t, err)
+		items, counters := conformance.Table("crl_storm_items"), conformance.Table("crl_storm_counters")
+		require.NoError(t, db.Table(items).Migrator().CreateTable(&stormItem{}))
+		require.NoError(t, db.Table(counters).Migrator().CreateTable(&stormCounter{}))
+		defer func() { _ = db.Clauses(gormcrl.NoRetry).Migrator().DropTable(items, counters) }()
+		for id := int64(1); id <= 2; id++ {
+			require.NoError(t, db.Table(counters).Create(&stormCounter{ID: id}).Error)
+		}
 
-			const workers, perWorker = 6, 20
-			var (
-				mu      sync.Mutex
-				created = map[string]bool{}  // name → the Create returned nil
-				updates = map[string]int64{} // name → Updates that returned nil
-				writes  atomic.Int64         // units that committed
-				wg      sync.WaitGroup
-			)
-			judge := func(err error) bool {
-				switch {
-				case err == nil:
-					writes.Add(1)
-					return true
-				case errors.Is(err, core.ErrCircuitOpen):
-					refused.Add(1)
-					time.Sleep(3 * time.Millisecond) // a caller backs off, so the storm sees the breaker close again
-				case errors.Is(err, core.ErrRetriesExhausted):
-					exhausted.Add(1)
-				case errors.Is(err, core.ErrCommitUnknown):
-					t.Errorf("unexpected unknown COMMIT: %v", err)
-				}
-				return false // every other error: the unit was rolled back
+		const workers, perWorker = 6, 20
+		var (
+			mu      sync.Mutex
+			created = map[string]bool{}  // name → the Create returned nil
+			updates = map[string]int64{} // name → Updates that returned nil
+			writes  atomic.Int64         // units that committed
+			wg      sync.WaitGroup
+		)
+		judge := func(err error) bool {
+			switch {
+			case err == nil:
+				writes.Add(1)
+				return true
+			case errors.Is(err, core.ErrCircuitOpen):
+				refused.Add(1)
+				time.Sleep(3 * time.Millisecond) // a caller backs off, so the storm sees the breaker close again
+			case errors.Is(err, core.ErrRetriesExhausted):
+				exhausted.Add(1)
+			case errors.Is(err, core.ErrCommitUnknown):
+				t.Errorf("unexpected unknown COMMIT: %v", err)
 			}
-			for w := 0; w < workers; w++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					var mine []stormItem
-					for i := 0; i < perWorker; i++ {
-						if len(mine) > 0 && rand.IntN(2) == 0 {
-							it := &mine[rand.IntN(len(mine))]
-							it.counters = counters
-							err := db.Table(items).Model(it).Update("n", gorm.Expr("n + 1")).Error
-							if judge(err) {
-								mu.Lock()
-								updates[it.Name]++
-								mu.Unlock()
-							}
-							continue
+			return false // every other error: the unit was rolled back
+		}
+		for w := 0; w < workers; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var mine []stormItem
+				for i := 0; i < perWorker; i++ {
+					if len(mine) > 0 && rand.IntN(2) == 0 {
+						it := &mine[rand.IntN(len(mine))]
+						it.counters = counters
+						err := db.Table(items).Model(it).Update("n", gorm.Expr("n + 1")).Error
+						if judge(err) {
+							mu.Lock()
+							updates[it.Name]++
+							mu.Unlock()
 						}
-						it := stormItem{Name: fmt.Sprintf("w%d-%d", w, i), counters: counters}
-						err := db.Table(items).Create(&it).Error
-						ok := judge(err)
-						mu.Lock()
-						created[it.Name] = ok
-						mu.Unlock()
-						if ok {
-							mine = append(mine, it)
-						}
+						continue
 					}
-				}()
-			}
-			wg.Wait()
+					it := stormItem{Name: fmt.Sprintf("w%d-%d", w, i), counters: counters}
+					err := db.Table(items).Create(&it).Error
+					ok := judge(err)
+					mu.Lock()
+					created[it.Name] = ok
+					mu.Unlock()
+					if ok {
+						mine = append(mine, it)
+					}
+				}
+			}()
+		}
+		wg.Wait()
 
-			// Count with the statement loop off: the breaker may still be open.
-			check := db.Clauses(gormcrl.NoRetry)
-			var rows []stormItem
-			require.NoError(t, check.Table(items).Find(&rows).Error)
-			inDB := map[string]int64{}
-			for _, r := range rows {
-				_, dup := inDB[r.Name]
-				assert.False(t, dup, "row %q written twice", r.Name)
-				inDB[r.Name] = r.N
+		// Count with the statement loop off: the breaker may still be open.
+		check := db.Clauses(gormcrl.NoRetry)
+		var rows []stormItem
+		require.NoError(t, check.Table(items).Find(&rows).Error)
+		inDB := map[string]int64{}
+		for _, r := range rows {
+			_, dup := inDB[r.Name]
+			assert.False(t, dup, "row %q written twice", r.Name)
+			inDB[r.Name] = r.N
+		}
+		for name, ok := range created {
+			n, there := inDB[name]
+			if !ok {
+				assert.False(t, there, "Create of %q returned an error but its row is there", name)
+				continue
 			}
-			for name, ok := range created {
-				n, there := inDB[name]
-				if !ok {
-					assert.False(t, there, "Create of %q returned an error but its row is there", name)
-					continue
-				}
-				if assert.True(t, there, "Create of %q returned nil but its row is missing", name) {
-					assert.Equal(t, updates[name], n, "row %q: %d Updates returned nil", name, updates[name])
-				}
+			if assert.True(t, there, "Create of %q returned nil but its row is missing", name) {
+				assert.Equal(t, updates[name], n, "row %q: %d Updates returned nil", name, updates[name])
 			}
-			assert.Len(t, inDB, len(rows))
-			var total int64
-			require.NoError(t, check.Table(counters).Select("SUM(n)").Scan(&total).Error)
-			assert.Equal(t, 2*writes.Load(), total, "the hooks' counters disagree with the units that committed")
-			t.Logf("%s: %d units committed, %d refused by the breaker, %d gave up after retries", tc.name, writes.Load(), refused.Load(), exhausted.Load())
-		})
-	}
+		}
+		assert.Len(t, inDB, len(rows))
+		var total int64
+		require.NoError(t, check.Table(counters).Select("SUM(n)").Scan(&total).Error)
+		assert.Equal(t, 2*writes.Load(), total, "the hooks' counters disagree with the units that committed")
+		t.Logf("%s: %d units committed, %d refused by the breaker, %d gave up after retries", d.Name, writes.Load(), refused.Load(), exhausted.Load())
+	})
 }

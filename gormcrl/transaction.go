@@ -36,7 +36,7 @@ func Transaction(db *gorm.DB, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions
 	if !ok {
 		return ErrNoPlugin
 	}
-	if !retriesAlone(db.Statement.ConnPool) || optedOut(db.Statement) {
+	if !retriesAlone(db.Statement.ConnPool) || propagateNoRetry(db.Statement) {
 		return db.Transaction(fn, opts...)
 	}
 	ctx := db.Statement.Context

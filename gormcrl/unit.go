@@ -96,7 +96,7 @@ func (c *unitCallbacks) start(db *gorm.DB) {
 	if db.Error != nil || db.DryRun || db.SkipDefaultTransaction || unitOf(stmt) != nil {
 		return // nothing runs, no implicit transaction, or a retry's clone
 	}
-	if !retriesAlone(stmt.ConnPool) || optedOut(stmt) {
+	if !retriesAlone(stmt.ConnPool) || propagateNoRetry(stmt) {
 		return // in a user's transaction, on a *sql.Conn, or opted out
 	}
 	restore, ok := snapshot(stmt, c.op)
@@ -178,14 +178,14 @@ func (c *unitCallbacks) end(db *gorm.DB) {
 }
 
 // outcome is what an attempt returns to the transaction loop: the
-// statement that failed and the error, or the failed COMMIT as Finish
-// classifies it (its outcome may be unknown).
+// statement that failed and the error, or the failed COMMIT as
+// adapter.CommitOutcome classifies it (its outcome may be unknown).
 func (u *unit) outcome(err error) (string, error) {
 	if err == nil {
 		return "", nil
 	}
 	if cerr := u.rec.CommitErr(); cerr != nil {
-		return adapter.Finish("gormcrl", nil, nil, func() error { return cerr })
+		return adapter.CommitOutcome("gormcrl", cerr)
 	}
 	return u.rec.FailedQuery(), err
 }

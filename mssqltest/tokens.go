@@ -76,23 +76,26 @@ func (t *tokenWriter) uint64(v uint64) { t.buf = binary.LittleEndian.AppendUint6
 
 // bVarChar appends a B_VARCHAR, cut to the 255 characters it can hold.
 func (t *tokenWriter) bVarChar(s string) {
-	units := utf16.Encode([]rune(s))
-	if len(units) > 0xFF {
-		units = units[:0xFF]
-	}
+	units := utf16Prefix(s, 0xFF)
 	t.byte(byte(len(units)))
-	for _, u := range units {
-		t.uint16(u)
-	}
+	t.utf16(units)
 }
 
 // usVarChar appends a US_VARCHAR, cut to the 65535 characters it can hold.
 func (t *tokenWriter) usVarChar(s string) {
-	units := utf16.Encode([]rune(s))
-	if len(units) > 0xFFFF {
-		units = units[:0xFFFF]
-	}
+	units := utf16Prefix(s, 0xFFFF)
 	t.uint16(uint16(len(units)))
+	t.utf16(units)
+}
+
+// utf16Prefix returns the first n UTF-16 code units of s at the most.
+func utf16Prefix(s string, n int) []uint16 {
+	units := utf16.Encode([]rune(s))
+	return units[:min(len(units), n)]
+}
+
+// utf16 appends UTF-16 code units, little-endian.
+func (t *tokenWriter) utf16(units []uint16) {
 	for _, u := range units {
 		t.uint16(u)
 	}

@@ -35,9 +35,13 @@ var (
 // (retryExec, retryConn, connectRetryCount, …; they are removed before the
 // driver sees the DSN). It does not connect.
 func Open(driverName, dsn string, opts ...Option) (*DB, error) {
-	sqlDB, rt, err := adapter.OpenDB("sqlxcrl", driverName, dsn, opts...)
+	rt, driverDSN, err := config.New(driverName, dsn, opts...)
 	if err != nil {
 		return nil, err
+	}
+	sqlDB, err := adapter.Open(driverName, driverName, driverDSN, rt)
+	if err != nil {
+		return nil, fmt.Errorf("sqlxcrl: %w", err)
 	}
 	return &DB{DB: sqlx.NewDb(sqlDB, driverName), retrier: rt.Retrier(), runtime: rt}, nil
 }

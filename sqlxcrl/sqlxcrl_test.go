@@ -390,29 +390,3 @@ func TestNewDbRetriesStatements(t *testing.T) {
 	assert.NoError(t, err)
 	assert.Equal(t, 2, srv.Count(update), "executions")
 }
-
-// sqlxHandle is sqlxcrl's side of the conformance suite.
-type sqlxHandle struct{ db *sqlxcrl.DB }
-
-func (h sqlxHandle) Exec(ctx context.Context, query string) error {
-	_, err := h.db.ExecContext(ctx, query)
-	return err
-}
-
-func (h sqlxHandle) InTx(ctx context.Context, fn func(exec func(string) error) error) error {
-	return h.db.RunInTx(ctx, nil, func(tx *sqlxcrl.Tx) error {
-		return fn(func(q string) error { _, err := tx.ExecContext(ctx, q); return err })
-	})
-}
-
-func (h sqlxHandle) Close() error { return h.db.Close() }
-
-func TestConformance(t *testing.T) {
-	coretest.Conformance(t, func(t *testing.T, dsn string, clock core.Clock) (coretest.Handle, error) {
-		db, err := sqlxcrl.Connect("sqlserver", dsn, config.WithClock(clock))
-		if err != nil {
-			return nil, err
-		}
-		return sqlxHandle{db}, nil
-	})
-}

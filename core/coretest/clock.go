@@ -1,6 +1,8 @@
 // Package coretest holds test helpers for code built on core: a virtual
 // clock that makes timing semantics exact and fast, and a recording
-// Observer.
+// Observer. It imports core alone. The conformance suite that every
+// adapter runs, against the mssqltest server and real databases, is the
+// package github.com/crl-go/crl/conformance.
 package coretest
 
 import (

@@ -13,13 +13,13 @@ import (
 // unknownSystemVariable is MySQL's and MariaDB's error 1193.
 const unknownSystemVariable = 1193
 
-// CutoffConnector wraps inner so that every new connection tells the server
+// withCutoff wraps inner so that every new connection tells the server
 // to stop a statement that runs longer than cutoff: MariaDB's
 // max_statement_time, else MySQL's max_execution_time (which applies to
 // SELECT only); PostgreSQL's statement_timeout. For SQL Server it returns
 // inner unchanged: go-mssqldb cancels a statement on the server (ATTENTION)
 // when its context ends. Another driver is an error.
-func CutoffConnector(pkg, driverName string, inner driver.Connector, cutoff time.Duration) (driver.Connector, error) {
+func withCutoff(driverName string, inner driver.Connector, cutoff time.Duration) (driver.Connector, error) {
 	switch driverName {
 	case "sqlserver", "mssql", "azuresql":
 		return inner, nil
@@ -34,7 +34,7 @@ func CutoffConnector(pkg, driverName string, inner driver.Connector, cutoff time
 		ms := strconv.FormatInt(max(cutoff.Milliseconds(), 1), 10)
 		return &cutoffConnector{Connector: inner, statements: []string{"SET statement_timeout = " + ms}}, nil
 	}
-	return nil, fmt.Errorf("%s: executionCutoff is not supported for driver %q: expected sqlserver, mysql or pgx", pkg, driverName)
+	return nil, fmt.Errorf("executionCutoff is not supported for driver %q: expected sqlserver, mysql or pgx", driverName)
 }
 
 // cutoffConnector runs the first of its statements that the server knows

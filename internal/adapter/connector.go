@@ -1,0 +1,111 @@
+// Package adapter holds what the sqlxcrl and gormcrl adapters share: Open,
+// whose pool runs the connection loop for every new pooled connection (and
+// sets the execution cut-off), and the pieces of a whole-transaction
+// attempt (Recorder, Finish, CommitOutcome, Recover).
+package adapter
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"io"
+
+	"github.com/crl-go/crl/config"
+	"github.com/crl-go/crl/core"
+)
+
+// loopConnector runs the connection loop around every Connect of the
+// driver's connector, so every new pooled connection gets it, not only the
+// first.
+type loopConnector struct {
+	inner   driver.Connector
+	retrier *core.Retrier
+}
+
+var (
+	_ driver.Connector = (*loopConnector)(nil)
+	_ io.Closer        = (*loopConnector)(nil)
+)
+
+// Connect opens one connection under the connection loop.
+func (c *loopConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	var conn driver.Conn
+	err := c.retrier.Connect(ctx, func(ctx context.Context) error {
+		var err error
+		conn, err = c.inner.Connect(ctx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return conn, nil
+}
+
+// Driver returns the wrapped driver.
+func (c *loopConnector) Driver() driver.Driver { return c.inner.Driver() }
+
+// Close closes the wrapped connector when it can be closed.
+func (c *loopConnector) Close() error {
+	if cl, ok := c.inner.(io.Closer); ok {
+		return cl.Close()
+	}
+	return nil
+}
+
+// dsnConnector is the connector of a driver without driver.DriverContext.
+type dsnConnector struct {
+	dsn string
+	drv driver.Driver
+}
+
+func (c dsnConnector) Connect(context.Context) (driver.Conn, error) { return c.drv.Open(c.dsn) }
+func (c dsnConnector) Driver() driver.Driver                        { return c.drv }
+
+// driverConnector returns the connector of a registered driver for dsn.
+func driverConnector(driverName, dsn string) (driver.Connector, error) {
+	probe, err := sql.Open(driverName, dsn)
+	if err != nil {
+		return nil, err
+	}
+	drv := probe.Driver()
+	if err := probe.Close(); err != nil {
+		return nil, err
+	}
+	if dc, ok := drv.(driver.DriverContext); ok {
+		return dc.OpenConnector(dsn)
+	}
+	return dsnConnector{dsn: dsn, drv: drv}, nil
+}
+
+// Open opens a *sql.DB on the registered driver driverName with driverDSN
+// (a DSN without the retry settings), whose every new connection gets rt's
+// execution cut-off (for the DSN form: sqlserver, mysql or pgx) and runs
+// the connection loop. It does not connect. Its errors carry no package
+// prefix: the adapter that calls it adds its own.
+func Open(form, driverName, driverDSN string, rt *config.Runtime) (*sql.DB, error) {
+	inner, err := driverConnector(driverName, driverDSN)
+	if err != nil {
+		return nil, fmt.Errorf("open %q: %w", driverName, err)
+	}
+	if cutoff := rt.ExecutionCutoff(); cutoff > 0 {
+		if inner, err = withCutoff(form, inner, cutoff); err != nil {
+			return nil, err
+		}
+	}
+	return sql.OpenDB(&loopConnector{inner: inner, retrier: rt.Retrier()}), nil
+}
+
+// FailingConnector returns a connector whose every Connect fails with err:
+// a handle built on it reports a configuration error on every statement
+// instead of panicking or running without its rules.
+func FailingConnector(err error) driver.Connector { return failingConnector{err} }
+
+type failingConnector struct{ err error }
+
+func (c failingConnector) Connect(context.Context) (driver.Conn, error) { return nil, c.err }
+func (c failingConnector) Driver() driver.Driver                        { return failingDriver(c) }
+
+type failingDriver struct{ err error }
+
+func (d failingDriver) Open(string) (driver.Conn, error) { return nil, d.err }

@@ -1,0 +1,97 @@
+package adapter
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/crl-go/crl/core"
+)
+
+// Finish ends a transaction attempt: it rolls back when fnErr is not nil
+// and commits otherwise, and returns what the transaction loop needs (see
+// CommitOutcome for a failed COMMIT). A rollback that fails after fnErr is
+// reported with it, fnErr first. name is the adapter's package, which
+// starts the messages of the errors Finish makes.
+func Finish(name string, fnErr error, rollback, commit func() error) (failed string, err error) {
+	if fnErr != nil {
+		if rbErr := rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) && !core.IsBadConn(rbErr) {
+			// The server may already have rolled the transaction back (a
+			// deadlock victim's is); report both, the closure's first.
+			return "", errors.Join(fnErr, fmt.Errorf("%s: rollback after the error above: %w", name, rbErr))
+		}
+		return "", fnErr
+	}
+	if err := commit(); err != nil {
+		return CommitOutcome(name, err)
+	}
+	return "", nil
+}
+
+// CommitOutcome classifies a failed COMMIT for the transaction loop. A
+// COMMIT that failed because the connection broke or the context ended has
+// an unknown outcome: the error then matches core.ErrCommitUnknown and is
+// never retried. A COMMIT refused by the server (an error number, a
+// SQLSTATE, or PostgreSQL's ROLLBACK answer that pgx reports as
+// ErrTxCommitRollback) did not commit and is reported as the failed
+// statement "COMMIT", for the rule's query filter. name is the adapter's
+// package, which starts the message of the error of an unknown outcome.
+func CommitOutcome(name string, err error) (failed string, _ error) {
+	if outcomeUnknown(err) {
+		return "", fmt.Errorf("%s: COMMIT failed and its outcome is unknown, so the transaction was not retried: %w: %w", name, core.ErrCommitUnknown, err)
+	}
+	return "COMMIT", err
+}
+
+// outcomeUnknown reports whether a failed COMMIT may have been applied:
+// unless the server answered with an error (a number that is not a mapped
+// socket error, or a SQLSTATE), or answered ROLLBACK, it may have been.
+func outcomeUnknown(err error) bool {
+	if rolledBack(err) {
+		return false
+	}
+	if n, ok := core.ErrorNumber(err); ok {
+		return core.IsSocketError(n)
+	}
+	_, answered := core.SQLState(err)
+	return !answered
+}
+
+// commitRolledBack is the text of pgx's ErrTxCommitRollback: PostgreSQL
+// answered COMMIT with ROLLBACK (the transaction had already failed, or a
+// deferred check failed), so nothing of it was applied. It is recognised
+// by its text so that no adapter imports pgx.
+const commitRolledBack = "commit unexpectedly resulted in rollback"
+
+// rolledBack reports whether err, or an error it wraps, is pgx's
+// ErrTxCommitRollback.
+func rolledBack(err error) bool {
+	for err != nil {
+		if err.Error() == commitRolledBack {
+			return true
+		}
+		switch e := err.(type) {
+		case interface{ Unwrap() []error }:
+			for _, inner := range e.Unwrap() {
+				if rolledBack(inner) {
+					return true
+				}
+			}
+			return false
+		case interface{ Unwrap() error }:
+			err = e.Unwrap()
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// Recover rolls back and re-panics when the closure panicked. Use it as
+// defer adapter.Recover(rollback).
+func Recover(rollback func() error) {
+	if p := recover(); p != nil {
+		_ = rollback() // the panic is what the caller must see
+		panic(p)
+	}
+}
