@@ -101,43 +101,20 @@ func BenchmarkSuccessPath(b *testing.B) {
 	})
 }
 
-// stillClock is a core.Clock whose time stands still and whose waits end
-// at once: BenchmarkDecide measures the decision, not a timer.
-type stillClock struct{ t time.Time }
-
-func (c stillClock) Now() time.Time                                 { return c.t }
-func (stillClock) Sleep(ctx context.Context, _ time.Duration) error { return ctx.Err() }
-
-// BenchmarkDecide is the retry decision on an error, through the real
-// statement loop: a statement fails once with a deadlock and then
-// succeeds, so each operation classifies the error, looks up its rule,
-// checks the query filter, computes the wait, asks the retry budget (which
-// earns back on success what the failure cost: earn=1), "waits" on a clock
-// that does not, and runs the statement again. It must allocate nothing.
+// BenchmarkDecide is the retry decision on an error, the pure function
+// the statement loop asks after a failed attempt (core.Policy.Decide): it
+// classifies the error, looks up its rule, checks the query filter and
+// the batch rule, and computes the wait. The loop's execution around it
+// (budget, event, wait) is not part of it. It must allocate nothing.
 func BenchmarkDecide(b *testing.B) {
 	parsed, err := core.ParseStatementRules(rules + ";{40501:5,10+5}")
 	if err != nil {
 		b.Fatal(err)
 	}
-	budget, err := core.NewBudget(core.BudgetSettings{EarnPerAttempt: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
-	r, err := core.NewRetrier(core.Policy{Statement: parsed}, core.Options{Clock: stillClock{time.Now()}, Budget: budget})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx := context.Background()
-	failed := false
-	fn := func(context.Context) error {
-		if failed = !failed; failed {
-			return errDeadlock
-		}
-		return nil
-	}
+	p := core.Policy{Statement: parsed}
 	decide := func() {
-		if err := r.Do(ctx, "/* hint */ UPDATE t SET x = 1", fn); err != nil {
-			b.Fatal(err)
+		if d := p.Decide("/* hint */ UPDATE t SET x = 1", 1, errDeadlock); d.Reason != nil || d.Wait != 2*time.Second {
+			b.Fatalf("decision %+v, want a retry after 2s", d)
 		}
 	}
 	allocs := testing.AllocsPerRun(100, decide)

@@ -117,7 +117,7 @@ func BenchmarkStormMariaDB(b *testing.B) {
 		{"JDBC CRL, no budget", rules, true},
 		{"crl default", rules, false},
 	} {
-		r, err := core.NewRetrier(core.Policy{Statement: p.rules, QueryTimeout: mariaTimeout}, core.Options{NoBudget: p.noBud})
+		r, err := core.NewRetrier(core.Policy{Statement: p.rules, QueryTimeout: mariaTimeout}, mariaOptions(p.noBud))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -219,4 +219,13 @@ func runMariaStorm(r *core.Retrier, db *sql.DB, stmt string, count func() int) m
 	res.failed = int(failed.Load())
 	res.recovery = max(time.Duration(lastTimeout.Load())-end, 0)
 	return res
+}
+
+// mariaOptions are the options of a policy of the MariaDB storm: the
+// default budget unless noBudget.
+func mariaOptions(noBudget bool) core.Options {
+	if noBudget {
+		return core.Options{}
+	}
+	return core.Options{Budget: defaultBudget()}
 }

@@ -124,7 +124,10 @@ func (s Storm) Run(p RetryPolicy) (StormResult, error) {
 	rnd := rand.New(rand.NewPCG(s.Seed, 0x5eed))
 	retriers := make([]*core.Retrier, s.Handles)
 	for i := range retriers {
-		o := core.Options{Clock: sim.clock, NoBudget: !p.Budget, Random: rnd.Float64}
+		o := core.Options{Clock: sim.clock, Random: rnd.Float64}
+		if p.Budget {
+			o.Budget = defaultBudget()
+		}
 		if p.Breaker.Failures > 0 {
 			o.Breaker = core.NewBreaker(p.Breaker, sim.clock)
 		}
@@ -328,4 +331,13 @@ func (e *events) Pop() any {
 	x := old[len(old)-1]
 	*e = old[:len(old)-1]
 	return x
+}
+
+// defaultBudget is the retry budget the config package gives a handle.
+func defaultBudget() *core.Budget {
+	b, err := core.NewBudget(core.BudgetSettings{})
+	if err != nil {
+		panic(err) // the zero settings are valid
+	}
+	return b
 }

@@ -104,7 +104,7 @@ func New(driverName, dsn string, opts ...Option) (*Runtime, string, error) {
 	r.budget = Config{Budget: merged.Budget, NoBudget: merged.NoBudget, Breaker: merged.Breaker}
 	r.budget.mark(keyRetryBudget)
 	r.budget.mark(keyRetryBreaker)
-	o := core.Options{Clock: r.clock, Observer: r.observer, NoBudget: merged.NoBudget}
+	o := core.Options{Clock: r.clock, Observer: r.observer}
 	if !merged.NoBudget {
 		if o.Budget, err = core.NewBudget(merged.Budget); err != nil {
 			return nil, "", err

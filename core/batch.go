@@ -15,9 +15,10 @@ import "strconv"
 // names it in its filter. A transaction (DoTx) is rolled back as a whole
 // and is not concerned.
 
-// notAlone returns why query may not be retried on its own under rule r,
-// or "" when it may. It runs on the error path only.
-func notAlone(query string, r *Rule) string {
+// batchRisk returns why query may not be retried on its own under rule r,
+// or "" when it may: the full scan behind notAlone. It runs on the error
+// path only.
+func batchRisk(query string, r *Rule) string {
 	s := shapeOf(query)
 	switch {
 	case s.statements > 1 && s.reads < s.statements:

@@ -153,67 +153,39 @@ func (b *Breaker) allow() (permit, error) {
 
 // succeeded reports an operation that did not end with a retryable error:
 // the database answered.
-func (p permit) succeeded() {
-	b := p.b
-	if b == nil {
-		return
-	}
-	for {
-		w := b.word.Load()
-		if !sameGeneration(w, p.word) {
-			return
-		}
-		switch stateOf(w) {
-		case breakerClosed:
-			if failuresOf(w) == 0 || b.word.CompareAndSwap(w, w&^countMask) {
-				return
-			}
-		case breakerHalfOpen:
-			b.mu.Lock()
-			if w := b.word.Load(); sameGeneration(w, p.word) {
-				b.word.Store(next(w, breakerClosed))
-				b.lastErr = nil
-			}
-			b.mu.Unlock()
-			return
-		default:
-			return
-		}
-	}
-}
+func (p permit) succeeded() { p.report(nil) }
 
 // failed reports an operation that ended with a retryable error (or
 // panicked).
-func (p permit) failed(err error) {
-	b := p.b
-	if b == nil {
-		return
-	}
+func (p permit) failed(err error) { p.report(err) }
+
+// report moves the breaker on an operation's outcome, failure nil for a
+// success: closed counts failures in a row and opens at the threshold; a
+// half-open probe closes it on success and opens it again on failure.
+func (p permit) report(failure error) {
 	for {
-		w := b.word.Load()
-		if !sameGeneration(w, p.word) {
+		w, ok := p.load()
+		if !ok {
 			return
 		}
-		switch stateOf(w) {
-		case breakerClosed:
-			if failuresOf(w)+1 < b.failures {
-				if b.word.CompareAndSwap(w, w+countOne) {
-					return
-				}
-				continue
+		switch st := stateOf(w); {
+		case st == breakerClosed && failure == nil:
+			if failuresOf(w) == 0 || p.b.word.CompareAndSwap(w, w&^countMask) {
+				return
 			}
-		case breakerHalfOpen:
+		case st == breakerClosed && failuresOf(w)+1 < p.b.failures:
+			if p.b.word.CompareAndSwap(w, w+countOne) {
+				return
+			}
+		case st == breakerHalfOpen && failure == nil:
+			p.move(breakerClosed, func(b *Breaker) { b.lastErr = nil })
+			return
+		case st == breakerClosed || st == breakerHalfOpen:
+			p.move(breakerOpen, func(b *Breaker) { b.since, b.lastErr = b.clock.Now(), failure })
+			return
 		default:
 			return
 		}
-		b.mu.Lock()
-		if w := b.word.Load(); sameGeneration(w, p.word) {
-			b.word.Store(next(w, breakerOpen))
-			b.since = b.clock.Now()
-			b.lastErr = err
-		}
-		b.mu.Unlock()
-		return
 	}
 }
 
@@ -226,10 +198,28 @@ func (p permit) undecided() {
 	if b == nil || stateOf(p.word) != breakerHalfOpen {
 		return
 	}
-	b.mu.Lock()
-	if w := b.word.Load(); sameGeneration(w, p.word) {
-		b.word.Store(next(w, breakerOpen))
-		b.since = b.clock.Now().Add(-b.openFor)
+	p.move(breakerOpen, func(b *Breaker) { b.since = b.clock.Now().Add(-b.openFor) })
+}
+
+// load returns the breaker's word, and false when there is no breaker or
+// its state changed since p was given: a result from an earlier
+// generation is dropped.
+func (p permit) load() (uint64, bool) {
+	if p.b == nil {
+		return 0, false
 	}
-	b.mu.Unlock()
+	w := p.b.word.Load()
+	return w, sameGeneration(w, p.word)
+}
+
+// move takes the breaker to state to, and runs set under its lock, unless
+// its state changed since p was given (another generation).
+func (p permit) move(to uint64, set func(b *Breaker)) {
+	b := p.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if w := b.word.Load(); sameGeneration(w, p.word) {
+		b.word.Store(next(w, to))
+		set(b)
+	}
 }

@@ -16,7 +16,7 @@ import (
 func TestBreaker(t *testing.T) {
 	clock := coretest.NewClock(time.Time{})
 	breaker := core.NewBreaker(core.BreakerSettings{Failures: 3, OpenFor: 10 * time.Second}, clock)
-	r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:1,0}")}, core.Options{Clock: clock, Breaker: breaker, NoBudget: true}) // the breaker alone
+	r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:1,0}")}, core.Options{Clock: clock, Breaker: breaker}) // the breaker alone
 	ctx := context.Background()
 	executions := 0
 	deadlock := func(context.Context) error { executions++; return serverError{1205} }
@@ -139,10 +139,9 @@ func (p panicOnRetry) RetryScheduled(core.RetryScheduled) {
 		panic("observer")
 	}
 }
-func (panicOnRetry) GaveUp(core.GaveUp)                   {}
-func (panicOnRetry) Succeeded(core.Succeeded)             {}
-func (panicOnRetry) ConnectionRetry(core.ConnectionRetry) {}
-func (panicOnRetry) RulesReloaded(core.RulesReloaded)     {}
+func (panicOnRetry) GaveUp(core.GaveUp)               {}
+func (panicOnRetry) Succeeded(core.Succeeded)         {}
+func (panicOnRetry) RulesReloaded(core.RulesReloaded) {}
 
 // A probe whose context was already cancelled does not close the breaker
 // (the database did not answer), and does not keep it half-open: the next

@@ -104,8 +104,7 @@ const budgetUnit = 1_000_000
 
 // Budget is a retry budget, one per database handle: a lock-free bucket of
 // tokens in the manner of gRPC's retry throttling. Every retryable failure
-// costs tokens (Withdraw, Failed), every other attempt earns a fraction of
-// one (Earn), and a retry runs only while at least half the capacity is
+// costs tokens, every other attempt earns a fraction of one, and a retry runs only while at least half the capacity is
 // left. In a storm, where every attempt fails, retries stop after about
 // Max/2 failures and then cost nothing more, whatever the request rate;
 // sporadic failures (up to EarnPerAttempt/(1+EarnPerAttempt) ≈ 9% of
@@ -113,7 +112,7 @@ const budgetUnit = 1_000_000
 // retries return as successes refill the bucket (Max/2 ÷ EarnPerAttempt
 // successes, 100 by default), not after a fixed time.
 type Budget struct {
-	max, half, earn, timeoutCost int64 // in budgetUnit
+	max, half, gain, timeoutCost int64 // in budgetUnit
 	tokens                       atomic.Int64
 }
 
@@ -125,7 +124,7 @@ func NewBudget(s BudgetSettings) (*Budget, error) {
 	s = s.normalised()
 	b := &Budget{
 		max:         int64(math.Round(s.Max * budgetUnit)),
-		earn:        int64(math.Round(s.EarnPerAttempt * budgetUnit)),
+		gain:        int64(math.Round(s.EarnPerAttempt * budgetUnit)),
 		timeoutCost: int64(math.Round(s.TimeoutCost * budgetUnit)),
 	}
 	b.half = b.max / 2
@@ -133,56 +132,58 @@ func NewBudget(s BudgetSettings) (*Budget, error) {
 	return b, nil
 }
 
-// newDefaultBudget is NewBudget(BudgetSettings{}), which cannot fail.
-func newDefaultBudget() *Budget {
-	b, err := NewBudget(BudgetSettings{})
-	if err != nil {
-		panic("core: the default retry budget is invalid: " + err.Error()) // a bug in this file
-	}
-	return b
-}
-
 // Available returns the tokens the budget holds now.
 func (b *Budget) Available() float64 {
 	return float64(b.tokens.Load()) / budgetUnit
 }
 
-// Earn credits an attempt that did not fail with a retryable error. When
+// earn credits an attempt that did not fail with a retryable error. When
 // the bucket is full (the usual case) it is a single atomic load: no shared
-// write on the success path.
-func (b *Budget) Earn() {
-	if b == nil {
-		return
+// write on the success path, and small enough to inline.
+func (b *Budget) earn() {
+	if b != nil && b.tokens.Load() < b.max {
+		b.refill()
 	}
+}
+
+// refill adds gain tokens, up to max.
+func (b *Budget) refill() {
 	for {
 		cur := b.tokens.Load()
 		if cur >= b.max {
 			return
 		}
-		if b.tokens.CompareAndSwap(cur, min(cur+b.earn, b.max)) {
+		if b.tokens.CompareAndSwap(cur, min(cur+b.gain, b.max)) {
 			return
 		}
 	}
 }
 
-// Withdraw charges a retryable failure that asks for a retry (TimeoutCost
+// withdraw charges a retryable failure that asks for a retry (TimeoutCost
 // after a timeout, otherwise 1) and reports whether the retry may run: at
 // least half the capacity is left after the charge. The charge is taken
 // either way, as in gRPC's retry throttling: failures are the signal.
-func (b *Budget) Withdraw(afterTimeout bool) bool {
+func (b *Budget) withdraw(afterTimeout bool) bool {
 	if b == nil {
 		return true
 	}
 	return b.charge(afterTimeout) >= b.half
 }
 
-// Failed charges a retryable failure that is not retried (its rule's
-// retries are used up), like Withdraw without asking.
-func (b *Budget) Failed(afterTimeout bool) {
+// settle tells the budget how a loop that gives up ended: an attempt that
+// did not fail with a retryable error earns, a retryable failure that is
+// not retried (its rule's retries are used up) costs, like withdraw
+// without asking.
+func (b *Budget) settle(d Decision) {
 	if b == nil {
 		return
 	}
-	b.charge(afterTimeout)
+	switch d.charge {
+	case chargeEarn:
+		b.earn()
+	case chargeFail:
+		b.charge(d.timeout)
+	}
 }
 
 // charge takes the cost of a failure, down to zero, and returns what is left.

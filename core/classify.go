@@ -98,22 +98,28 @@ func mysqlNumber(err error) (int32, bool) {
 	found := int32(0)
 	ok := false
 	walk(err, func(e error) bool {
-		v := reflect.ValueOf(e)
-		if v.Kind() != reflect.Pointer || v.IsNil() {
-			return false
-		}
-		t := v.Type().Elem()
-		if t.Kind() != reflect.Struct || t.Name() != "MySQLError" || t.PkgPath() != "github.com/go-sql-driver/mysql" {
-			return false
-		}
-		f := v.Elem().FieldByName("Number")
-		if !f.IsValid() || !f.CanUint() {
-			return false
-		}
-		found, ok = int32(f.Uint()), true
-		return true
+		found, ok = mysqlErrorNumber(e)
+		return ok
 	})
 	return found, ok
+}
+
+// mysqlErrorNumber reads the Number field of e when e is a
+// *mysql.MySQLError.
+func mysqlErrorNumber(e error) (int32, bool) {
+	v := reflect.ValueOf(e)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return 0, false
+	}
+	t := v.Type().Elem()
+	if t.Kind() != reflect.Struct || t.Name() != "MySQLError" || t.PkgPath() != "github.com/go-sql-driver/mysql" {
+		return 0, false
+	}
+	f := v.Elem().FieldByName("Number")
+	if !f.IsValid() || !f.CanUint() {
+		return 0, false
+	}
+	return int32(f.Uint()), true
 }
 
 // walk visits err and every error it wraps, depth first, until visit
@@ -147,32 +153,57 @@ type class struct {
 	hasNumber bool
 	state     token // 0 when none, or when it equals the number
 	timeout   bool
-	badConn   bool
+	err       error // for badConn, asked last and only when a rule names badconn
 }
+
+// badConn reports the named condition badconn (IsBadConn).
+func (c *class) badConn() bool { return IsBadConn(c.err) }
 
 // classify describes err. attemptTimedOut says that the attempt's own
 // time limit (queryTimeout) ran out while the caller's context is alive.
+// It runs on every failed attempt: one walk over the chain finds the MySQL
+// number, the SQLSTATE and the named conditions at once (each the same
+// answer as mysqlNumber, SQLState and timedOut give alone); badconn is
+// asked only when a rule names it.
 func classify(err error, attemptTimedOut bool) class {
+	var f chainFacts
+	walk(err, f.visit)
 	var c class
-	// The MySQL number and the SQLSTATE serve both the number and the
-	// timeout condition: look each up once.
-	my, isMySQL := mysqlNumber(err)
-	st, hasState := SQLState(err)
 	c.number, c.hasNumber = serverNumber(err)
-	if !c.hasNumber && isMySQL {
-		c.number, c.hasNumber = my, true
+	if !c.hasNumber && f.isMySQL {
+		c.number, c.hasNumber = f.mysql, true
 	}
 	if !c.hasNumber {
 		c.number, c.hasNumber = socketNumber(err)
 	}
-	if hasState {
-		if t, ok := stateToken(st); ok {
-			c.state = t
+	if f.state != "" {
+		c.state, _ = stateToken(f.state)
+	}
+	c.timeout = attemptTimedOut || f.isMySQL && mysqlCutoff(f.mysql) || f.state == stateQueryCanceled || f.timeout
+	c.err = err
+	return c
+}
+
+// chainFacts is what one walk over an error chain finds for classify.
+type chainFacts struct {
+	mysql   int32 // the first MySQL error number
+	isMySQL bool
+	state   string // the first SQLSTATE
+	timeout bool   // a time-out anywhere
+}
+
+// visit notes one error of the chain; it never stops the walk.
+func (f *chainFacts) visit(e error) bool {
+	if f.state == "" {
+		if s, ok := e.(stated); ok {
+			f.state = s.SQLState()
 		}
 	}
-	c.timeout = attemptTimedOut || isMySQL && mysqlCutoff(my) || hasState && st == stateQueryCanceled || timedOut(err)
-	c.badConn = IsBadConn(err)
-	return c
+	if !f.isMySQL {
+		f.mysql, f.isMySQL = mysqlErrorNumber(e)
+	}
+	f.timeout = f.timeout || timedOutOne(e)
+	return false
 }
 
 // IsTimeout reports whether err is a time limit that ran out: a network
@@ -203,16 +234,19 @@ func mysqlCutoff(n int32) bool { return n == 3024 || n == 1969 }
 func timedOut(err error) bool {
 	// One walk, with type assertions: errors.As would allocate, and an
 	// errors.Is per target walks the chain again.
-	return walk(err, func(e error) bool {
-		if e == context.DeadlineExceeded || e == syscall.ETIMEDOUT {
-			return true
-		}
-		if x, ok := e.(interface{ Is(error) bool }); ok && (x.Is(context.DeadlineExceeded) || x.Is(syscall.ETIMEDOUT)) {
-			return true
-		}
-		ne, ok := e.(net.Error)
-		return ok && ne.Timeout()
-	})
+	return walk(err, timedOutOne)
+}
+
+// timedOutOne is timedOut for one error of a chain.
+func timedOutOne(e error) bool {
+	if e == context.DeadlineExceeded || e == syscall.ETIMEDOUT {
+		return true
+	}
+	if x, ok := e.(interface{ Is(error) bool }); ok && (x.Is(context.DeadlineExceeded) || x.Is(syscall.ETIMEDOUT)) {
+		return true
+	}
+	ne, ok := e.(net.Error)
+	return ok && ne.Timeout()
 }
 
 // IsBadConn reports whether err means that the connection broke:
@@ -224,19 +258,22 @@ func IsBadConn(err error) bool {
 	}
 	// One walk over the chain instead of an errors.Is per sentinel: this
 	// runs for every failed attempt.
-	return walk(err, func(e error) bool {
-		if isBadConnSentinel(e) {
-			return true
-		}
-		if x, ok := e.(interface{ Is(error) bool }); ok {
-			for _, target := range badConnSentinels {
-				if x.Is(target) {
-					return true
-				}
+	return walk(err, badConnOne)
+}
+
+// badConnOne is IsBadConn for one error of a chain.
+func badConnOne(e error) bool {
+	if isBadConnSentinel(e) {
+		return true
+	}
+	if x, ok := e.(interface{ Is(error) bool }); ok {
+		for _, target := range badConnSentinels {
+			if x.Is(target) {
+				return true
 			}
 		}
-		return e.Error() == "invalid connection"
-	})
+	}
+	return e.Error() == "invalid connection"
 }
 
 // badConnSentinels are the errors that mean a broken connection.

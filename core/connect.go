@@ -31,41 +31,33 @@ import (
 //
 // The whole algorithm ends at start + loginTimeout: every attempt's
 // context ends then (measured by the Retrier's clock: an attempt gets the
-// time left of the loginTimeout as its timeout). Every retry of either loop spends the retry
-// budget and emits ConnectionRetry. A first attempt whose error is not
-// retried (no rule retries it, or retries are off) returns that error
-// unchanged; every other failure is a *RetryError that unwraps to the last
-// attempt's error and to its reason (ErrLoginTimeout when loginTimeout
-// ran out or leaves no time for a retry).
+// time left of the loginTimeout as its timeout). Every retry of either
+// loop spends the retry budget and emits RetryScheduled with
+// KindConnection. A first attempt whose error is not retried (no rule
+// retries it, or retries are off) returns that error unchanged; every
+// other failure is a *RetryError that unwraps to the last attempt's error
+// and to its reason (ErrLoginTimeout when loginTimeout ran out or leaves
+// no time for a retry).
 func (r *Retrier) Connect(ctx context.Context, fn func(ctx context.Context) error) error {
 	if r.refresh != nil {
 		r.refresh()
 	}
-	p := r.policy.Load()
-	c := connectRun{r: r, rules: p.Connection, fn: fn,
-		count: p.connectRetryCount(), interval: p.connectRetryInterval(), login: p.loginTimeout()}
 	if r.ops != nil {
 		r.ops.Operation(KindConnection)
 	}
-	c.start = r.clock.Now()
-	c.deadline = c.start.Add(c.login)
-	c.op = operation{ctx: ctx, kind: KindConnection, started: c.start}
-	c.caller = ctx
+	c := connectRun{r: r, p: r.policy.Load(), fn: fn}
+	c.op = operation{ctx: ctx, kind: KindConnection, started: r.clock.Now()}
+	c.deadline = c.op.started.Add(c.p.loginTimeout())
 	return c.run()
 }
 
 // connectRun is the state of one Connect call.
 type connectRun struct {
 	r        *Retrier
-	rules    ConnectionRules
+	p        *Policy
 	fn       func(context.Context) error
-	count    int
-	interval time.Duration
-	login    time.Duration
-	start    time.Time
 	deadline time.Time // start + loginTimeout, by the Retrier's clock
-	caller   context.Context
-	op       operation // what the events share
+	op       operation // the caller's context, and what the events share
 	attempts int
 }
 
@@ -74,37 +66,21 @@ func (c *connectRun) run() error {
 	for retry := 0; ; retry++ {
 		err, stop := c.loginLoop()
 		if err == nil {
-			c.r.budget.Earn()
-			if c.attempts > 1 && c.r.observer != nil {
-				c.r.observer.Succeeded(Succeeded{Context: c.caller, Op: c.r.opID(&c.op), Kind: KindConnection,
-					Attempts: c.attempts, Elapsed: c.r.clock.Now().Sub(c.start)})
+			c.r.budget.earn()
+			if c.attempts > 1 {
+				c.r.succeeded(&c.op, c.attempts)
 			}
 			return nil
 		}
 		if stop != nil {
 			return stop
 		}
-		cl := classify(err, false)
-		elapsed := c.r.clock.Now().Sub(c.start)
-		switch {
-		case elapsed >= c.login, cl.timeout && elapsed+c.interval >= c.login: // the last attempt ran out of time
-			return c.giveUp(ErrLoginTimeout, err, nil, "loginTimeout "+c.login.String()+" ran out")
-		case !c.rules.retryable(cl, isServerError(err)):
-			c.r.budget.Earn()
-			return c.giveUp(ErrNotRetryable, err, nil, "")
-		case retry >= c.count:
-			c.r.budget.Failed(cl.timeout) // a retryable failure costs, retried or not
-			return c.giveUp(ErrRetriesExhausted, err, nil, "")
+		d := c.p.decideConnection(connectState{retry: retry, elapsed: c.r.clock.Now().Sub(c.op.started)}, err)
+		if d.Reason != nil {
+			c.r.budget.settle(d)
+			return c.giveUp(d.Reason, err, nil, d.Detail)
 		}
-		if elapsed+c.interval >= c.login {
-			return c.giveUp(ErrLoginTimeout, err, nil,
-				"elapsed "+elapsed.String()+" + connectRetryInterval "+c.interval.String()+" ≥ loginTimeout "+c.login.String())
-		}
-		var wait time.Duration
-		if retry > 0 { // the first retry is immediate
-			wait = c.interval
-		}
-		if stop := c.wait(wait, elapsed, err, cl); stop != nil {
+		if stop := c.r.schedule(&c.op, c.attempts, err, d.Wait, d); stop != nil {
 			return stop
 		}
 	}
@@ -115,13 +91,14 @@ func (c *connectRun) run() error {
 // stop is the error to return at once (the caller's context ended, the
 // budget refused a retry), nil when the connection loop decides.
 func (c *connectRun) loginLoop() (err, stop error) {
+	caller := c.op.ctx
 	began := c.r.clock.Now()
 	var firstTry time.Duration
 	for retry := 0; ; retry++ {
 		c.attempts++
-		actx, cancel := context.WithTimeout(c.caller, c.deadline.Sub(c.r.clock.Now()))
+		actx, cancel := context.WithTimeout(caller, c.deadline.Sub(c.r.clock.Now()))
 		err := c.fn(actx)
-		expired := err != nil && actx.Err() != nil && c.caller.Err() == nil
+		expired := err != nil && actx.Err() != nil && caller.Err() == nil
 		cancel()
 		if err == nil {
 			return nil, nil
@@ -130,41 +107,17 @@ func (c *connectRun) loginLoop() (err, stop error) {
 		if retry == 0 {
 			firstTry = now.Sub(began)
 		}
-		if cerr := c.caller.Err(); cerr != nil {
+		if cerr := caller.Err(); cerr != nil {
 			return err, c.giveUp(ErrDeadline, err, cerr, ctxEndedLogin)
 		}
-		remaining := c.deadline.Sub(now)
-		if loginFatal(err) || remaining <= 0 || expired ||
-			remaining < c.interval+2*firstTry || // not enough time for another try
-			retry >= c.count {
+		d, again := c.p.decideLogin(connectState{retry: retry, timedOut: expired}, err, c.deadline.Sub(now), firstTry)
+		if !again {
 			return err, nil
 		}
-		var wait time.Duration
-		if retry > 0 { // the first retry is immediate
-			wait = c.interval
-		}
-		if stop := c.wait(wait, now.Sub(c.start), err, classify(err, false)); stop != nil {
+		if stop := c.r.schedule(&c.op, c.attempts, err, d.Wait, d); stop != nil {
 			return err, stop
 		}
 	}
-}
-
-// wait spends the budget for a retry, emits ConnectionRetry and waits; it
-// returns the error that ends Connect when the retry cannot run.
-func (c *connectRun) wait(wait, elapsed time.Duration, err error, cl class) error {
-	if dl, ok := c.caller.Deadline(); ok && !c.r.clock.Now().Add(wait).Before(dl) {
-		return c.giveUp(ErrDeadline, err, nil, "wait "+wait.String())
-	}
-	if !c.r.budget.Withdraw(cl.timeout) {
-		return c.giveUp(ErrRetryBudgetExceeded, err, nil, "")
-	}
-	if c.r.observer != nil {
-		c.r.observer.ConnectionRetry(ConnectionRetry{Context: c.caller, Op: c.r.opID(&c.op), Attempt: c.attempts, Wait: wait, Elapsed: elapsed, Err: err})
-	}
-	if cerr := c.r.clock.Sleep(c.caller, wait); cerr != nil {
-		return c.giveUp(ErrDeadline, err, cerr, "context ended during the wait")
-	}
-	return nil
 }
 
 // giveUp ends Connect with a *RetryError, or with the error unchanged when

@@ -86,7 +86,7 @@ func TestConnectLoginLoop(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obs := &coretest.Observer{}
-			r, clock := newRetrier(t, tc.policy, core.Options{Observer: obs, NoBudget: true})
+			r, clock := newRetrier(t, tc.policy, core.Options{Observer: obs})
 			l := &login{clock: clock, start: clock.Now(), took: tc.took, err: tc.err}
 			ctx := context.WithValue(context.Background(), connectKey{}, tc.name)
 			err := r.Connect(ctx, l.attempt)
@@ -101,9 +101,10 @@ func TestConnectLoginLoop(t *testing.T) {
 				require.ErrorAs(t, err, &re)
 				assert.Equal(t, len(tc.starts), re.Attempts)
 			}
-			conns := obs.Snapshot().Conns
-			assert.Len(t, conns, len(tc.starts)-1, "one ConnectionRetry per retry")
+			conns := obs.Snapshot().Retries
+			assert.Len(t, conns, len(tc.starts)-1, "one RetryScheduled per retry")
 			for _, e := range conns { // one operation: the caller's context, one Op
+				assert.Equal(t, core.KindConnection, e.Kind)
 				assert.Equal(t, ctx, e.Context)
 				assert.Equal(t, conns[0].Op, e.Op)
 			}
@@ -127,7 +128,7 @@ func boolInt(b bool) int {
 // failures and a 10 s wait ran to ~40 s of a 30 s loginTimeout (issue 9,
 // item 6).
 func TestConnectEndsAtLoginTimeout(t *testing.T) {
-	r, clock := newRetrier(t, core.Policy{ConnectRetryCount: 2}, core.Options{NoBudget: true})
+	r, clock := newRetrier(t, core.Policy{ConnectRetryCount: 2}, core.Options{})
 	start := clock.Now()
 	calls := 0
 	err := r.Connect(context.Background(), func(ctx context.Context) error {
@@ -156,7 +157,7 @@ func TestConnectEndsAtLoginTimeout(t *testing.T) {
 // them the full loginTimeout, not a deadline already past.
 func TestConnectWithAFixedDateClock(t *testing.T) {
 	clock := coretest.NewClock(time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC))
-	r, _ := newRetrier(t, core.Policy{}, core.Options{Clock: clock, NoBudget: true})
+	r, _ := newRetrier(t, core.Policy{}, core.Options{Clock: clock})
 	err := r.Connect(context.Background(), func(ctx context.Context) error {
 		dl, ok := ctx.Deadline()
 		require.True(t, ok)

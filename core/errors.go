@@ -92,7 +92,7 @@ type RetryError struct {
 	Attempts int   // attempts that ran, the first one included
 	Reason   error // a sentinel: ErrRetriesExhausted, ErrInvalidRetryInterval, ...
 	Err      error // the last attempt's error, as the driver returned it
-	Context  error // the context's error when the context ended the loop, else nil
+	CtxErr   error // the context's error when the context ended the loop, else nil
 	Detail   string
 }
 
@@ -113,10 +113,10 @@ func (e *RetryError) Error() string {
 	return fmt.Sprintf("%s after %d %s: %v", msg, e.Attempts, plural(e.Attempts, "attempt", "attempts"), e.Err)
 }
 
-// Unwrap returns the reason and the driver's error.
+// Unwrap returns the reason, the driver's error and CtxErr when set.
 func (e *RetryError) Unwrap() []error {
-	if e.Context != nil {
-		return []error{e.Reason, e.Err, e.Context}
+	if e.CtxErr != nil {
+		return []error{e.Reason, e.Err, e.CtxErr}
 	}
 	return []error{e.Reason, e.Err}
 }

@@ -29,7 +29,8 @@ import (
 // of the statement that failed last ("" when the failure was not a
 // statement, such as BEGIN or the circuit breaker); "" for a connection.
 type Observer interface {
-	// RetryScheduled is called before the loop waits for a retry.
+	// RetryScheduled is called before a loop waits for a retry: a
+	// statement, a transaction or a connection (Kind says which).
 	RetryScheduled(RetryScheduled)
 	// GaveUp is called when the loop returns an error after a retryable
 	// failure: retries used up, or a retry refused (queryTimeout, budget,
@@ -40,9 +41,6 @@ type Observer interface {
 	// Succeeded is called when an operation succeeds after at least one
 	// retry.
 	Succeeded(Succeeded)
-	// ConnectionRetry is called before the connection loop waits for a
-	// retry.
-	ConnectionRetry(ConnectionRetry)
 	// RulesReloaded is called when a hot reload of the rules succeeded or
 	// failed (see the config package).
 	RulesReloaded(RulesReloaded)
@@ -93,8 +91,9 @@ type RetryScheduled struct {
 	Kind    Kind
 	Query   string        // see above: for a transaction, the statement that failed
 	Attempt int           // the attempt that failed, 1-based
-	Wait    time.Duration // the wait before the next attempt, jitter applied
-	Token   string        // the error token whose rule fired
+	Wait    time.Duration // the wait before the next attempt, jitter applied; for a connection 0 for the first retry, connectRetryInterval after
+	Elapsed time.Duration // since the first attempt started
+	Token   string        // the error token whose rule fired; "" for a connection
 	Err     error         // the attempt's error
 }
 
@@ -120,16 +119,6 @@ type Succeeded struct {
 	Elapsed  time.Duration // from the start of the first attempt to the end of the last
 }
 
-// ConnectionRetry describes a connection retry about to wait.
-type ConnectionRetry struct {
-	Context context.Context
-	Op      uint64
-	Attempt int           // the attempt that failed, 1-based
-	Wait    time.Duration // 0 for the first retry, connectRetryInterval after
-	Elapsed time.Duration // since the first attempt started
-	Err     error
-}
-
 // RulesReloaded describes a reload of a properties file.
 type RulesReloaded struct {
 	Path string
@@ -149,9 +138,6 @@ func (NopObserver) GaveUp(GaveUp) {}
 
 // Succeeded does nothing.
 func (NopObserver) Succeeded(Succeeded) {}
-
-// ConnectionRetry does nothing.
-func (NopObserver) ConnectionRetry(ConnectionRetry) {}
 
 // RulesReloaded does nothing.
 func (NopObserver) RulesReloaded(RulesReloaded) {}

@@ -2,23 +2,22 @@ package core
 
 import (
 	"context"
-	"errors"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
 )
 
-// Options are the collaborators of a Retrier. The zero value is valid.
+// Options are the collaborators of a Retrier. The zero value is valid: the
+// system clock, no observer, no retry budget, no circuit breaker.
 type Options struct {
 	// Clock is the time source. Nil means SystemClock.
 	Clock Clock
 	// Observer receives events. Nil means none, at no cost.
 	Observer Observer
-	// Budget is the retry budget shared by this Retrier's loops. Nil means
-	// a new default budget (BudgetSettings{}), unless NoBudget is set.
+	// Budget is the retry budget shared by this Retrier's loops (NewBudget).
+	// Nil means none: every retry a rule allows runs. The config package
+	// gives every database handle the default budget unless retryBudget=off.
 	Budget *Budget
-	// NoBudget turns the retry budget off: every retry a rule allows runs.
-	NoBudget bool
 	// Breaker is the circuit breaker of this Retrier's statement and
 	// transaction loops. Nil means none (the default).
 	Breaker *Breaker
@@ -35,6 +34,8 @@ type Options struct {
 // Its Policy can be swapped at any time (SetPolicy) without locks.
 type Retrier struct {
 	policy   atomic.Pointer[Policy]
+	direct   atomic.Pointer[Policy] // the policy when a first attempt may run directly, else nil (see statement)
+	quiet    bool                   // no observer, breaker or refresh: a first attempt has nobody to ask or tell
 	clock    Clock
 	observer Observer
 	budget   *Budget
@@ -59,24 +60,27 @@ func NewRetrier(p Policy, o Options) (*Retrier, error) {
 	if r.random == nil {
 		r.random = rand.Float64
 	}
-	if o.NoBudget {
-		r.budget = nil
-	} else if r.budget == nil {
-		r.budget = newDefaultBudget()
-	}
 	if r.observer != nil {
 		r.ops, _ = r.observer.(OperationObserver)
 		r.opBase = rand.Uint64()
 	}
-	r.policy.Store(&p)
+	r.quiet = r.observer == nil && r.breaker == nil && r.refresh == nil
+	r.store(&p)
 	return r, nil
 }
 
-// operation is what the events of one operation share.
+// attemptFunc is one attempt of an operation, the one shape of every
+// loop: it returns the attempt's error and, when it failed, the text of
+// the statement that failed ("" when the failure was not a statement).
+type attemptFunc = func(ctx context.Context) (failedQuery string, err error)
+
+// operation is what the events of one operation share. (Its attempt
+// function is passed beside it: stored in it, the closure would leak with
+// the context that the events hand to the observer, and allocate.)
 type operation struct {
 	ctx     context.Context
 	kind    Kind
-	query   string
+	query   string // for a transaction, the statement that failed last
 	id      uint64 // drawn at the first event
 	started time.Time
 }
@@ -95,8 +99,19 @@ func (r *Retrier) SetPolicy(p Policy) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	r.policy.Store(&p)
+	r.store(&p)
 	return nil
+}
+
+// store makes p the policy. An operation that starts meanwhile runs under
+// the old policy or the new one, either whole.
+func (r *Retrier) store(p *Policy) {
+	var direct *Policy
+	if r.quiet && p.QueryTimeout <= 0 {
+		direct = p
+	}
+	r.policy.Store(p)
+	r.direct.Store(direct)
 }
 
 // Policy returns the current policy.
@@ -108,9 +123,6 @@ func (r *Retrier) Budget() *Budget { return r.budget }
 // Breaker returns the circuit breaker, nil when it is off.
 func (r *Retrier) Breaker() *Breaker { return r.breaker }
 
-// Clock returns the retrier's clock.
-func (r *Retrier) Clock() Clock { return r.clock }
-
 // Do runs one statement under the statement rules: fn is called, and
 // called again after the rule's wait while it fails with an error whose
 // rule allows another retry and whose query filter matches query.
@@ -119,11 +131,11 @@ func (r *Retrier) Clock() Clock { return r.clock }
 // unchanged. Every other failure is a *RetryError that unwraps to the last
 // driver error and to its reason (ErrRetriesExhausted,
 // ErrInvalidRetryInterval, ErrRetryBudgetExceeded, ErrDeadline,
-// ErrNotRetryable). A positive QueryTimeout bounds each attempt; the
-// attempt's context is cancelled when fn returns. Do must not be used for a
-// statement inside a transaction.
+// ErrNotRetryable, ErrBatchNotRetried). A positive QueryTimeout bounds
+// each attempt; the attempt's context is cancelled when fn returns. Do
+// must not be used for a statement inside a transaction.
 func (r *Retrier) Do(ctx context.Context, query string, fn func(ctx context.Context) error) error {
-	return r.loop(ctx, KindStatement, query, fn, nil, boundCancel)
+	return r.statement(ctx, query, fn, boundCancel)
 }
 
 // DoRows is Do for statements whose result (rows) is read after fn
@@ -133,7 +145,34 @@ func (r *Retrier) Do(ctx context.Context, query string, fn func(ctx context.Cont
 // to the end (database/sql tells it, see rowsContext), so a read keeps
 // nothing alive until the timeout.
 func (r *Retrier) DoRows(ctx context.Context, query string, fn func(ctx context.Context) error) error {
-	return r.loop(ctx, KindStatement, query, fn, nil, boundKeep)
+	return r.statement(ctx, query, fn, boundKeep)
+}
+
+// statement is Do and DoRows. Its first attempt's success path is small
+// enough to inline: when nobody is to be asked or told (no observer,
+// breaker or refresh) and no queryTimeout bounds the attempt, fn runs
+// directly and a success costs one atomic load of the budget.
+func (r *Retrier) statement(ctx context.Context, query string, fn func(ctx context.Context) error, b bound) error {
+	if p := r.direct.Load(); p != nil {
+		if err := fn(ctx); err != nil {
+			return r.statementFailed(ctx, p, query, fn, b, err)
+		}
+		r.budget.earn()
+		return nil
+	}
+	return r.statementLoop(ctx, query, fn, b)
+}
+
+// statementFailed goes on after a direct first attempt failed with err.
+func (r *Retrier) statementFailed(ctx context.Context, p *Policy, query string, fn func(ctx context.Context) error, b bound, err error) error {
+	o := operation{ctx: ctx, kind: KindStatement, query: query}
+	_, err = r.retries(&o, p, func(ctx context.Context) (string, error) { return query, fn(ctx) }, b, 1, false, err)
+	return err
+}
+
+// statementLoop is the whole statement loop, from the preparations on.
+func (r *Retrier) statementLoop(ctx context.Context, query string, fn func(ctx context.Context) error, b bound) error {
+	return r.loop(ctx, KindStatement, query, func(ctx context.Context) (string, error) { return query, fn(ctx) }, b)
 }
 
 // DoTx runs a whole transaction under the statement rules: fn runs the
@@ -144,7 +183,7 @@ func (r *Retrier) DoRows(ctx context.Context, query string, fn func(ctx context.
 // ErrCommitUnknown is never retried. Attempts are not bounded by
 // QueryTimeout (the statements inside are, by the adapter).
 func (r *Retrier) DoTx(ctx context.Context, fn func(ctx context.Context) (failedQuery string, err error)) error {
-	return r.loop(ctx, KindTransaction, "", nil, fn, boundNone)
+	return r.loop(ctx, KindTransaction, "", fn, boundNone)
 }
 
 // Retry is Do for a statement that returns a value; on failure the value
@@ -161,15 +200,37 @@ func RetryRows[T any](ctx context.Context, r *Retrier, query string, fn func(ctx
 	return retry(ctx, r, query, fn, boundKeep)
 }
 
+// retry is Retry and RetryRows, with statement's direct first attempt.
 func retry[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error), b bound) (T, error) {
+	if p := r.direct.Load(); p != nil {
+		v, err := fn(ctx)
+		if err == nil {
+			r.budget.earn()
+			return v, nil
+		}
+		return retryLoop(ctx, r, p, query, fn, b, err)
+	}
+	return retryLoop(ctx, r, nil, query, fn, b, nil)
+}
+
+// retryLoop runs the statement loop for retry: the whole loop (p nil), or
+// the rest of it after a direct first attempt failed with first.
+func retryLoop[T any](ctx context.Context, r *Retrier, p *Policy, query string, fn func(ctx context.Context) (T, error), b bound, first error) (T, error) {
 	var out T
-	err := r.loop(ctx, KindStatement, query, func(ctx context.Context) error {
+	call := func(ctx context.Context) (string, error) {
 		v, err := fn(ctx)
 		if err == nil {
 			out = v
 		}
-		return err
-	}, nil, b)
+		return query, err
+	}
+	var err error
+	if p == nil {
+		err = r.loop(ctx, KindStatement, query, call, b)
+	} else {
+		o := operation{ctx: ctx, kind: KindStatement, query: query}
+		_, err = r.retries(&o, p, call, b, 1, false, first)
+	}
 	return out, err
 }
 
@@ -181,8 +242,9 @@ const (
 	boundKeep                // bounded by QueryTimeout, released when the rows are done
 )
 
-func (r *Retrier) loop(ctx context.Context, kind Kind, query string,
-	stmt func(context.Context) error, tx func(context.Context) (string, error), b bound) error {
+// loop runs a statement or transaction loop from the start: refresh,
+// count, ask the breaker, then the attempts.
+func (r *Retrier) loop(ctx context.Context, kind Kind, query string, call attemptFunc, b bound) error {
 	if r.refresh != nil {
 		r.refresh()
 	}
@@ -193,7 +255,7 @@ func (r *Retrier) loop(ctx context.Context, kind Kind, query string,
 	if err != nil {
 		return err
 	}
-	return r.run(&o, pm, stmt, tx, b)
+	return r.run(&o, pm, call, b)
 }
 
 // begin starts o: it counts it for an OperationObserver and notes its
@@ -256,24 +318,16 @@ func (a Admission) Release() { a.p.undecided() }
 func (r *Retrier) DoTxAdmitted(ctx context.Context, a Admission, fn func(ctx context.Context) (failedQuery string, err error)) error {
 	o := a.o
 	o.ctx = ctx
-	return r.run(&o, a.p, nil, fn, boundNone)
+	return r.run(&o, a.p, fn, boundNone)
 }
-
-// verdict is what an operation's outcome tells the circuit breaker.
-type verdict uint8
-
-const (
-	answered  verdict = iota // the database answered: success, or an error no rule retries
-	failedRun                // a retryable failure the loop gave up on
-)
 
 // run is the loop after admission. Whatever ends it, the outcome reaches
 // the breaker: a panic (or runtime.Goexit) in fn, a hook or an observer
 // counts as a failure, and goes on.
-func (r *Retrier) run(o *operation, pm permit,
-	stmt func(context.Context) error, tx func(context.Context) (string, error), b bound) error {
+func (r *Retrier) run(o *operation, pm permit, call attemptFunc, b bound) error {
+	p := r.policy.Load()
 	if pm.b == nil { // no breaker: nothing to report
-		err, _ := r.attempts(o, stmt, tx, b)
+		_, err := r.attempts(o, p, call, b)
 		return err
 	}
 	settled := false
@@ -282,7 +336,7 @@ func (r *Retrier) run(o *operation, pm permit,
 			pm.failed(errPanicked)
 		}
 	}()
-	err, v := r.attempts(o, stmt, tx, b)
+	v, err := r.attempts(o, p, call, b)
 	settled = true
 	switch {
 	case v == failedRun:
@@ -300,111 +354,125 @@ func (r *Retrier) run(o *operation, pm permit,
 	return err
 }
 
-// attempts runs the attempts and waits, and returns the operation's error
-// with what it tells the breaker.
-func (r *Retrier) attempts(o *operation,
-	stmt func(context.Context) error, tx func(context.Context) (string, error), b bound) (error, verdict) {
-	ctx, kind := o.ctx, o.kind
-	p := r.policy.Load()
-	for attempt := 1; ; attempt++ {
-		var err error
-		timedOut := false
-		if tx != nil {
-			var failed string
-			if failed, err = tx(ctx); err != nil {
-				o.query = failed // the events name the statement that failed
-			}
-		} else {
-			err, timedOut = r.attempt(ctx, p, stmt, b)
+// attempts runs call's first attempt and, when it fails, the retries.
+func (r *Retrier) attempts(o *operation, p *Policy, call attemptFunc, b bound) (verdict, error) {
+	timedOut, err := r.attempt(o, p, call, b)
+	if err == nil {
+		r.budget.earn()
+		return answered, nil
+	}
+	return r.retries(o, p, call, b, 1, timedOut, err)
+}
+
+// retries goes on after attempt n failed with err: the decision, then the
+// wait and the next attempt, until one succeeds or the loop gives up. It
+// returns the operation's error with what it tells the breaker.
+func (r *Retrier) retries(o *operation, p *Policy, call attemptFunc, b bound, n int, timedOut bool, err error) (verdict, error) {
+	for ; ; n++ {
+		d := p.decide(o.kind, o.query, n, err, timedOut)
+		if d.Reason != nil {
+			return d.verdict, r.stop(o, n, err, d)
 		}
-		if err == nil {
-			r.budget.Earn()
-			if attempt > 1 && r.observer != nil {
-				r.observer.Succeeded(Succeeded{Context: ctx, Op: r.opID(o), Kind: kind, Query: o.query,
-					Attempts: attempt, Elapsed: r.clock.Now().Sub(o.started)})
-			}
-			return nil, answered
+		if stop := r.schedule(o, n, err, p.Jitter.apply(d.Wait, r.random), d); stop != nil {
+			return failedRun, stop
 		}
-		query := o.query
-		if kind == KindTransaction && errors.Is(err, ErrCommitUnknown) {
-			// Never retried, never silent: the caller must find out
-			// whether the transaction was applied.
-			if r.observer != nil {
-				r.observer.GaveUp(GaveUp{Context: ctx, Op: r.opID(o), Kind: kind, Query: "COMMIT",
-					Attempts: attempt, Reason: ErrCommitUnknown, Err: err})
-			}
-			return err, failedRun
-		}
-		cl := classify(err, timedOut)
-		rule := p.Statement.lookup(cl)
-		if rule == nil || rule.count == 0 || !rule.Matches(query) {
-			r.budget.Earn() // not a retryable failure
-			if attempt == 1 {
-				return err, answered
-			}
-			return r.giveUp(o, attempt, ErrNotRetryable, err, nil, ""), answered
-		}
-		if kind == KindStatement {
-			if why := notAlone(query, rule); why != "" {
-				return r.giveUp(o, attempt, ErrBatchNotRetried, err, nil, why), failedRun
-			}
-		}
-		retry := attempt - 1
-		if retry >= rule.count {
-			r.budget.Failed(cl.timeout)
-			return r.giveUp(o, attempt, ErrRetriesExhausted, err, nil, ""), failedRun
-		}
-		scheduled := rule.wait(retry)
-		if qt := p.QueryTimeout; qt != 0 && scheduled > max(qt, 0) {
-			return r.giveUp(o, attempt, ErrInvalidRetryInterval, err, nil,
-				"wait "+scheduled.String()+" > queryTimeout "+max(qt, 0).String()), failedRun
-		}
-		wait := p.Jitter.apply(scheduled, r.random)
-		if dl, ok := ctx.Deadline(); ok && !r.clock.Now().Add(wait).Before(dl) {
-			return r.giveUp(o, attempt, ErrDeadline, err, nil, "wait "+wait.String()), failedRun
-		}
-		if !r.budget.Withdraw(cl.timeout) {
-			return r.giveUp(o, attempt, ErrRetryBudgetExceeded, err, nil, ""), failedRun
-		}
-		if r.observer != nil {
-			r.observer.RetryScheduled(RetryScheduled{Context: ctx, Op: r.opID(o), Kind: kind, Query: query,
-				Attempt: attempt, Wait: wait, Token: rule.tok.String(), Err: err})
-		}
-		if cerr := r.clock.Sleep(ctx, wait); cerr != nil {
-			return r.giveUp(o, attempt, ErrDeadline, err, cerr, "context ended during the wait"), failedRun
+		if timedOut, err = r.attempt(o, p, call, b); err == nil {
+			r.budget.earn()
+			r.succeeded(o, n+1)
+			return answered, nil
 		}
 	}
 }
 
-// attempt runs fn once, bounded by a positive QueryTimeout. It reports
-// whether the attempt's own time limit ran out while ctx is alive.
-func (r *Retrier) attempt(ctx context.Context, p *Policy, fn func(context.Context) error, b bound) (error, bool) {
-	if p.QueryTimeout <= 0 || b == boundNone {
-		return fn(ctx), false
+// stop ends a statement or transaction loop with d's reason after attempt
+// n failed with err: it charges the budget and returns err unchanged when
+// nothing was retried or refused, a *RetryError otherwise.
+func (r *Retrier) stop(o *operation, n int, err error, d Decision) error {
+	r.budget.settle(d)
+	switch {
+	case d.Reason == ErrCommitUnknown:
+		if r.observer != nil {
+			r.observer.GaveUp(GaveUp{Context: o.ctx, Op: r.opID(o), Kind: o.kind, Query: "COMMIT",
+				Attempts: n, Reason: ErrCommitUnknown, Err: err})
+		}
+		return err
+	case d.Reason == ErrNotRetryable && n == 1:
+		return err
 	}
-	if b == boundKeep {
+	return r.giveUp(o, n, d.Reason, err, nil, d.Detail)
+}
+
+// schedule is the tail every loop shares before a retry: the caller's
+// deadline, the retry budget, the RetryScheduled event, the wait. It
+// returns the error that ends the loop when the retry cannot run, nil
+// when it may.
+func (r *Retrier) schedule(o *operation, n int, err error, wait time.Duration, d Decision) error {
+	if dl, ok := o.ctx.Deadline(); ok && !r.clock.Now().Add(wait).Before(dl) {
+		return r.giveUp(o, n, ErrDeadline, err, nil, "wait "+wait.String())
+	}
+	if !r.budget.withdraw(d.timeout) {
+		return r.giveUp(o, n, ErrRetryBudgetExceeded, err, nil, "")
+	}
+	if r.observer != nil {
+		e := RetryScheduled{Context: o.ctx, Op: r.opID(o), Kind: o.kind, Query: o.query,
+			Attempt: n, Wait: wait, Elapsed: r.clock.Now().Sub(o.started), Err: err}
+		if o.kind != KindConnection {
+			e.Token = d.tok.String()
+		}
+		r.observer.RetryScheduled(e)
+	}
+	if cerr := r.clock.Sleep(o.ctx, wait); cerr != nil {
+		return r.giveUp(o, n, ErrDeadline, err, cerr, "context ended during the wait")
+	}
+	return nil
+}
+
+// succeeded tells the observer of an operation that succeeded at attempt
+// n > 1.
+func (r *Retrier) succeeded(o *operation, n int) {
+	if r.observer != nil {
+		r.observer.Succeeded(Succeeded{Context: o.ctx, Op: r.opID(o), Kind: o.kind, Query: o.query,
+			Attempts: n, Elapsed: r.clock.Now().Sub(o.started)})
+	}
+}
+
+// attempt runs call once, bounded by a positive QueryTimeout. It
+// reports whether the attempt's own time limit ran out while the caller's
+// context is alive, and notes the failed statement in o.query for the
+// events and the query filter.
+func (r *Retrier) attempt(o *operation, p *Policy, call attemptFunc, b bound) (timedOut bool, err error) {
+	ctx := o.ctx
+	var failed string
+	switch {
+	case p.QueryTimeout <= 0 || b == boundNone:
+		failed, err = call(ctx)
+	case b == boundKeep:
 		// The rows are read after fn returns: the context lives until they
 		// are closed or read to the end, or until its deadline.
 		actx := newRowsContext(ctx, p.QueryTimeout)
-		err := fn(actx)
-		timedOut := err != nil && actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
+		failed, err = call(actx)
+		timedOut = err != nil && actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 		if err != nil {
 			actx.cancel(context.Canceled)
 		} else {
 			actx.returnedRows()
 		}
-		return err, timedOut
+	default:
+		actx, cancel := context.WithTimeout(ctx, p.QueryTimeout)
+		failed, err = call(actx)
+		timedOut = err != nil && actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
+		cancel()
 	}
-	actx, cancel := context.WithTimeout(ctx, p.QueryTimeout)
-	err := fn(actx)
-	timedOut := err != nil && actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
-	cancel()
-	return err, timedOut
+	if err != nil {
+		o.query = failed
+	}
+	return timedOut, err
 }
 
+// giveUp emits GaveUp and returns the *RetryError of a loop that stops.
 func (r *Retrier) giveUp(o *operation, attempts int, reason, err, ctxErr error, detail string) error {
 	if r.observer != nil {
 		r.observer.GaveUp(GaveUp{Context: o.ctx, Op: r.opID(o), Kind: o.kind, Query: o.query, Attempts: attempts, Reason: reason, Err: err})
 	}
-	return &RetryError{Attempts: attempts, Reason: reason, Err: err, Context: ctxErr, Detail: detail}
+	return &RetryError{Attempts: attempts, Reason: reason, Err: err, CtxErr: ctxErr, Detail: detail}
 }

@@ -292,7 +292,7 @@ func TestConnectLoginTimeoutEarlyStop(t *testing.T) {
 	if !errors.Is(err, core.ErrLoginTimeout) || !errors.Is(err, failover) {
 		t.Errorf("err = %v", err)
 	}
-	if c := obs.Snapshot().Conns; len(c) != 2 || c[0].Wait != 0 || c[1].Wait != 2*time.Second {
+	if c := obs.Snapshot().Retries; len(c) != 2 || c[0].Kind != core.KindConnection || c[0].Wait != 0 || c[1].Wait != 2*time.Second {
 		t.Errorf("connection events = %+v", c)
 	}
 }
@@ -344,7 +344,7 @@ func TestConnectDefaultsAndLists(t *testing.T) {
 }
 
 func TestNoBudget(t *testing.T) {
-	r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:1}")}, core.Options{NoBudget: true})
+	r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:1}")}, core.Options{} /* nil Budget: off */)
 	if r.Budget() != nil {
 		t.Fatal("budget not off")
 	}

@@ -43,7 +43,10 @@ func (r Rule) Filter() []string { return append([]string(nil), r.filter...) }
 // rule has no filter, or when the statement's first keyword (after white
 // space, comments and opening parentheses), lower-cased, equals one of the
 // filter words. It does not allocate.
-func (r Rule) Matches(query string) bool {
+func (r Rule) Matches(query string) bool { return r.matches(query) }
+
+// matches is Matches without copying the rule.
+func (r *Rule) matches(query string) bool {
 	if len(r.filter) == 0 {
 		return true
 	}
@@ -129,38 +132,6 @@ func numberToken(n int32) (token, bool) {
 	return token(n), true
 }
 
-// LookupState returns the rule for a SQLSTATE such as 40P01 or 40001.
-func (s StatementRules) LookupState(sqlState string) (Rule, bool) {
-	t, ok := stateToken(sqlState)
-	if !ok {
-		return Rule{}, false
-	}
-	r, ok := s.byToken[t]
-	if !ok {
-		return Rule{}, false
-	}
-	return *r, true
-}
-
-// LookupCondition returns the rule for a named condition, "timeout" or
-// "badconn".
-func (s StatementRules) LookupCondition(name string) (Rule, bool) {
-	var t token
-	switch strings.ToLower(name) {
-	case conditionTimeout:
-		t = tokenTimeout
-	case conditionBadConn:
-		t = tokenBadConn
-	default:
-		return Rule{}, false
-	}
-	r, ok := s.byToken[t]
-	if !ok {
-		return Rule{}, false
-	}
-	return *r, true
-}
-
 // lookup finds the rule for a classified error: its number first, then its
 // SQLSTATE, then the named conditions.
 func (s StatementRules) lookup(c class) *Rule {
@@ -182,10 +153,8 @@ func (s StatementRules) lookup(c class) *Rule {
 			return r
 		}
 	}
-	if c.badConn {
-		if r, ok := s.byToken[tokenBadConn]; ok {
-			return r
-		}
+	if r, ok := s.byToken[tokenBadConn]; ok && c.badConn() { // the last check: it walks the chain
+		return r
 	}
 	return nil
 }
@@ -228,20 +197,10 @@ func sortedTokens[V any](m map[token]V) []token {
 // value (or "{}") has no rules. Every error names the rule and the token.
 func ParseStatementRules(s string) (StatementRules, error) {
 	out := StatementRules{}
-	if err := checkBraces(s); err != nil {
-		return StatementRules{}, err
-	}
-	for _, raw := range splitRules(s) {
-		body, err := ruleBody(raw)
-		if err != nil {
-			return StatementRules{}, err
-		}
-		if body == "" {
-			continue
-		}
+	err := eachRule(s, func(raw, body string) error {
 		rule, toks, err := parseStatementRule(raw, body)
 		if err != nil {
-			return StatementRules{}, err
+			return err
 		}
 		if out.byToken == nil {
 			out.byToken = make(map[token]*Rule)
@@ -251,8 +210,34 @@ func ParseStatementRules(s string) (StatementRules, error) {
 			r.tok = t
 			out.byToken[t] = &r
 		}
+		return nil
+	})
+	if err != nil {
+		return StatementRules{}, err
 	}
 	return out, nil
+}
+
+// eachRule checks the braces of a rule value and calls f with each rule
+// that is not empty, as written (raw) and without its braces (body),
+// until f fails.
+func eachRule(s string, f func(raw, body string) error) error {
+	if err := checkBraces(s); err != nil {
+		return err
+	}
+	for _, raw := range splitRules(s) {
+		body, err := ruleBody(raw)
+		if err != nil {
+			return err
+		}
+		if body == "" {
+			continue
+		}
+		if err := f(raw, body); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func parseStatementRule(raw, body string) (Rule, []token, error) {
@@ -538,7 +523,7 @@ func (c ConnectionRules) names(cl class) bool {
 		}
 	}
 	for _, t := range [...]token{cl.state, tokenTimeout, tokenBadConn} {
-		if t == 0 || t == tokenTimeout && !cl.timeout || t == tokenBadConn && !cl.badConn {
+		if t == 0 || t == tokenTimeout && !cl.timeout || t == tokenBadConn && !cl.badConn() {
 			continue
 		}
 		if _, ok := c.set[t]; ok {
@@ -576,19 +561,9 @@ func (c ConnectionRules) String() string {
 // driver's rule). An empty value keeps the builtin list.
 func ParseConnectionRules(s string) (ConnectionRules, error) {
 	out := ConnectionRules{}
-	if err := checkBraces(s); err != nil {
-		return ConnectionRules{}, err
-	}
-	for _, raw := range splitRules(s) {
-		body, err := ruleBody(raw)
-		if err != nil {
-			return ConnectionRules{}, err
-		}
-		if body == "" {
-			continue
-		}
+	err := eachRule(s, func(raw, body string) error {
 		if strings.Contains(body, ":") {
-			return ConnectionRules{}, &RuleError{Rule: raw, Err: ErrInvalidRuleFormat,
+			return &RuleError{Rule: raw, Err: ErrInvalidRuleFormat,
 				Reason: "a connection rule has no timings or filter, expected {[+]errors} such as {+4060}"}
 		}
 		if !strings.HasPrefix(body, "+") {
@@ -596,7 +571,7 @@ func ParseConnectionRules(s string) (ConnectionRules, error) {
 		}
 		toks, err := parseTokens(raw, body, true)
 		if err != nil {
-			return ConnectionRules{}, err
+			return err
 		}
 		if out.set == nil {
 			out.set = make(map[token]struct{})
@@ -604,6 +579,10 @@ func ParseConnectionRules(s string) (ConnectionRules, error) {
 		for _, t := range toks {
 			out.set[t] = struct{}{}
 		}
+		return nil
+	})
+	if err != nil {
+		return ConnectionRules{}, err
 	}
 	return out, nil
 }

@@ -92,11 +92,10 @@ func TestBatchesAndProceduresNotRetriedAlone(t *testing.T) {
 
 type gaveUpRecorder struct{ gave *[]core.GaveUp }
 
-func (g gaveUpRecorder) GaveUp(e core.GaveUp)               { *g.gave = append(*g.gave, e) }
-func (gaveUpRecorder) RetryScheduled(core.RetryScheduled)   {}
-func (gaveUpRecorder) Succeeded(core.Succeeded)             {}
-func (gaveUpRecorder) ConnectionRetry(core.ConnectionRetry) {}
-func (gaveUpRecorder) RulesReloaded(core.RulesReloaded)     {}
+func (g gaveUpRecorder) GaveUp(e core.GaveUp)             { *g.gave = append(*g.gave, e) }
+func (gaveUpRecorder) RetryScheduled(core.RetryScheduled) {}
+func (gaveUpRecorder) Succeeded(core.Succeeded)           {}
+func (gaveUpRecorder) RulesReloaded(core.RulesReloaded)   {}
 
 // A COMMIT of unknown outcome is never retried, and never silent: it emits
 // a GaveUp event with its own reason, so that logs and metrics show it.

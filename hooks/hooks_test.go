@@ -30,11 +30,10 @@ func TestMulti(t *testing.T) {
 	m.RetryScheduled(core.RetryScheduled{Attempt: 1})
 	m.GaveUp(core.GaveUp{})
 	m.Succeeded(core.Succeeded{})
-	m.ConnectionRetry(core.ConnectionRetry{})
 	m.RulesReloaded(core.RulesReloaded{})
 	for _, o := range []*coretest.Observer{a, b} {
 		s := o.Snapshot()
-		if len(s.Retries) != 1 || len(s.GiveUps) != 1 || len(s.Successes) != 1 || len(s.Conns) != 1 || len(s.Reloads) != 1 {
+		if len(s.Retries) != 1 || len(s.GiveUps) != 1 || len(s.Successes) != 1 || len(s.Reloads) != 1 {
 			t.Errorf("events = %+v", s)
 		}
 	}
@@ -134,7 +133,7 @@ func TestSlogUsesTheEventContext(t *testing.T) {
 	o.RetryScheduled(core.RetryScheduled{Context: ctx, Attempt: 1})
 	o.GaveUp(core.GaveUp{Context: ctx, Reason: core.ErrRetriesExhausted})
 	o.Succeeded(core.Succeeded{Context: ctx, Attempts: 2})
-	o.ConnectionRetry(core.ConnectionRetry{Context: ctx, Attempt: 1})
+	o.RetryScheduled(core.RetryScheduled{Context: ctx, Kind: core.KindConnection, Attempt: 1})
 	assert.Equal(t, []any{"trace-1", "trace-1", "trace-1", "trace-1"}, h.seen)
 }
 

@@ -73,12 +73,6 @@ func (m multi) Succeeded(e core.Succeeded) {
 	}
 }
 
-func (m multi) ConnectionRetry(e core.ConnectionRetry) {
-	for _, o := range m {
-		o.ConnectionRetry(e)
-	}
-}
-
 func (m multi) RulesReloaded(e core.RulesReloaded) {
 	for _, o := range m {
 		o.RulesReloaded(e)

@@ -38,7 +38,7 @@ func orBackground(ctx context.Context) context.Context {
 func (s slogObserver) RetryScheduled(e core.RetryScheduled) {
 	s.l.LogAttrs(orBackground(e.Context), slog.LevelInfo, "crl: retry scheduled", slog.Uint64("op", e.Op),
 		slog.String("kind", e.Kind.String()), slog.String("query", e.Query), slog.Int("attempt", e.Attempt),
-		slog.Duration("wait", e.Wait), slog.String("token", e.Token), slog.Any("error", e.Err))
+		slog.Duration("wait", e.Wait), slog.Duration("elapsed", e.Elapsed), slog.String("token", e.Token), slog.Any("error", e.Err))
 }
 
 func (s slogObserver) GaveUp(e core.GaveUp) {
@@ -55,11 +55,6 @@ func (s slogObserver) Succeeded(e core.Succeeded) {
 	s.l.LogAttrs(orBackground(e.Context), slog.LevelInfo, "crl: succeeded after retries", slog.Uint64("op", e.Op),
 		slog.String("kind", e.Kind.String()), slog.String("query", e.Query), slog.Int("attempts", e.Attempts),
 		slog.Duration("elapsed", e.Elapsed))
-}
-
-func (s slogObserver) ConnectionRetry(e core.ConnectionRetry) {
-	s.l.LogAttrs(orBackground(e.Context), slog.LevelInfo, "crl: connection retry scheduled", slog.Uint64("op", e.Op),
-		slog.Int("attempt", e.Attempt), slog.Duration("wait", e.Wait), slog.Duration("elapsed", e.Elapsed), slog.Any("error", e.Err))
 }
 
 func (s slogObserver) RulesReloaded(e core.RulesReloaded) {

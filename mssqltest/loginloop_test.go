@@ -25,7 +25,7 @@ func connectLoop(t *testing.T, dsn string, p core.Policy) (error, *coretest.Cloc
 	connector, err := mssql.NewConnector(dsn)
 	require.NoError(t, err)
 	clock := coretest.NewClock(time.Time{})
-	r, err := core.NewRetrier(p, core.Options{Clock: clock, NoBudget: true})
+	r, err := core.NewRetrier(p, core.Options{Clock: clock})
 	require.NoError(t, err)
 	attempts := 0
 	err = r.Connect(context.Background(), func(ctx context.Context) error {

@@ -78,7 +78,7 @@ func ConnectContext(ctx context.Context, driverName, dsn string, opts ...Option)
 func NewDb(db *sql.DB, driverName string, opts ...Option) *DB {
 	out, err := NewDbE(db, driverName, opts...)
 	if err != nil {
-		r, _ := core.NewRetrier(core.Policy{}, core.Options{NoBudget: true})
+		r, _ := core.NewRetrier(core.Policy{}, core.Options{})
 		return &DB{DB: sqlx.NewDb(sql.OpenDB(adapter.FailingConnector(err)), driverName), retrier: r}
 	}
 	return out

@@ -11,7 +11,6 @@ type Events struct {
 	Retries   []core.RetryScheduled
 	GiveUps   []core.GaveUp
 	Successes []core.Succeeded
-	Conns     []core.ConnectionRetry
 	Reloads   []core.RulesReloaded
 }
 
@@ -38,11 +37,6 @@ func (o *Observer) Succeeded(e core.Succeeded) {
 	o.locked(func(ev *Events) { ev.Successes = append(ev.Successes, e) })
 }
 
-// ConnectionRetry records e.
-func (o *Observer) ConnectionRetry(e core.ConnectionRetry) {
-	o.locked(func(ev *Events) { ev.Conns = append(ev.Conns, e) })
-}
-
 // RulesReloaded records e.
 func (o *Observer) RulesReloaded(e core.RulesReloaded) {
 	o.locked(func(ev *Events) { ev.Reloads = append(ev.Reloads, e) })
@@ -56,7 +50,6 @@ func (o *Observer) Snapshot() Events {
 		Retries:   append([]core.RetryScheduled(nil), o.events.Retries...),
 		GiveUps:   append([]core.GaveUp(nil), o.events.GiveUps...),
 		Successes: append([]core.Succeeded(nil), o.events.Successes...),
-		Conns:     append([]core.ConnectionRetry(nil), o.events.Conns...),
 		Reloads:   append([]core.RulesReloaded(nil), o.events.Reloads...),
 	}
 }

@@ -50,15 +50,15 @@ const (
 type printer struct{ core.NopObserver }
 
 func (printer) RetryScheduled(e core.RetryScheduled) {
+	if e.Kind == core.KindConnection {
+		fmt.Printf("  connection retry %d after %v: %v\n", e.Attempt, e.Wait, e.Err)
+		return
+	}
 	fmt.Printf("  retry: %s attempt %d failed (%s), next in %v\n", e.Kind, e.Attempt, e.Token, e.Wait)
 }
 
 func (printer) Succeeded(e core.Succeeded) {
 	fmt.Printf("  done: %s succeeded after %d attempts\n", e.Kind, e.Attempts)
-}
-
-func (printer) ConnectionRetry(e core.ConnectionRetry) {
-	fmt.Printf("  connection retry %d after %v: %v\n", e.Attempt, e.Wait, e.Err)
 }
 
 func main() {

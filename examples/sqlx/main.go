@@ -41,11 +41,11 @@ type account struct {
 type printer struct{ core.NopObserver }
 
 func (printer) RetryScheduled(e core.RetryScheduled) {
+	if e.Kind == core.KindConnection {
+		fmt.Printf("  [connection] attempt %d failed, retry in %v: %v\n", e.Attempt, e.Wait, e.Err)
+		return
+	}
 	fmt.Printf("  [%s] attempt %d failed (%s), retry in %v\n", e.Kind, e.Attempt, e.Token, e.Wait)
-}
-
-func (printer) ConnectionRetry(e core.ConnectionRetry) {
-	fmt.Printf("  [connection] attempt %d failed, retry in %v: %v\n", e.Attempt, e.Wait, e.Err)
 }
 
 func main() {

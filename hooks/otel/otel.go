@@ -197,21 +197,14 @@ func (o *Observer) RetryScheduled(e core.RetryScheduled) {
 	o.countRetry(e.Kind)
 	attrs := o.attrs(e.Kind, e.Op, e.Query,
 		attribute.Int("crl.retry.attempt", e.Attempt),
-		attribute.Float64("crl.retry.wait", e.Wait.Seconds()),
-		attribute.String("crl.retry.token", e.Token))
+		attribute.Float64("crl.retry.wait", e.Wait.Seconds()))
+	if e.Kind == core.KindConnection { // a connection retry carries no token
+		attrs = append(attrs, attribute.Float64("crl.elapsed", e.Elapsed.Seconds()))
+	} else {
+		attrs = append(attrs, attribute.String("crl.retry.token", e.Token))
+	}
 	attrs = appendError(attrs, e.Err, e.Token)
 	o.retry(e.Context, e.Kind, e.Op, attrs)
-}
-
-// ConnectionRetry counts a connection retry and records it as a span event.
-func (o *Observer) ConnectionRetry(e core.ConnectionRetry) {
-	o.countRetry(core.KindConnection)
-	attrs := o.attrs(core.KindConnection, e.Op, "",
-		attribute.Int("crl.retry.attempt", e.Attempt),
-		attribute.Float64("crl.retry.wait", e.Wait.Seconds()),
-		attribute.Float64("crl.elapsed", e.Elapsed.Seconds()))
-	attrs = appendError(attrs, e.Err, "")
-	o.retry(e.Context, core.KindConnection, e.Op, attrs)
 }
 
 // Succeeded ends the operation's span, or adds an event to the caller's.

@@ -48,7 +48,7 @@ func newSetup(t *testing.T, o crlotel.Options) *setup {
 	s.clock = coretest.NewClock(time.Time{})
 	rules, err := core.ParseStatementRules("{1205:2,1.5s}")
 	require.NoError(t, err)
-	s.retrier, err = core.NewRetrier(core.Policy{Statement: rules}, core.Options{Observer: obs, Clock: s.clock, NoBudget: true}) // spans, not the budget, are under test
+	s.retrier, err = core.NewRetrier(core.Policy{Statement: rules}, core.Options{Observer: obs, Clock: s.clock}) // no budget: spans, not the budget, are under test
 	require.NoError(t, err)
 	return s
 }

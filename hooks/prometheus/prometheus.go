@@ -105,7 +105,7 @@ func giveUpReasons(k core.Kind) []string {
 	case core.KindTransaction:
 		return []string{"exhausted", "query_timeout", "budget", "deadline", "not_retryable", "circuit_open", "commit_unknown"}
 	}
-	return []string{"exhausted", "query_timeout", "budget", "deadline", "not_retryable", "circuit_open"}
+	return []string{"exhausted", "query_timeout", "budget", "deadline", "not_retryable", "circuit_open", "batch"}
 }
 
 // New returns Metrics and registers them with reg (nil means do not
@@ -196,7 +196,9 @@ func (m *Metrics) RetryScheduled(e core.RetryScheduled) {
 	if int(e.Kind) < len(m.retryReqs) {
 		m.retryReqs[e.Kind].Inc()
 	}
-	m.retries.WithLabelValues(kind, e.Token).Inc()
+	if e.Kind != core.KindConnection { // connection retries carry no token
+		m.retries.WithLabelValues(kind, e.Token).Inc()
+	}
 	m.waits.WithLabelValues(kind).Observe(e.Wait.Seconds())
 }
 
@@ -207,12 +209,6 @@ func (m *Metrics) GaveUp(e core.GaveUp) {
 
 // Succeeded counts an operation that succeeded after retries.
 func (m *Metrics) Succeeded(e core.Succeeded) { m.recovered.WithLabelValues(e.Kind.String()).Inc() }
-
-// ConnectionRetry counts a connection retry and its wait.
-func (m *Metrics) ConnectionRetry(e core.ConnectionRetry) {
-	m.retryReqs[core.KindConnection].Inc()
-	m.waits.WithLabelValues(core.KindConnection.String()).Observe(e.Wait.Seconds())
-}
 
 // RulesReloaded counts a reload of the properties file.
 func (m *Metrics) RulesReloaded(e core.RulesReloaded) {

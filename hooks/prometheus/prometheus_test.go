@@ -14,6 +14,7 @@ import (
 
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/core/coretest"
+	"github.com/crl-go/crl/hooks"
 	crlprom "github.com/crl-go/crl/hooks/prometheus"
 )
 
@@ -43,7 +44,7 @@ func TestMetricsFromARealLoop(t *testing.T) {
 		return nil
 	})
 	m.RulesReloaded(core.RulesReloaded{Err: errors.New("bad line")})
-	m.ConnectionRetry(core.ConnectionRetry{Attempt: 1})
+	m.RetryScheduled(core.RetryScheduled{Kind: core.KindConnection, Attempt: 1})
 	txRuns := 0
 	_ = r.DoTx(context.Background(), func(context.Context) (string, error) {
 		if txRuns++; txRuns == 1 {
@@ -137,9 +138,26 @@ func TestSeriesCreatedAtZero(t *testing.T) {
 		"crl_recovered_total":           3,
 		"crl_retry_wait_seconds":        3,
 		"crl_retries_total":             4,         // 2 tokens × statement, transaction
-		"crl_give_ups_total":            6 + 7 + 5, // the reasons each kind can give up with
+		"crl_give_ups_total":            7 + 7 + 5, // the reasons each kind can give up with
 		"crl_properties_reloads_total":  2,
 	}, got)
+	// Every reason hooks.Reason names (but "other") has its series.
+	reasons := map[string]bool{}
+	for _, mf := range mfs {
+		if mf.GetName() != "crl_give_ups_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" {
+					reasons[l.GetValue()] = true
+				}
+			}
+		}
+	}
+	for _, r := range hooks.Reasons() {
+		assert.True(t, reasons[r] || r == "other", "no crl_give_ups_total series for reason %q", r)
+	}
 }
 
 // BenchmarkDoSuccess is the success path of the statement loop with the

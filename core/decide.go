@@ -1,0 +1,152 @@
+package core
+
+import (
+	"errors"
+	"strings"
+	"time"
+)
+
+// The decision of the loops, kept apart from their execution as
+// failsafe-go's retry executor keeps them: after a failed attempt, a pure
+// function of the attempt's result and the policy says whether to retry,
+// after how long, or with which reason to give up; the loops (retrier.go,
+// connect.go) run attempts, charge the budget, emit events and wait.
+
+// Decision is what a statement or transaction loop does after an attempt
+// failed: retry after Wait, or give up with Reason.
+type Decision struct {
+	// Reason is nil when the attempt is retried; otherwise the sentinel the
+	// loop gives up with: ErrNotRetryable (no rule, retryCount 0, or the
+	// query filter does not match), ErrRetriesExhausted,
+	// ErrBatchNotRetried, ErrInvalidRetryInterval, or ErrCommitUnknown.
+	Reason error
+	// Wait is the rule's wait before the next attempt, before jitter.
+	Wait time.Duration
+	// Detail says more about Reason ("" when there is nothing to add).
+	Detail string
+
+	tok     token
+	timeout bool    // a failure after a time-out: the budget charges TimeoutCost
+	charge  charge  // what the budget is told when the loop gives up
+	verdict verdict // what the breaker is told when the loop gives up
+}
+
+// charge is what a give-up tells the retry budget.
+type charge uint8
+
+const (
+	chargeNone charge = iota // nothing: the failure is not the database's doing, or costs nothing
+	chargeEarn               // the attempt did not fail with a retryable error
+	chargeFail               // a retryable failure that is not retried
+)
+
+// verdict is what an operation's outcome tells the circuit breaker.
+type verdict uint8
+
+const (
+	answered  verdict = iota // the database answered: success, or an error no rule retries
+	failedRun                // a retryable failure the loop gave up on
+)
+
+// Decide is the statement loop's decision after attempt (1-based) of
+// query failed with err, under p: whether another attempt runs, after
+// which wait (before jitter), or why not. It is a pure function: it reads
+// no clock, budget or breaker (the loop asks those before it waits, see
+// docs/semantics.md) and does not allocate when it retries.
+func (p *Policy) Decide(query string, attempt int, err error) Decision {
+	return p.decide(KindStatement, query, attempt, err, false)
+}
+
+// decide is Decide for any kind of loop but the connection loop.
+// attemptTimedOut says that the attempt's own time limit (queryTimeout)
+// ran out while the caller's context was alive.
+func (p *Policy) decide(kind Kind, query string, attempt int, err error, attemptTimedOut bool) Decision {
+	if kind == KindTransaction && errors.Is(err, ErrCommitUnknown) {
+		// Never retried, never silent: the caller must find out whether
+		// the transaction was applied.
+		return Decision{Reason: ErrCommitUnknown, verdict: failedRun}
+	}
+	cl := classify(err, attemptTimedOut)
+	rule := p.Statement.lookup(cl)
+	if rule == nil || rule.count == 0 || !rule.matches(query) {
+		return Decision{Reason: ErrNotRetryable, charge: chargeEarn, verdict: answered}
+	}
+	if kind == KindStatement {
+		if why := notAlone(query, rule); why != "" {
+			return Decision{Reason: ErrBatchNotRetried, Detail: why, verdict: failedRun}
+		}
+	}
+	retry := attempt - 1
+	if retry >= rule.count {
+		return Decision{Reason: ErrRetriesExhausted, timeout: cl.timeout, charge: chargeFail, verdict: failedRun}
+	}
+	wait := rule.wait(retry)
+	if qt := p.QueryTimeout; qt != 0 && wait > max(qt, 0) {
+		return Decision{Reason: ErrInvalidRetryInterval, verdict: failedRun,
+			Detail: "wait " + wait.String() + " > queryTimeout " + max(qt, 0).String()}
+	}
+	return Decision{Wait: wait, tok: rule.tok, timeout: cl.timeout}
+}
+
+// connectState is what the connection loop's decision reads of its run.
+type connectState struct {
+	retry    int           // retries of this loop so far
+	elapsed  time.Duration // since Connect started
+	timedOut bool          // the attempt ran out of its time (the loginTimeout)
+}
+
+// decideConnection is the decision of JDBC's connection loop (connect())
+// after its login loop gave up with err.
+func (p *Policy) decideConnection(s connectState, err error) Decision {
+	cl := classify(err, false)
+	count, interval, login := p.connectRetryCount(), p.connectRetryInterval(), p.loginTimeout()
+	switch {
+	case s.elapsed >= login, cl.timeout && s.elapsed+interval >= login: // the last attempt ran out of time
+		return Decision{Reason: ErrLoginTimeout, Detail: "loginTimeout " + login.String() + " ran out"}
+	case !p.Connection.retryable(cl, isServerError(err)):
+		return Decision{Reason: ErrNotRetryable, charge: chargeEarn}
+	case s.retry >= count:
+		return Decision{Reason: ErrRetriesExhausted, timeout: cl.timeout, charge: chargeFail}
+	case s.elapsed+interval >= login:
+		return Decision{Reason: ErrLoginTimeout,
+			Detail: "elapsed " + s.elapsed.String() + " + connectRetryInterval " + interval.String() + " ≥ loginTimeout " + login.String()}
+	}
+	return Decision{Wait: connectWait(s.retry, interval), timeout: cl.timeout}
+}
+
+// decideLogin is the decision of JDBC's login loop (login()) after an
+// attempt failed with err, remaining before the loginTimeout, the first
+// attempt having taken firstTry: retry (true) or hand err to the
+// connection loop.
+func (p *Policy) decideLogin(s connectState, err error, remaining, firstTry time.Duration) (Decision, bool) {
+	interval := p.connectRetryInterval()
+	if loginFatal(err) || remaining <= 0 || s.timedOut ||
+		remaining < interval+2*firstTry || // not enough time for another try
+		s.retry >= p.connectRetryCount() {
+		return Decision{}, false
+	}
+	return Decision{Wait: connectWait(s.retry, interval), timeout: classify(err, false).timeout}, true
+}
+
+// connectWait is the wait before retry (0-based) of either connection
+// loop: the first retry is immediate, later ones wait the interval.
+func connectWait(retry int, interval time.Duration) time.Duration {
+	if retry == 0 {
+		return 0
+	}
+	return interval
+}
+
+// notAlone returns why query may not be retried on its own under rule r,
+// or "" when it may. A text without ';' is one statement at most, so
+// only a procedure call is in question, and only under a rule without a
+// filter: that saves the scan on the usual error path.
+func notAlone(query string, r *Rule) string {
+	if len(r.filter) > 0 && strings.IndexByte(query, ';') < 0 {
+		// With a filter the rule's filter matched the statement's first
+		// word (exec, execute, call, or the procedure's name): the rule
+		// names it.
+		return ""
+	}
+	return batchRisk(query, r)
+}
