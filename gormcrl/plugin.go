@@ -41,8 +41,10 @@ var _ gorm.Plugin = (*Plugin)(nil)
 //	db.Use(gormcrl.New(gormcrl.WithRetryExec("{1205,1222:3,100ms*2}")))
 //
 // The settings are read, in this order of precedence, from opts, from the
-// DSN of the DB's dialector when it is one of gorm.io/driver/sqlserver,
-// mysql or postgres, from the properties file, and the defaults. New does
+// DSN of the DB's dialector when it has one this package can read (an
+// exported DSN field, as gorm.io/driver/sqlserver, mysql, postgres and
+// most other dialectors have; see Open), from the properties file, and
+// the defaults. New does
 // not wrap the connections of a DB that is already open, so the
 // connection loop does not apply; Open does that.
 //
