@@ -76,7 +76,8 @@ Flags:
   -driver NAME         the DSN's driver when its form does not tell: sqlserver,
                        mysql or pgx (default: inferred; sqlserver without -dsn)
   -file PATH           the properties file (mssql-jdbc.properties) to read
-  -querytimeout SECS   queryTimeout in seconds, over the DSN's (explain and check)
+  -querytimeout SECS   queryTimeout in seconds, over the DSN's (explain and check;
+                       -queryTimeout too)
   -exec RULES          retryExec rules, the same as RULES
 `
 
@@ -161,7 +162,7 @@ func parseFlags(cmd string, args []string) (options, error) {
 	fs.StringVar(&o.dsn, "dsn", "", "")
 	fs.StringVar(&o.driver, "driver", "", "")
 	fs.StringVar(&o.file, "file", "", "")
-	fs.Func("querytimeout", "", func(s string) error {
+	queryTimeout := func(s string) error {
 		secs, err := strconv.ParseFloat(s, 64)
 		if err != nil || secs < 0 || math.IsInf(secs, 0) || secs > math.MaxInt32 {
 			return fmt.Errorf("%q is not a number of seconds ≥ 0", s)
@@ -172,7 +173,10 @@ func parseFlags(cmd string, args []string) (options, error) {
 		}
 		o.queryTimeout = &d
 		return nil
-	})
+	}
+	// Both spellings: the JDBC key is queryTimeout, flags are usually lower case.
+	fs.Func("querytimeout", "", queryTimeout)
+	fs.Func("queryTimeout", "", queryTimeout)
 	var rules []string
 	for {
 		if err := fs.Parse(args); err != nil {

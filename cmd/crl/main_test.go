@@ -233,3 +233,13 @@ func TestNotes(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.NotContains(t, out, "note:", "explicit changes need no note")
 }
+
+func TestQueryTimeoutFlagTakesTheJDBCSpelling(t *testing.T) {
+	isolate(t)
+	lower, outLower, errLower := runCRL("explain", "-querytimeout", "5", "{1205:5,2*2}")
+	require.Equal(t, 0, lower, errLower)
+	jdbc, outJDBC, errJDBC := runCRL("explain", "-queryTimeout", "5", "{1205:5,2*2}")
+	require.Equal(t, 0, jdbc, errJDBC)
+	assert.Equal(t, outLower, outJDBC)
+	assert.Contains(t, outJDBC, "never reached")
+}
