@@ -293,3 +293,36 @@ func defaultBudget(t *testing.T) *core.Budget {
 	require.NoError(t, err)
 	return b
 }
+
+// TestBudgetBoundsOneLongRule shows what docs/semantics.md says of long
+// rules: on a fresh handle the default budget lets one statement retry
+// max/2 = 10 times, and retryBudget=max=60 runs all 30 retries of a rule
+// written for an Azure failover.
+func TestBudgetBoundsOneLongRule(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		settings   core.BudgetSettings
+		executions int
+		reason     error
+	}{
+		{"default", core.BudgetSettings{}, 11, core.ErrRetryBudgetExceeded},
+		{"max=60", core.BudgetSettings{Max: 60}, 31, core.ErrRetriesExhausted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			budget, err := core.NewBudget(tc.settings)
+			require.NoError(t, err)
+			clock := coretest.NewClock(time.Time{})
+			r, err := core.NewRetrier(core.Policy{Statement: mustRules(t, "{40613,40197:30,1}")},
+				core.Options{Clock: clock, Budget: budget})
+			require.NoError(t, err)
+			executions := 0
+			err = r.Do(context.Background(), "update t set n = n + 1", func(context.Context) error {
+				executions++
+				return serverError{40613}
+			})
+			assert.Equal(t, tc.executions, executions)
+			assert.ErrorIs(t, err, tc.reason)
+			assert.ErrorIs(t, err, serverError{40613})
+		})
+	}
+}
