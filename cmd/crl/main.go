@@ -144,6 +144,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	for _, note := range notes(cfg.RetryExec) {
 		fmt.Fprintln(stdout, "note:", note)
 	}
+	if note := budgetNote(policy.Statement, cfg.Budget, cfg.NoBudget); note != "" {
+		fmt.Fprintln(stdout, "note:", note)
+	}
 	if cmd == "check" {
 		fmt.Fprintf(stdout, "ok: %d statement rule(s), connection rules %s\n", policy.Statement.Len(), connSummary(policy.Connection))
 		return 0
@@ -293,6 +296,24 @@ func notes(retryExec string) []string {
 			strings.TrimSpace(raw), initial))
 	}
 	return out
+}
+
+// budgetNote points at rules that allow more retries than the retry
+// budget lets one statement run on a fresh handle (max/2), or "".
+func budgetNote(rules core.StatementRules, s core.BudgetSettings, off bool) string {
+	budget, err := core.NewBudget(s)
+	if off || err != nil { // a bad setting is reported by config already
+		return ""
+	}
+	maxTokens := budget.Available() // a new budget is full: its capacity
+	allowance := int(maxTokens / 2)
+	for _, r := range rules.Rules() {
+		if r.Count() > allowance {
+			return fmt.Sprintf("rule %s allows %d retries, but the retry budget (max=%g) lets one statement retry at most %d times on a fresh handle; set retryBudget=max=%d to run them all, or retryBudget=off (docs/semantics.md, The retry budget)",
+				r.Token(), r.Count(), maxTokens, allowance, 2*r.Count())
+		}
+	}
+	return ""
 }
 
 func connSummary(c core.ConnectionRules) string {

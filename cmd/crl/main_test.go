@@ -243,3 +243,23 @@ func TestQueryTimeoutFlagTakesTheJDBCSpelling(t *testing.T) {
 	assert.Equal(t, outLower, outJDBC)
 	assert.Contains(t, outJDBC, "never reached")
 }
+
+func TestCheckNotesARuleLongerThanTheBudget(t *testing.T) {
+	isolate(t)
+	code, out, errOut := runCRL("check", "{40613,40197:30,1}")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "lets one statement retry at most 10 times")
+	assert.Contains(t, out, "retryBudget=max=60")
+
+	code, out, errOut = runCRL("check", "-dsn", "sqlserver://h?retryBudget=max=60", "{40613,40197:30,1}")
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, out, "retry budget")
+
+	code, out, errOut = runCRL("check", "-dsn", "sqlserver://h?retryBudget=off", "{40613,40197:30,1}")
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, out, "retry budget")
+
+	code, out, errOut = runCRL("check", "{1205:10,1}")
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, out, "retry budget")
+}
