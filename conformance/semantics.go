@@ -187,10 +187,14 @@ func wholeTransactionRetried(t *testing.T, open Open) {
 }
 
 // With a queryTimeout, a successful read keeps nothing alive after its
-// rows are closed: the live heap after many reads grows by the same bytes
-// per read with and without a queryTimeout. Before, every read kept its
-// attempt context and timer (about 1 KB) until the timeout passed: at
-// 1,000 reads/s and a 1 h timeout, gigabytes.
+// rows are closed: the live heap after many reads grows by about the same
+// bytes per read with and without a queryTimeout (tens of bytes, the
+// pool's and the stand-in's own bookkeeping). Before, every read kept its
+// attempt context and timer (about 800 B) until the timeout passed: at
+// 1,000 reads/s and a 1 h timeout, gigabytes. The bound is one-sided and
+// far from both: garbage of earlier tests freed during a measurement can
+// make a difference of live heaps negative (seen with -cpu=1), never
+// make a leak of 800 B per read disappear.
 func readsRetainNothingUntilQueryTimeout(t *testing.T, open Open) {
 	const query, reads = "SELECT n FROM t", 3000
 	ctx := context.Background()
@@ -211,6 +215,7 @@ func readsRetainNothingUntilQueryTimeout(t *testing.T, open Open) {
 		}
 		var before, after runtime.MemStats
 		runtime.GC()
+		runtime.GC() // what the first one's finalizers released
 		runtime.ReadMemStats(&before)
 		for i := 0; i < reads; i++ {
 			read(i)
@@ -222,5 +227,5 @@ func readsRetainNothingUntilQueryTimeout(t *testing.T, open Open) {
 	without := retained("&retryExec={1205:1,0}")
 	with := retained("&retryExec={1205:1,0}&queryTimeout=3600")
 	t.Logf("retained per read: %.0f B without queryTimeout, %.0f B with", without, with)
-	assert.InDelta(t, without, with, 150, "bytes retained per read")
+	assert.Less(t, with, max(without, 0)+300, "bytes retained per read with a queryTimeout")
 }
