@@ -99,6 +99,8 @@ type StormResult struct {
 	Series []float64
 }
 
+// String is one line of the storm table: amplification, peak queue and
+// recovery.
 func (r StormResult) String() string {
 	rec := "not recovered"
 	if r.Recovered {
