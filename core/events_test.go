@@ -169,22 +169,7 @@ func TestDoSuccessWithOperationObserverAllocatesNothing(t *testing.T) {
 // with one that does (one atomic add); all allocate nothing. The hooks
 // modules have the same benchmark with their real observers.
 func BenchmarkDoSuccessObserved(b *testing.B) {
-	rules, _ := core.ParseStatementRules("{1205,1222:3,2*2:select,update}")
-	ctx := context.Background()
-	stmt := func(context.Context) error { return nil }
-	for _, c := range []struct {
-		name string
-		obs  core.Observer
-	}{{"none", nil}, {"observer", core.NopObserver{}}, {"operation-observer", &countingObserver{}}} {
-		r, err := core.NewRetrier(core.Policy{Statement: rules}, core.Options{Observer: c.obs})
-		require.NoError(b, err)
-		b.Run(c.name, func(b *testing.B) {
-			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					sink = r.Do(ctx, "select 1", stmt)
-				}
-			})
-		})
-	}
+	coretest.BenchmarkSuccessObserved(b, coretest.ObserverCase{Name: "none"},
+		coretest.ObserverCase{Name: "observer", Observer: core.NopObserver{}},
+		coretest.ObserverCase{Name: "operation-observer", Observer: &countingObserver{}})
 }

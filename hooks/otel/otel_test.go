@@ -233,8 +233,6 @@ func TestMaxOpenSpans(t *testing.T) {
 	assert.Len(t, s.spans.Ended(), 2, "the slot is free again")
 }
 
-var sink error
-
 // BenchmarkDoSuccess is the success path of the statement loop with the
 // hook off (no observer) and on: both allocate nothing; on costs one
 // atomic add and the clock read that Succeeded.Elapsed needs.
@@ -244,24 +242,7 @@ func BenchmarkDoSuccess(b *testing.B) {
 		MeterProvider:  sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader())),
 	})
 	require.NoError(b, err)
-	rules, _ := core.ParseStatementRules("{1205,1222:3,2*2:select,update}")
-	ctx := context.Background()
-	stmt := func(context.Context) error { return nil }
-	for _, c := range []struct {
-		name string
-		obs  core.Observer
-	}{{"hook-off", nil}, {"hook-on", obs}} {
-		r, err := core.NewRetrier(core.Policy{Statement: rules}, core.Options{Observer: c.obs})
-		require.NoError(b, err)
-		b.Run(c.name, func(b *testing.B) {
-			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					sink = r.Do(ctx, "select 1", stmt)
-				}
-			})
-		})
-	}
+	coretest.BenchmarkSuccessObserved(b, coretest.ObserverCase{Name: "hook-off"}, coretest.ObserverCase{Name: "hook-on", Observer: obs})
 }
 
 func TestDoSuccessWithTheHookAllocatesNothing(t *testing.T) {

@@ -165,29 +165,10 @@ func TestSeriesCreatedAtZero(t *testing.T) {
 // allocate nothing; on costs one atomic add and the clock read that
 // Succeeded.Elapsed needs.
 func BenchmarkDoSuccess(b *testing.B) {
-	rules, _ := core.ParseStatementRules("{1205,1222:3,2*2:select,update}")
 	m, err := crlprom.New(prom.NewRegistry(), crlprom.Options{})
 	require.NoError(b, err)
-	ctx := context.Background()
-	stmt := func(context.Context) error { return nil }
-	for _, c := range []struct {
-		name string
-		obs  core.Observer
-	}{{"hook-off", nil}, {"hook-on", m}} {
-		r, err := core.NewRetrier(core.Policy{Statement: rules}, core.Options{Observer: c.obs})
-		require.NoError(b, err)
-		b.Run(c.name, func(b *testing.B) {
-			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				for pb.Next() {
-					sink = r.Do(ctx, "select 1", stmt)
-				}
-			})
-		})
-	}
+	coretest.BenchmarkSuccessObserved(b, coretest.ObserverCase{Name: "hook-off"}, coretest.ObserverCase{Name: "hook-on", Observer: m})
 }
-
-var sink error
 
 func TestDoSuccessWithMetricsAllocatesNothing(t *testing.T) {
 	m, err := crlprom.New(nil, crlprom.Options{})

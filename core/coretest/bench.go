@@ -1,0 +1,47 @@
+package coretest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/crl-go/crl/core"
+)
+
+// ObserverCase names an Observer for BenchmarkSuccessObserved; a nil
+// Observer is a Retrier without one.
+type ObserverCase struct {
+	Name     string
+	Observer core.Observer
+}
+
+// BenchmarkSuccessObserved runs the statement loop's success path (a first
+// attempt that succeeds, under realistic rules) once per case, in
+// parallel, as a sub-benchmark named after the case: what an observer adds
+// to every operation. core and the hooks modules run it with their own
+// observers.
+func BenchmarkSuccessObserved(b *testing.B, cases ...ObserverCase) {
+	rules, err := core.ParseStatementRules("{1205,1222:3,2*2:select,update}")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	stmt := func(context.Context) error { return nil }
+	for _, c := range cases {
+		r, err := core.NewRetrier(core.Policy{Statement: rules}, core.Options{Observer: c.Observer})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(c.Name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				var err error
+				for pb.Next() {
+					err = r.Do(ctx, "select 1", stmt)
+				}
+				if err != nil {
+					b.Error(err)
+				}
+			})
+		})
+	}
+}
