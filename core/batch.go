@@ -122,7 +122,7 @@ func scanBatch(q string, mysql bool) batchShape {
 			st.nonEmpty = true
 			st.depth--
 			i++
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+		case isSpace(c):
 			i++
 		default:
 			st.nonEmpty = true
