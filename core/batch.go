@@ -100,10 +100,10 @@ func scanBatch(q string, mysql bool) batchShape {
 			i = skipBlockComment(q, i, !mysql)
 		case c == '\'' || c == '"' || c == '`':
 			st.nonEmpty = true
-			i = skipQuoted(q, i, c, c, mysql && c != '`')
+			i = skipQuoted(q, i, c, mysql && c != '`')
 		case c == '[':
 			st.nonEmpty = true
-			i = skipQuoted(q, i, '[', ']', false)
+			i = skipQuoted(q, i, ']', false)
 		case c == '$' && !mysql && dollarTag(q, i) > 0:
 			st.nonEmpty = true
 			i = skipDollar(q, i, dollarTag(q, i))
@@ -122,7 +122,7 @@ func scanBatch(q string, mysql bool) batchShape {
 			st.nonEmpty = true
 			st.depth--
 			i++
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+		case isSpace(c):
 			i++
 		default:
 			st.nonEmpty = true
@@ -233,12 +233,11 @@ func skipBlockComment(q string, i int, nest bool) int {
 	return i
 }
 
-// skipQuoted returns the index after the quoted text that opens at i with
-// open and ends with close (doubled, it stands for itself; with
+// skipQuoted returns the index after the quoted text whose opening quote
+// is at i and that ends with close (doubled, it stands for itself; with
 // backslash, a backslash escapes the next byte). An unterminated quote runs
 // to the end.
-func skipQuoted(q string, i int, open, close byte, backslash bool) int {
-	_ = open
+func skipQuoted(q string, i int, close byte, backslash bool) int {
 	i++
 	for i < len(q) {
 		switch c := q[i]; {

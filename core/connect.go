@@ -78,7 +78,7 @@ func (c *connectRun) run() error {
 		d := c.p.decideConnection(connectState{retry: retry, elapsed: c.r.clock.Now().Sub(c.op.started)}, err)
 		if d.Reason != nil {
 			c.r.budget.settle(d)
-			return c.giveUp(d.Reason, err, nil, d.Detail)
+			return c.giveUp(d, err)
 		}
 		if stop := c.r.schedule(&c.op, c.attempts, err, d.Wait, d); stop != nil {
 			return stop
@@ -108,7 +108,10 @@ func (c *connectRun) loginLoop() (err, stop error) {
 			firstTry = now.Sub(began)
 		}
 		if cerr := caller.Err(); cerr != nil {
-			return err, c.giveUp(ErrDeadline, err, cerr, ctxEndedLogin)
+			if c.attempts == 1 { // nothing was retried: the error unchanged
+				return err, err
+			}
+			return err, c.r.giveUp(&c.op, c.attempts, ErrDeadline, err, cerr, "context ended during the login")
 		}
 		d, again := c.p.decideLogin(connectState{retry: retry, timedOut: expired}, err, c.deadline.Sub(now), firstTry)
 		if !again {
@@ -120,18 +123,16 @@ func (c *connectRun) loginLoop() (err, stop error) {
 	}
 }
 
-// giveUp ends Connect with a *RetryError, or with the error unchanged when
-// the only attempt failed with an error that is not retried (no rule, a
-// fatal login error, connection retries off, the caller's context ended):
-// nothing was retried and nothing refused.
-func (c *connectRun) giveUp(reason, err, ctxErr error, detail string) error {
-	if c.attempts == 1 && (reason == ErrNotRetryable || reason == ErrRetriesExhausted || ctxErr != nil && detail == ctxEndedLogin) {
+// giveUp ends Connect with the connection loop's decision d after the
+// login loop gave up on err: a *RetryError, or err unchanged when the only
+// attempt failed with an error that is not retried (no rule, a fatal login
+// error, connection retries off): nothing was retried and nothing refused.
+func (c *connectRun) giveUp(d Decision, err error) error {
+	if c.attempts == 1 && (d.Reason == ErrNotRetryable || d.Reason == ErrRetriesExhausted) {
 		return err
 	}
-	return c.r.giveUp(&c.op, c.attempts, reason, err, ctxErr, detail)
+	return c.r.giveUp(&c.op, c.attempts, d.Reason, err, nil, d.Detail)
 }
-
-const ctxEndedLogin = "context ended during the login"
 
 // isServerError reports an error the database server sent: a SQL Server
 // error number, a MySQL error number, or a SQLSTATE.

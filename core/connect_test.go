@@ -166,3 +166,38 @@ func TestConnectWithAFixedDateClock(t *testing.T) {
 	})
 	assert.NoError(t, err)
 }
+
+// TestConnectCallerContextEndsDuringLogin: a login that failed because
+// the caller's context ended is not retried. The first attempt's error
+// comes back unchanged (nothing was retried); after a retry it is a
+// *RetryError with ErrDeadline that unwraps to the login error and the
+// context's error.
+func TestConnectCallerContextEndsDuringLogin(t *testing.T) {
+	for _, failAt := range []int{1, 2} {
+		t.Run(fmt.Sprintf("cancelled at attempt %d", failAt), func(t *testing.T) {
+			r, _ := newRetrier(t, core.Policy{}, core.Options{})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			loginErr := serverError{40613}
+			calls := 0
+			err := r.Connect(ctx, func(context.Context) error {
+				calls++
+				if calls == failAt {
+					cancel()
+				}
+				return loginErr
+			})
+			require.Equal(t, failAt, calls, "attempts")
+			if failAt == 1 {
+				assert.Equal(t, error(loginErr), err)
+				return
+			}
+			var re *core.RetryError
+			require.ErrorAs(t, err, &re)
+			assert.Equal(t, failAt, re.Attempts)
+			assert.ErrorIs(t, err, core.ErrDeadline)
+			assert.ErrorIs(t, err, context.Canceled)
+			assert.ErrorIs(t, err, loginErr)
+		})
+	}
+}

@@ -9,28 +9,14 @@ func firstKeyword(q string) string {
 	for i < len(q) {
 		c := q[i]
 		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == '(' || c == ';':
+		case isSpace(c) || c == '(' || c == ';':
 			i++
 		case c == '-' && i+1 < len(q) && q[i+1] == '-':
 			for i < len(q) && q[i] != '\n' {
 				i++
 			}
 		case c == '/' && i+1 < len(q) && q[i+1] == '*':
-			depth := 0
-			for i < len(q) {
-				if q[i] == '/' && i+1 < len(q) && q[i+1] == '*' {
-					depth++
-					i += 2
-				} else if q[i] == '*' && i+1 < len(q) && q[i+1] == '/' {
-					depth--
-					i += 2
-					if depth == 0 {
-						break
-					}
-				} else {
-					i++
-				}
-			}
+			i = skipBlockComment(q, i, true)
 		case c == 0xEF && i+2 < len(q) && q[i+1] == 0xBB && q[i+2] == 0xBF: // UTF-8 byte order mark
 			i += 3
 		default:

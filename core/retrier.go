@@ -165,8 +165,15 @@ func (r *Retrier) statement(ctx context.Context, query string, fn func(ctx conte
 
 // statementFailed goes on after a direct first attempt failed with err.
 func (r *Retrier) statementFailed(ctx context.Context, p *Policy, query string, fn func(ctx context.Context) error, b bound, err error) error {
+	return r.afterDirect(ctx, p, query, func(ctx context.Context) (string, error) { return query, fn(ctx) }, b, err)
+}
+
+// afterDirect runs the rest of a statement loop whose direct first attempt
+// (see statement) failed with err, under p: the decision, and the retries
+// it allows. The attempt did not time out: no queryTimeout bounded it.
+func (r *Retrier) afterDirect(ctx context.Context, p *Policy, query string, call attemptFunc, b bound, err error) error {
 	o := operation{ctx: ctx, kind: KindStatement, query: query}
-	_, err = r.retries(&o, p, func(ctx context.Context) (string, error) { return query, fn(ctx) }, b, 1, false, err)
+	_, err = r.retries(&o, p, call, b, 1, false, err)
 	return err
 }
 
@@ -228,8 +235,7 @@ func retryLoop[T any](ctx context.Context, r *Retrier, p *Policy, query string, 
 	if p == nil {
 		err = r.loop(ctx, KindStatement, query, call, b)
 	} else {
-		o := operation{ctx: ctx, kind: KindStatement, query: query}
-		_, err = r.retries(&o, p, call, b, 1, false, first)
+		err = r.afterDirect(ctx, p, query, call, b, first)
 	}
 	return out, err
 }

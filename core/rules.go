@@ -508,10 +508,10 @@ func (c ConnectionRules) Retryable(errorNumber int32) bool {
 // connection loop looks only at server errors, a network failure mapped to
 // 10053 or 10054 is retried only when the rules name it.
 func (c ConnectionRules) retryable(cl class, fromServer bool) bool {
-	if fromServer && cl.hasNumber && c.Retryable(cl.number) {
+	if fromServer && cl.hasNumber && !c.replace && isTransient(cl.number) {
 		return true
 	}
-	return c.names(cl)
+	return c.names(cl) // the listed numbers, whoever sent the error
 }
 
 // names reports whether the rules list the error explicitly: its number,
