@@ -123,7 +123,7 @@ func openReal(t *testing.T, open Open, d Database, params string, opts ...config
 	t.Helper()
 	h, err := open(t, d.Driver, d.With(params), opts...)
 	require.NoError(t, err, "open %s", d.Name)
-	t.Cleanup(func() { _ = h.Close() })
+	t.Cleanup(func() { assert.NoError(t, h.Close(), "close the handle") })
 	return h
 }
 
@@ -133,7 +133,10 @@ func create(t *testing.T, db *sql.DB, prefix, columns string) string {
 	t.Helper()
 	table := Table(prefix)
 	mustExec(t, db, "CREATE TABLE "+table+" ("+columns+")")
-	t.Cleanup(func() { _, _ = db.Exec("DROP TABLE " + table) })
+	t.Cleanup(func() {
+		_, err := db.Exec("DROP TABLE " + table)
+		assert.NoError(t, err, "drop %s", table)
+	})
 	return table
 }
 

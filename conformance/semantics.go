@@ -43,7 +43,7 @@ func start(t *testing.T, open Open, params string) (*mssqltest.Server, Handle, *
 	clock := coretest.NewClock(time.Time{})
 	h, err := open(t, "sqlserver", srv.DSN()+params, config.WithClock(clock))
 	require.NoError(t, err, "open")
-	t.Cleanup(func() { _ = h.Close() })
+	t.Cleanup(func() { assert.NoError(t, h.Close(), "close the handle") })
 	clock.Reset()
 	return srv, h, clock
 }
@@ -118,7 +118,7 @@ func firstConnectionRetryImmediate(t *testing.T, open Open) {
 	clock := coretest.NewClock(time.Time{})
 	h, err := open(t, "sqlserver", srv.DSN(), config.WithClock(clock))
 	require.NoError(t, err, "open after one failed login")
-	defer h.Close()
+	defer func() { assert.NoError(t, h.Close(), "close the handle") }()
 	assert.Equal(t, 2, srv.Logins(), "logins")
 	assert.Equal(t, []time.Duration{0}, clock.Sleeps(), "waits")
 }

@@ -2,6 +2,7 @@ package gormcrl
 
 import (
 	"database/sql"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -64,15 +65,17 @@ var (
 // the copy in db.Dialector.
 func (d *dialector) Initialize(db *gorm.DB) error {
 	if v := reflect.ValueOf(d.Dialector); d.Dialector == nil || (v.Kind() == reflect.Pointer && v.IsNil()) {
-		return fmt.Errorf("gormcrl: Open: the dialector is nil")
+		return errors.New("gormcrl: Open: the dialector is nil")
 	}
 	inner, rt, pool, err := withConnectionLoop(d.Dialector, d.opts)
 	if err != nil {
 		return err
 	}
 	if err := inner.Initialize(db); err != nil {
-		if pool != nil && db.ConnPool != pool {
-			_ = pool.Close() // gorm.Open closes only the pool it sees
+		if pool != nil && db.ConnPool != pool { // gorm.Open closes only the pool it sees
+			if cerr := pool.Close(); cerr != nil {
+				return errors.Join(err, fmt.Errorf("gormcrl: close the pool after the error above: %w", cerr))
+			}
 		}
 		return err
 	}

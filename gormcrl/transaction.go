@@ -62,14 +62,5 @@ func runTx(db *gorm.DB, fn func(tx *gorm.DB) error, opts []*sql.TxOptions) (fail
 	}
 	rollback := committer.Rollback
 	defer adapter.Recover(rollback)
-	ferr := fn(tx)
-	var inFn string
-	if ferr != nil {
-		inFn = rec.FailedQuery() // before the rollback closes rows left open
-	}
-	failed, err = adapter.Finish("gormcrl", ferr, rollback, committer.Commit)
-	if ferr != nil {
-		failed = inFn
-	}
-	return failed, err
+	return rec.Finish("gormcrl", fn(tx), rollback, committer.Commit)
 }

@@ -34,16 +34,7 @@ func (tx *Tx) FailedQuery() string { return tx.rec.FailedQuery() }
 // run runs fn and commits, or rolls back on error and on panic.
 func (tx *Tx) run(fn func(*Tx) error) (string, error) {
 	defer adapter.Recover(tx.Rollback)
-	ferr := fn(tx)
-	var failed string
-	if ferr != nil {
-		failed = tx.FailedQuery() // before the rollback closes rows left open
-	}
-	q, err := adapter.Finish("sqlxcrl", ferr, tx.Rollback, tx.Commit)
-	if ferr != nil {
-		q = failed
-	}
-	return q, err
+	return tx.rec.Finish("sqlxcrl", fn(tx), tx.Rollback, tx.Commit)
 }
 
 // Unsafe returns a Tx that ignores columns with no destination field. It

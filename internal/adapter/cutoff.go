@@ -72,7 +72,9 @@ func (c *cutoffConnector) Close() error {
 	return nil
 }
 
-func execOn(ctx context.Context, conn driver.Conn, stmt string) error {
+// execOn runs stmt on conn, through a prepared statement when the driver
+// cannot run it directly.
+func execOn(ctx context.Context, conn driver.Conn, stmt string) (err error) {
 	if ex, ok := conn.(driver.ExecerContext); ok {
 		_, err := ex.ExecContext(ctx, stmt, nil)
 		if err != driver.ErrSkip {
@@ -83,7 +85,11 @@ func execOn(ctx context.Context, conn driver.Conn, stmt string) error {
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer func() {
+		if cerr := st.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
 	if sc, ok := st.(driver.StmtExecContext); ok {
 		_, err = sc.ExecContext(ctx, nil)
 		return err

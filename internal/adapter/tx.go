@@ -8,19 +8,23 @@ import (
 	"github.com/crl-go/crl/core"
 )
 
-// Finish ends a transaction attempt: it rolls back when fnErr is not nil
-// and commits otherwise, and returns what the transaction loop needs (see
-// CommitOutcome for a failed COMMIT). A rollback that fails after fnErr is
-// reported with it, fnErr first. name is the adapter's package, which
-// starts the messages of the errors Finish makes.
-func Finish(name string, fnErr error, rollback, commit func() error) (failed string, err error) {
+// Finish ends a transaction attempt whose statements r recorded: it rolls
+// back when fnErr is not nil and commits otherwise, and returns what the
+// transaction loop needs: when fnErr is not nil, the statement that failed
+// (read before the rollback, which closes rows left open with an error
+// that is not theirs) and fnErr; for a failed COMMIT, what CommitOutcome
+// returns. A rollback that fails after fnErr is reported with it, fnErr
+// first. name is the adapter's package, which starts the messages of the
+// errors Finish makes.
+func (r *Recorder) Finish(name string, fnErr error, rollback, commit func() error) (failed string, err error) {
 	if fnErr != nil {
+		failed = r.FailedQuery()
 		if rbErr := rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) && !core.IsBadConn(rbErr) {
 			// The server may already have rolled the transaction back (a
 			// deadlock victim's is); report both, the closure's first.
-			return "", errors.Join(fnErr, fmt.Errorf("%s: rollback after the error above: %w", name, rbErr))
+			return failed, errors.Join(fnErr, fmt.Errorf("%s: rollback after the error above: %w", name, rbErr))
 		}
-		return "", fnErr
+		return failed, fnErr
 	}
 	if err := commit(); err != nil {
 		return CommitOutcome(name, err)
