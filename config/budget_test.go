@@ -70,3 +70,15 @@ func TestRetryBudgetOptionRanges(t *testing.T) {
 		assert.Contains(t, err.Error(), "retryBudget")
 	}
 }
+
+// A retryBudget value that core rejects is a ValueError that wraps core's
+// error, from the DSN and the file as from an option.
+func TestRetryBudgetRangeErrorWrapsCore(t *testing.T) {
+	for _, value := range []string{"max=1e9", "max=3"} {
+		_, _, err := ParseDSN("sqlserver", "sqlserver://h?retryBudget="+value)
+		var ve *ValueError
+		require.ErrorAs(t, err, &ve, value)
+		require.Error(t, ve.Err, "%s: the cause", value)
+		assert.Contains(t, ve.Err.Error(), "expected", value)
+	}
+}

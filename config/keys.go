@@ -59,12 +59,13 @@ func nearKey(name string) (int, bool) {
 	if _, ok := lookupKey(name); ok || name == "" {
 		return 0, false
 	}
+	lower := strings.ToLower(name)
 	best, bestDist := 0, maxKeyDistance+1
 	for i := range settings {
 		if settings[i].code {
 			continue
 		}
-		if d := editDistance(strings.ToLower(name), strings.ToLower(settings[i].key), bestDist); d < bestDist {
+		if d := editDistance(lower, strings.ToLower(settings[i].key), bestDist); d < bestDist {
 			best, bestDist = i, d
 		}
 	}

@@ -341,14 +341,14 @@ func parseBudget(v string) (core.BudgetSettings, bool, error) {
 			return errorf("%s=%q: expected a number, %s", name, num, want)
 		}
 		if err := core.CheckBudgetSetting(name, f); err != nil {
-			return errorf("%s=%s: %v", name, num, err)
+			return &reasonError{reason: name + "=" + num + ": " + err.Error(), cause: err}
 		}
 		*field = f
 		return nil
 	})
 	if err == nil {
 		if err = s.Validate(); err != nil {
-			err = errorf("%s", strings.TrimPrefix(err.Error(), "core: retry budget "))
+			err = &reasonError{reason: strings.TrimPrefix(err.Error(), "core: retry budget "), cause: err}
 		}
 	}
 	return s, false, err

@@ -130,12 +130,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	cfg := rt.Config()
-	policy, err := cfg.Policy()
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
-	}
+	// The policy the handle's retrier runs, compiled once by config.New.
+	cfg, policy := rt.Config(), rt.Retrier().Policy()
 	if path := rt.PropertiesPath(); path != "" {
 		fmt.Fprintf(stdout, "properties file: %s\n", path)
 	} else {
@@ -144,7 +140,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	for _, note := range notes(cfg.RetryExec) {
 		fmt.Fprintln(stdout, "note:", note)
 	}
-	if note := budgetNote(policy.Statement, cfg.Budget, cfg.NoBudget); note != "" {
+	if note := budgetNote(policy.Statement, rt.Retrier().Budget()); note != "" {
 		fmt.Fprintln(stdout, "note:", note)
 	}
 	if cmd == "check" {
@@ -299,13 +295,12 @@ func notes(retryExec string) []string {
 }
 
 // budgetNote points at rules that allow more retries than the retry
-// budget lets one statement run on a fresh handle (max/2), or "".
-func budgetNote(rules core.StatementRules, s core.BudgetSettings, off bool) string {
-	budget, err := core.NewBudget(s)
-	if off || err != nil { // a bad setting is reported by config already
+// budget (nil: off) lets one statement run on a fresh handle (max/2), or "".
+func budgetNote(rules core.StatementRules, budget *core.Budget) string {
+	if budget == nil {
 		return ""
 	}
-	maxTokens := budget.Available() // a new budget is full: its capacity
+	maxTokens := budget.Available() // the handle's budget is new, so full: its capacity
 	allowance := int(maxTokens / 2)
 	for _, r := range rules.Rules() {
 		if r.Count() > allowance {
