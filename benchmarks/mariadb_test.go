@@ -103,21 +103,13 @@ func BenchmarkStormMariaDB(b *testing.B) {
 	}
 	stmt := "DO " + fn + "(), IF(GET_LOCK('" + lock + "', " + mariaLockWait + "), SLEEP(?) + RELEASE_LOCK('" + lock + "'), 0)"
 
-	rules, err := core.ParseStatementRules("{timeout:3,125ms*2}")
-	if err != nil {
-		b.Fatal(err)
-	}
 	var results []mariaResult
-	for _, p := range []struct {
-		name  string
-		rules core.StatementRules
-		noBud bool
-	}{
-		{"no retry", core.StatementRules{}, true},
-		{"JDBC CRL, no budget", rules, true},
-		{"crl default", rules, false},
+	for _, p := range []RetryPolicy{
+		{Name: "no retry"},
+		{Name: "JDBC CRL, no budget", Rules: "{timeout:3,125ms*2}"},
+		{Name: "crl default", Rules: "{timeout:3,125ms*2}", Budget: true},
 	} {
-		r, err := core.NewRetrier(core.Policy{Statement: p.rules, QueryTimeout: mariaTimeout}, mariaOptions(p.noBud))
+		r, err := p.retrier(core.Policy{QueryTimeout: mariaTimeout}, core.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -128,7 +120,7 @@ func BenchmarkStormMariaDB(b *testing.B) {
 		db.SetMaxOpenConns(mariaPool)
 		db.SetMaxIdleConns(mariaPool)
 		res := runMariaStorm(r, db, stmt, count)
-		res.policy = p.name
+		res.policy = p.Name
 		results = append(results, res)
 		db.Close()
 		// Let the statements the clients gave up on end on the server.
@@ -219,13 +211,4 @@ func runMariaStorm(r *core.Retrier, db *sql.DB, stmt string, count func() int) m
 	res.failed = int(failed.Load())
 	res.recovery = max(time.Duration(lastTimeout.Load())-end, 0)
 	return res
-}
-
-// mariaOptions are the options of a policy of the MariaDB storm: the
-// default budget unless noBudget.
-func mariaOptions(noBudget bool) core.Options {
-	if noBudget {
-		return core.Options{}
-	}
-	return core.Options{Budget: defaultBudget()}
 }

@@ -116,25 +116,11 @@ var errClientTimeout = fmt.Errorf("client gave up on the statement: %w", context
 func (s Storm) Run(p RetryPolicy) (StormResult, error) {
 	sim := &simulation{storm: s, start: time.Unix(1_700_000_000, 0)}
 	sim.clock = simClock{sim}
-	var rules core.StatementRules
-	if p.Rules != "" {
-		var err error
-		if rules, err = core.ParseStatementRules(p.Rules); err != nil {
-			return StormResult{}, err
-		}
-	}
 	rnd := rand.New(rand.NewPCG(s.Seed, 0x5eed))
 	retriers := make([]*core.Retrier, s.Handles)
 	for i := range retriers {
-		o := core.Options{Clock: sim.clock, Random: rnd.Float64}
-		if p.Budget {
-			o.Budget = defaultBudget()
-		}
-		if p.Breaker.Failures > 0 {
-			o.Breaker = core.NewBreaker(p.Breaker, sim.clock)
-		}
 		var err error
-		if retriers[i], err = core.NewRetrier(core.Policy{Statement: rules, Jitter: p.Jitter}, o); err != nil {
+		if retriers[i], err = p.retrier(core.Policy{}, core.Options{Clock: sim.clock, Random: rnd.Float64}); err != nil {
 			return StormResult{}, err
 		}
 	}
@@ -335,11 +321,27 @@ func (e *events) Pop() any {
 	return x
 }
 
-// defaultBudget is the retry budget the config package gives a handle.
-func defaultBudget() *core.Budget {
-	b, err := core.NewBudget(core.BudgetSettings{})
-	if err != nil {
-		panic(err) // the zero settings are valid
+// retrier returns a Retrier that runs p: base with p's rules and jitter,
+// and o with p's budget (crl's default one, fresh) and breaker (on o's
+// clock).
+func (p RetryPolicy) retrier(base core.Policy, o core.Options) (*core.Retrier, error) {
+	if p.Rules != "" {
+		rules, err := core.ParseStatementRules(p.Rules)
+		if err != nil {
+			return nil, fmt.Errorf("policy %s: %w", p.Name, err)
+		}
+		base.Statement = rules
 	}
-	return b
+	base.Jitter = p.Jitter
+	if p.Budget {
+		b, err := core.NewBudget(core.BudgetSettings{}) // the default the config package gives a handle
+		if err != nil {
+			return nil, fmt.Errorf("policy %s: %w", p.Name, err)
+		}
+		o.Budget = b
+	}
+	if p.Breaker.Failures > 0 {
+		o.Breaker = core.NewBreaker(p.Breaker, o.Clock)
+	}
+	return core.NewRetrier(base, o)
 }

@@ -9,8 +9,9 @@ import (
 )
 
 // Slog returns an observer that logs the events with logger (nil means
-// slog.Default()): a scheduled retry and a connection retry at Info, a
-// success after retries at Info, giving up at Warn, a COMMIT of unknown
+// slog.Default()): a scheduled retry of any kind (statement, transaction or
+// connection, the kind attribute says which) at Info, a success after
+// retries at Info, giving up at Warn, a COMMIT of unknown
 // outcome (core.ErrCommitUnknown: the transaction may or may not have been
 // applied, and was not retried) at Error with reason=commit_unknown, a
 // failed reload of the properties file at Error and a successful one at

@@ -194,7 +194,7 @@ func TestConnectionRetriesAndGiveUpWithoutRetry(t *testing.T) {
 	logins := 0
 	require.NoError(t, s.retrier.Connect(context.Background(), func(context.Context) error {
 		if logins++; logins == 1 {
-			return deadlockConn{}
+			return unavailable{}
 		}
 		return nil
 	}))
@@ -211,10 +211,12 @@ func TestConnectionRetriesAndGiveUpWithoutRetry(t *testing.T) {
 	assert.Equal(t, codes.Error, ended[1].Status().Code)
 }
 
-type deadlockConn struct{}
+// unavailable is the login error of an Azure SQL database that is not
+// available yet (40613), which the connection loop retries.
+type unavailable struct{}
 
-func (deadlockConn) Error() string         { return "mssql: Database 'orders' is not currently available" }
-func (deadlockConn) SQLErrorNumber() int32 { return 40613 }
+func (unavailable) Error() string         { return "mssql: Database 'orders' is not currently available" }
+func (unavailable) SQLErrorNumber() int32 { return 40613 }
 
 func TestMaxOpenSpans(t *testing.T) {
 	_, err := crlotel.New(crlotel.Options{MaxOpenSpans: -1})
