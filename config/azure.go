@@ -55,9 +55,10 @@ func azureConnectRetryCount(driverName, driverDSN string) int {
 
 // sqlServerHost returns the host name of a go-mssqldb DSN (URL, ADO or
 // odbc: form), without a protocol prefix (tcp:), a port (,1433 or :1433)
-// or an instance name (\SQLEXPRESS), or "" when there is none.
+// or an instance name (\SQLEXPRESS), or "" when there is none. An ADO or
+// ODBC DSN is read by the one ADO reader (readADO), which splits it as
+// go-mssqldb does: a ';' inside a quoted or braced value does not end it.
 func sqlServerHost(dsn string) string {
-	var server string
 	if strings.HasPrefix(dsn, "sqlserver://") {
 		u, err := url.Parse(dsn)
 		if err != nil {
@@ -65,14 +66,15 @@ func sqlServerHost(dsn string) string {
 		}
 		return u.Hostname()
 	}
-	for _, part := range strings.Split(strings.TrimPrefix(dsn, "odbc:"), ";") {
-		k, v, ok := strings.Cut(part, "=")
-		if !ok {
-			continue
-		}
-		switch strings.ToLower(strings.TrimSpace(k)) {
-		case "server", "data source", "address", "addr", "network address":
-			server = strings.Trim(strings.TrimSpace(v), `{}"`)
+	odbc := strings.HasPrefix(dsn, "odbc:")
+	_, driver, _, err := readADO(strings.TrimPrefix(dsn, "odbc:"), odbc)
+	if err != nil {
+		return ""
+	}
+	var server string
+	for _, p := range driver {
+		if isServerKey(p.key, odbc) {
+			server = p.value // the last one wins, as in the driver
 		}
 	}
 	if i := strings.IndexByte(server, ':'); i >= 0 && !strings.Contains(server[:i], ".") {
@@ -82,4 +84,18 @@ func sqlServerHost(dsn string) string {
 		server = server[:i]
 	}
 	return strings.TrimSpace(server)
+}
+
+// isServerKey reports whether key (lower-case) names the server in a
+// go-mssqldb ADO connection string, or in its ODBC form, where the driver
+// knows server alone (it maps the ADO synonyms in the ADO form only).
+func isServerKey(key string, odbc bool) bool {
+	if odbc {
+		return key == "server"
+	}
+	switch key {
+	case "server", "data source", "address", "addr", "network address":
+		return true
+	}
+	return false
 }
