@@ -3,6 +3,8 @@ package config
 import (
 	"net/url"
 	"strings"
+
+	"github.com/crl-go/crl/internal/mssqldsn"
 )
 
 // The JDBC driver's defaults of connectRetryCount for Azure endpoints,
@@ -73,7 +75,7 @@ func sqlServerHost(dsn string) string {
 	}
 	var server string
 	for _, p := range driver {
-		if isServerKey(p.key, odbc) {
+		if mssqldsn.IsServerKey(p.key, odbc) {
 			server = p.value // the last one wins, as in the driver
 		}
 	}
@@ -84,18 +86,4 @@ func sqlServerHost(dsn string) string {
 		server = server[:i]
 	}
 	return strings.TrimSpace(server)
-}
-
-// isServerKey reports whether key (lower-case) names the server in a
-// go-mssqldb ADO connection string, or in its ODBC form, where the driver
-// knows server alone (it maps the ADO synonyms in the ADO form only).
-func isServerKey(key string, odbc bool) bool {
-	if odbc {
-		return key == "server"
-	}
-	switch key {
-	case "server", "data source", "address", "addr", "network address":
-		return true
-	}
-	return false
 }

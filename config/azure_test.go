@@ -7,6 +7,8 @@ import (
 	"github.com/microsoft/go-mssqldb/msdsn"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/crl-go/crl/internal/mssqldsn"
 )
 
 // The Azure default reads the server of an ADO or ODBC DSN with the one ADO
@@ -57,5 +59,25 @@ func TestSQLServerHostIsTheDriversHost(t *testing.T) {
 			host = "localhost" // the driver's default
 		}
 		assert.Equal(t, strings.ToLower(cfg.Host), strings.ToLower(host), dsn)
+	}
+}
+
+// Every key of the one list of server keys finds the server in the ADO
+// form; in the odbc: form only server does, as in go-mssqldb.
+func TestAzureDefaultKnowsEveryServerKey(t *testing.T) {
+	keys := mssqldsn.ServerKeys()
+	require.NotEmpty(t, keys)
+	for _, k := range keys {
+		cfg, err := msdsn.Parse(k + "=good.example.com")
+		require.NoError(t, err, k)
+		assert.Equal(t, "good.example.com", cfg.Host, "go-mssqldb takes %s for the server", k)
+		dsn := "user id=sa;" + strings.ToUpper(k) + "=myserver.database.windows.net;database=d"
+		assert.Equal(t, 2, azureConnectRetryCount("sqlserver", dsn), dsn)
+		odbc := "odbc:" + k + "=myserver.database.windows.net"
+		want := 0
+		if k == "server" {
+			want = 2
+		}
+		assert.Equal(t, want, azureConnectRetryCount("mssql", odbc), odbc)
 	}
 }

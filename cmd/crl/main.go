@@ -28,6 +28,7 @@ import (
 
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
+	"github.com/crl-go/crl/internal/mssqldsn"
 )
 
 const help = `crl checks Configurable Retry Logic settings (the retryExec and retryConn
@@ -235,26 +236,31 @@ func inferDriver(dsn string) (string, error) {
 	case strings.Contains(lower, "@tcp("), strings.Contains(lower, "@unix("), strings.Contains(lower, "@/"),
 		strings.HasPrefix(s, "/"), strings.HasPrefix(lower, "tcp("):
 		return "mysql", nil
-	case hasKey(lower, " ", "host", "hostaddr", "dbname", "user", "sslmode"):
+	case hasKey(lower, " ", isPgxKey):
 		return "pgx", nil // before the ADO form: a rule value may hold ';'
-	case strings.Contains(s, ";") || hasKey(lower, ";", "server", "data source", "address", "addr", "network address"):
+	case strings.Contains(s, ";") || hasKey(lower, ";", func(k string) bool { return mssqldsn.IsServerKey(k, false) }):
 		return "sqlserver", nil
 	}
 	return "", fmt.Errorf("crl: cannot tell the driver of DSN %q from its form: give -driver sqlserver, mysql or pgx", abbreviate(dsn))
 }
 
-// hasKey reports whether a key=value list separated by sep has one of keys.
-func hasKey(s, sep string, keys ...string) bool {
+// hasKey reports whether a key=value list separated by sep has a key
+// (trimmed) for which is reports true.
+func hasKey(s, sep string, is func(key string) bool) bool {
 	for _, part := range strings.Split(s, sep) {
-		k, _, ok := strings.Cut(part, "=")
-		if !ok {
-			continue
+		if k, _, ok := strings.Cut(part, "="); ok && is(strings.TrimSpace(k)) {
+			return true
 		}
-		for _, want := range keys {
-			if strings.TrimSpace(k) == want {
-				return true
-			}
-		}
+	}
+	return false
+}
+
+// isPgxKey reports whether key is one of the keys that tell a PostgreSQL
+// key=value DSN (host=h dbname=d).
+func isPgxKey(key string) bool {
+	switch key {
+	case "host", "hostaddr", "dbname", "user", "sslmode":
+		return true
 	}
 	return false
 }

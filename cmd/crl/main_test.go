@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crl-go/crl/config"
+	"github.com/crl-go/crl/internal/mssqldsn"
 )
 
 // isolate runs the test in an empty working directory without
@@ -184,6 +185,21 @@ func TestInferDriver(t *testing.T) {
 	}
 	_, err := inferDriver("whatever")
 	assert.ErrorContains(t, err, "-driver")
+}
+
+// Every key that names the server of a go-mssqldb ADO DSN (the one list
+// that config's Azure default reads too) tells a SQL Server DSN, in any
+// case.
+func TestInferDriverKnowsEveryServerKey(t *testing.T) {
+	keys := mssqldsn.ServerKeys()
+	require.NotEmpty(t, keys)
+	for _, k := range keys {
+		for _, dsn := range []string{k + "=h", strings.ToUpper(k) + " = h", "user id=sa;" + k + "=h"} {
+			got, err := inferDriver(dsn)
+			require.NoError(t, err, dsn)
+			assert.Equal(t, "sqlserver", got, dsn)
+		}
+	}
 }
 
 func TestExplain(t *testing.T) {
