@@ -205,7 +205,7 @@ func (db *DB) GetContext(ctx context.Context, dest any, query string, args ...an
 	if err != nil {
 		return err
 	}
-	return sqlx.GetContext(ctx, ranQuery{row: row}, dest, query, args...)
+	return sqlx.GetContext(ctx, ranRow{row}, dest, query, args...)
 }
 
 // Get is GetContext with context.Background().
@@ -331,24 +331,30 @@ func (db *DB) RunInTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *Tx) 
 	})
 }
 
-// ranQuery hands a row or rows that the statement loop already ran to
-// sqlx.GetContext or sqlx.SelectContext, which then only scan them.
-type ranQuery struct {
-	row  *sqlx.Row
-	rows *sqlx.Rows
-}
+// ranRow hands a row that the statement loop already ran to
+// sqlx.GetContext, which then only scans it. It is one pointer, so
+// handing it over as an interface allocates nothing.
+type ranRow struct{ row *sqlx.Row }
 
-func (q ranQuery) QueryContext(context.Context, string, ...any) (*sql.Rows, error) {
+func (ranRow) QueryContext(context.Context, string, ...any) (*sql.Rows, error) {
 	return nil, errNotForScanning
 }
+func (ranRow) QueryxContext(context.Context, string, ...any) (*sqlx.Rows, error) {
+	return nil, errNotForScanning
+}
+func (q ranRow) QueryRowxContext(context.Context, string, ...any) *sqlx.Row { return q.row }
 
-func (q ranQuery) QueryxContext(context.Context, string, ...any) (*sqlx.Rows, error) {
-	if q.rows == nil {
-		return nil, errNotForScanning
-	}
+// ranRows is ranRow for the rows that sqlx.SelectContext scans.
+type ranRows struct{ rows *sqlx.Rows }
+
+func (ranRows) QueryContext(context.Context, string, ...any) (*sql.Rows, error) {
+	return nil, errNotForScanning
+}
+func (q ranRows) QueryxContext(context.Context, string, ...any) (*sqlx.Rows, error) {
 	return q.rows, nil
 }
+func (ranRows) QueryRowxContext(context.Context, string, ...any) *sqlx.Row {
+	return nil
+}
 
-func (q ranQuery) QueryRowxContext(context.Context, string, ...any) *sqlx.Row { return q.row }
-
-var errNotForScanning = errors.New("sqlxcrl: internal: ranQuery only scans what already ran")
+var errNotForScanning = errors.New("sqlxcrl: internal: a statement that already ran can only be scanned")

@@ -116,7 +116,7 @@ func (s *Stmt) GetContext(ctx context.Context, dest any, args ...any) error {
 	if err != nil {
 		return err
 	}
-	return sqlx.GetContext(ctx, ranQuery{row: row}, dest, s.query, args...)
+	return sqlx.GetContext(ctx, ranRow{row}, dest, s.query, args...)
 }
 
 // Get is GetContext with context.Background().
@@ -131,7 +131,7 @@ func (s *Stmt) SelectContext(ctx context.Context, dest any, args ...any) error {
 	if err != nil {
 		return err
 	}
-	return sqlx.SelectContext(ctx, ranQuery{rows: rows}, dest, s.query)
+	return sqlx.SelectContext(ctx, ranRows{rows}, dest, s.query)
 }
 
 // Select is SelectContext with context.Background().
@@ -231,7 +231,7 @@ func (n *NamedStmt) GetContext(ctx context.Context, dest any, arg any) error {
 	if err != nil {
 		return err
 	}
-	return sqlx.GetContext(ctx, ranQuery{row: row}, dest, n.QueryString)
+	return sqlx.GetContext(ctx, ranRow{row}, dest, n.QueryString)
 }
 
 // Get is GetContext with context.Background().
@@ -246,7 +246,7 @@ func (n *NamedStmt) SelectContext(ctx context.Context, dest any, arg any) error 
 	if err != nil {
 		return err
 	}
-	return sqlx.SelectContext(ctx, ranQuery{rows: rows}, dest, n.QueryString)
+	return sqlx.SelectContext(ctx, ranRows{rows}, dest, n.QueryString)
 }
 
 // Select is SelectContext with context.Background().
