@@ -28,6 +28,7 @@ var semantics = []check{
 	{"the filter sees the statement whose error ended the transaction", filterSeesTheStatementThatEndedTheTx},
 	{"no statement retry inside a transaction; whole transaction retried", wholeTransactionRetried},
 	{"reads retain nothing until queryTimeout", readsRetainNothingUntilQueryTimeout},
+	{"a closure that never returns is rolled back", abandonedClosureRolledBack},
 }
 
 const (
@@ -228,4 +229,30 @@ func readsRetainNothingUntilQueryTimeout(t *testing.T, open Open) {
 	with := retained("&retryExec={1205:1,0}&queryTimeout=3600")
 	t.Logf("retained per read: %.0f B without queryTimeout, %.0f B with", without, with)
 	assert.Less(t, with, max(without, 0)+300, "bytes retained per read with a queryTimeout")
+}
+
+// abandonedClosureRolledBack: a closure that ends its goroutine instead of
+// returning (runtime.Goexit; t.FailNow in a test does that) leaves no
+// transaction open: it is rolled back and its connection goes back to the
+// pool. Before, only a panic rolled back, and the transaction and its
+// pooled connection stayed open.
+func abandonedClosureRolledBack(t *testing.T, open Open) {
+	srv, h, _ := start(t, open, "&retryExec={1205:2,0}")
+	ran := make(chan bool, 1)
+	go func() {
+		returned := false
+		defer func() { ran <- returned }()
+		_ = h.InTx(context.Background(), func(tx Tx) error {
+			if err := tx.Exec(insert); err != nil {
+				return err
+			}
+			runtime.Goexit()
+			return nil
+		})
+		returned = true
+	}()
+	require.False(t, <-ran, "InTx returned; the goroutine should have ended inside it")
+	assert.Equal(t, 1, srv.Rollbacks(), "rollbacks")
+	assert.Empty(t, srv.Committed(), "committed")
+	assert.Zero(t, h.DB().Stats().InUse, "connections in use")
 }

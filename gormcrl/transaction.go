@@ -3,6 +3,7 @@ package gormcrl
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"gorm.io/gorm"
@@ -32,6 +33,12 @@ func Transaction(db *gorm.DB, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions
 	if db == nil || db.Statement == nil {
 		return fmt.Errorf("gormcrl: Transaction: %w", gorm.ErrInvalidDB)
 	}
+	if db.Error != nil {
+		// GORM's Begin would begin a transaction on a *gorm.DB that carries
+		// an error and hand that error back with the transaction open; and
+		// an attempt could only fail with it again.
+		return db.Error
+	}
 	p, ok := pluginOf(db)
 	if !ok {
 		return ErrNoPlugin
@@ -48,19 +55,36 @@ func Transaction(db *gorm.DB, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions
 	})
 }
 
-// runTx is one attempt of Transaction.
+// runTx is one attempt of Transaction. Every path that began a
+// transaction ends it: fn's error and a panic roll it back, success
+// commits it (adapter.Recorder.Run).
 func runTx(db *gorm.DB, fn func(tx *gorm.DB) error, opts []*sql.TxOptions) (failed string, err error) {
 	tx := db.Begin(opts...)
 	if tx.Error != nil {
-		return "", tx.Error
+		return "", tx.Error // BEGIN failed: nothing to end
 	}
 	var rec adapter.Recorder
 	tx.Statement.ConnPool, _ = recordTx(tx.Statement.ConnPool, &rec)
 	committer, ok := tx.Statement.ConnPool.(gorm.TxCommitter)
 	if !ok {
-		return "", fmt.Errorf("gormcrl: Transaction: %w", gorm.ErrInvalidTransaction)
+		return "", endUncommittable(tx.Statement.ConnPool)
 	}
-	rollback := committer.Rollback
-	defer adapter.Recover(rollback)
-	return rec.Finish("gormcrl", fn(tx), rollback, committer.Commit)
+	return rec.Run("gormcrl", func() error { return fn(tx) }, committer.Rollback, committer.Commit)
+}
+
+// endUncommittable ends a transaction that a pool of the user's own began
+// but cannot commit (what its BeginTx returned is not a gorm.TxCommitter):
+// it is rolled back when it has a Rollback method, so that neither it nor
+// its pooled connection stays open, and the error says what happened. A
+// rollback that fails is reported too.
+func endUncommittable(pool gorm.ConnPool) error {
+	err := fmt.Errorf("gormcrl: Transaction: the transaction %T that BeginTx returned cannot commit (it is not a gorm.TxCommitter), so fn was not run: %w", pool, gorm.ErrInvalidTransaction)
+	rb, ok := pool.(interface{ Rollback() error })
+	if !ok {
+		return fmt.Errorf("%w; it has no Rollback method either, so it stays open until its context ends", err)
+	}
+	if rbErr := rb.Rollback(); rbErr != nil {
+		return errors.Join(err, fmt.Errorf("gormcrl: rollback of the transaction above: %w", rbErr))
+	}
+	return err
 }

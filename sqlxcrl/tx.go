@@ -31,10 +31,10 @@ func newTx(tx *sqlx.Tx) *Tx { return &Tx{Tx: tx, rec: &adapter.Recorder{}} }
 // transaction ("" when none did).
 func (tx *Tx) FailedQuery() string { return tx.rec.FailedQuery() }
 
-// run runs fn and commits, or rolls back on error and on panic.
+// run runs fn and commits, or rolls back on error, on panic and when fn
+// ends its goroutine (runtime.Goexit).
 func (tx *Tx) run(fn func(*Tx) error) (string, error) {
-	defer adapter.Recover(tx.Rollback)
-	return tx.rec.Finish("sqlxcrl", fn(tx), tx.Rollback, tx.Commit)
+	return tx.rec.Run("sqlxcrl", func() error { return fn(tx) }, tx.Rollback, tx.Commit)
 }
 
 // Unsafe returns a Tx that ignores columns with no destination field. It
