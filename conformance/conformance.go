@@ -59,6 +59,23 @@ type Tx interface {
 	ReadAll(query string, args ...any) error
 }
 
+// PreparingTx is a Tx that also prepares statements in the transaction
+// (sqlxcrl's Tx.Preparex, GORM's PrepareStmt mode). The checks of
+// statements prepared in a transaction skip an adapter whose Tx is not
+// one.
+type PreparingTx interface {
+	Tx
+	// Prepare prepares query in the transaction. An adapter that prepares
+	// on first use (GORM) may send the PREPARE with the first Exec.
+	Prepare(query string) (Prepared, error)
+}
+
+// Prepared is a statement prepared in a transaction of Handle.InTx.
+type Prepared interface {
+	// Exec executes the statement with args.
+	Exec(args ...any) error
+}
+
 // Open opens a Handle on driverName ("sqlserver", "mysql" or "pgx") with
 // dsn, which may carry the retry settings as parameters, and opts. It
 // connects (and so runs the connection loop) before it returns.

@@ -29,6 +29,7 @@ var semantics = []check{
 	{"no statement retry inside a transaction; whole transaction retried", wholeTransactionRetried},
 	{"reads retain nothing until queryTimeout", readsRetainNothingUntilQueryTimeout},
 	{"a closure that never returns is rolled back", abandonedClosureRolledBack},
+	{"a failed PREPARE in a transaction is the failed statement", failedPrepareIsTheFailedStatement},
 }
 
 const (
@@ -255,4 +256,39 @@ func abandonedClosureRolledBack(t *testing.T, open Open) {
 	assert.Equal(t, 1, srv.Rollbacks(), "rollbacks")
 	assert.Empty(t, srv.Committed(), "committed")
 	assert.Zero(t, h.DB().Stats().InUse, "connections in use")
+}
+
+// prepare prepares query in tx, or skips the check when the adapter's Tx
+// does not prepare.
+func prepare(t *testing.T, tx Tx, query string) (Prepared, error) {
+	p, ok := tx.(PreparingTx)
+	if !ok {
+		t.Skipf("the adapter's Tx (%T) does not implement conformance.PreparingTx", tx)
+	}
+	return p.Prepare(query)
+}
+
+// failedPrepareIsTheFailedStatement: the closure's INSERT meets a broken
+// connection, which it handles; preparing its UPDATE then fails too (the
+// driver refuses to prepare on the broken connection) and ends the
+// transaction. The rule's filter names update: the transaction is
+// retried. (sqlxcrl did not record a failed PREPARE, so the filter saw
+// the INSERT.)
+func failedPrepareIsTheFailedStatement(t *testing.T, open Open) {
+	srv, h, _ := start(t, open, "&retryExec={badconn:2,0:update}")
+	srv.Handle(insert, mssqltest.Drop(), mssqltest.Affected(1))
+	srv.Handle(update, mssqltest.Affected(1))
+	runs := 0
+	err := h.InTx(context.Background(), func(tx Tx) error {
+		runs++
+		_ = tx.Exec(insert) // the connection breaks: handled
+		stmt, err := prepare(t, tx, update)
+		if err != nil {
+			return err
+		}
+		return stmt.Exec()
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 2, runs, "runs")
+	assert.Equal(t, [][]string{{insert, update}}, srv.Committed(), "committed")
 }
