@@ -30,6 +30,7 @@ var semantics = []check{
 	{"reads retain nothing until queryTimeout", readsRetainNothingUntilQueryTimeout},
 	{"a closure that never returns is rolled back", abandonedClosureRolledBack},
 	{"a failed PREPARE in a transaction is the failed statement", failedPrepareIsTheFailedStatement},
+	{"a failed execution of a statement prepared in a transaction is the failed statement", preparedExecutionIsTheFailedStatement},
 }
 
 const (
@@ -291,4 +292,28 @@ func failedPrepareIsTheFailedStatement(t *testing.T, open Open) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, runs, "runs")
 	assert.Equal(t, [][]string{{insert, update}}, srv.Committed(), "committed")
+}
+
+// preparedExecutionIsTheFailedStatement: the closure handles a duplicate
+// key on its INSERT; the UPDATE it prepared in the transaction is then a
+// deadlock victim. The rule's filter names update: the transaction is
+// retried. (An execution of a statement prepared in the transaction was
+// not recorded, so the filter saw the INSERT.)
+func preparedExecutionIsTheFailedStatement(t *testing.T, open Open) {
+	srv, h, _ := start(t, open, "&retryExec={1205,2627:2,0:update}")
+	srv.Handle(insert, mssqltest.Error(2627))
+	srv.Handle(update, mssqltest.Error(1205), mssqltest.Affected(1))
+	runs := 0
+	err := h.InTx(context.Background(), func(tx Tx) error {
+		runs++
+		_ = tx.Exec(insert) // already there: fine
+		stmt, err := prepare(t, tx, update)
+		if err != nil {
+			return err
+		}
+		return stmt.Exec()
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 2, runs, "runs")
+	assert.Equal(t, 2, srv.Count(update), "executions of the UPDATE")
 }

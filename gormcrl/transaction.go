@@ -88,3 +88,70 @@ func endUncommittable(pool gorm.ConnPool) error {
 	}
 	return err
 }
+
+// Statements of GORM's prepared-statement layer in a recorded transaction.
+//
+// In PrepareStmt mode (gorm.Config or a Session), GORM runs a transaction's
+// statements through a *gorm.PreparedStmtTX over the transaction: it
+// prepares the text on the txPool under it (a failed PREPARE is recorded
+// there) and then runs a *sql.Stmt that the txPool cannot see, so a failed
+// execution would not be recorded, and the rule's filter would be checked
+// against an earlier statement. GORM's prepared-statement layer must stay
+// a *gorm.PreparedStmtTX on top (its SavePoint and RollbackTo look for
+// that type, to run SAVEPOINT outside prepared statements), so the
+// outcome is recorded by two callbacks around the statement's own instead:
+// markPrepared before, recordPrepared right after.
+
+// preparedKey is the Settings key of a statement whose outcome
+// recordPrepared records; its value is the transaction's Recorder. It
+// holds the statement's own address, so the clones GORM makes of a
+// statement (which copy Settings) do not see it.
+type preparedKey struct{ stmt *gorm.Statement }
+
+// preparedRecorder returns the Recorder of the transaction under GORM's
+// prepared-statement layer, or nil when pool is not that layer over a
+// transaction this package records.
+func preparedRecorder(pool gorm.ConnPool) *adapter.Recorder {
+	if pt, ok := pool.(*gorm.PreparedStmtTX); ok {
+		if tp, ok := pt.Tx.(*txPool); ok {
+			return tp.rec
+		}
+	}
+	return nil
+}
+
+// markPrepared is crl:tx_prepared: it marks a statement that is about to
+// run through the prepared-statement layer of a recorded transaction. A
+// statement that already carries an error runs nothing and is not marked.
+func markPrepared(db *gorm.DB) {
+	stmt := db.Statement
+	if db.Error != nil || db.DryRun {
+		return
+	}
+	if rec := preparedRecorder(stmt.ConnPool); rec != nil {
+		stmt.Settings.Store(preparedKey{stmt}, rec)
+	}
+}
+
+// recordPrepared is crl:tx_prepared_end: it records the outcome of a
+// statement that markPrepared marked, with its SQL text: its error, or,
+// for the rows that Rows() returns, the rows, whose error arrives while
+// they are read; for Row(), the row's error.
+func recordPrepared(db *gorm.DB) {
+	stmt := db.Statement
+	v, ok := stmt.Settings.LoadAndDelete(preparedKey{stmt})
+	if !ok {
+		return
+	}
+	rec := v.(*adapter.Recorder)
+	query := stmt.SQL.String()
+	switch dest := stmt.Dest.(type) {
+	case *sql.Rows: // the row processor's Rows()
+		rec.Statement(query, db.Error)
+		rec.Rows(query, dest)
+	case *sql.Row: // the row processor's Row()
+		rec.Statement(query, dest.Err())
+	default:
+		rec.Statement(query, db.Error)
+	}
+}

@@ -90,3 +90,72 @@ func TestTransactionOnADBWithAnErrorBeginsNothing(t *testing.T) {
 	assert.Zero(t, sqlDB.Stats().InUse, "connections in use")
 	assert.Zero(t, s.Rollbacks()+s.Commits(), "transactions")
 }
+
+// In PrepareStmt mode, a statement that fails in a transaction is the
+// failed statement, whichever way GORM runs it: Exec, Row, Rows, Create,
+// in gormcrl.Transaction and in the implicit unit of a Create. GORM runs
+// these through a *sql.Stmt that the recorder under its prepared-statement
+// layer does not see: before, the filter saw the statement before (or
+// none), and a rule whose filter names the failing statement did not
+// retry.
+func TestPrepareStmtFailedStatementRecorded(t *testing.T) {
+	const handled = `DELETE FROM audit WHERE n < 0` // fails, handled by the closure
+	const read = `SELECT n FROM audit`
+	for name, tc := range map[string]struct {
+		failing string
+		run     func(tx *gorm.DB) error
+	}{
+		"Exec": {audit, func(tx *gorm.DB) error { return tx.Exec(audit).Error }},
+		"Row": {read, func(tx *gorm.DB) error {
+			var n int64
+			return tx.Raw(read).Row().Scan(&n)
+		}},
+		"Rows": {read, func(tx *gorm.DB) error {
+			rows, err := tx.Raw(read).Rows()
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+			}
+			return rows.Err()
+		}},
+		"Create": {insertOrder, func(tx *gorm.DB) error { return tx.Create(&Order{Name: "pen"}).Error }},
+	} {
+		for mode, session := range map[string]bool{"gorm.Config": false, "Session": true} {
+			t.Run(name+" with PrepareStmt in "+mode, func(t *testing.T) {
+				s := mssqltest.NewServer(t)
+				rules := gormcrl.WithRetryExec("{1205,2627:3,10ms:select,insert,update}")
+				db, _ := open(t, s, &gorm.Config{PrepareStmt: !session}, rules)
+				s.Handle(handled, mssqltest.Error(2627))
+				s.Handle(tc.failing, mssqltest.Error(1205), idRow(8))
+				runs := 0
+				err := gormcrl.Transaction(db, func(tx *gorm.DB) error {
+					runs++
+					if session {
+						tx = tx.Session(&gorm.Session{PrepareStmt: true})
+					}
+					_ = tx.Exec(handled).Error // a DELETE, which the filter does not name
+					return tc.run(tx)
+				})
+				require.NoError(t, err)
+				assert.Equal(t, 2, runs, "runs of the closure")
+				assert.Equal(t, 2, s.Count(tc.failing), "executions of %q", tc.failing)
+			})
+		}
+	}
+}
+
+// The implicit unit of a Create in PrepareStmt mode is retried by a rule
+// whose filter names insert: the failed INSERT is recorded (before, the
+// unit saw no failed statement, and only a rule without a filter retried).
+func TestPrepareStmtUnitFilterSeesTheFailedStatement(t *testing.T) {
+	s := mssqltest.NewServer(t)
+	db, _ := open(t, s, &gorm.Config{PrepareStmt: true}, gormcrl.WithRetryExec("{1205:3,10ms:insert}"))
+	s.Handle(insertOrder, mssqltest.Error(1205), idRow(8))
+	o := Order{Name: "pen"}
+	require.NoError(t, db.Create(&o).Error)
+	assert.Equal(t, int64(8), o.ID, "ID")
+	assert.Equal(t, 2, s.Count(insertOrder), "INSERTs")
+	wantTxs(t, "committed", s.Committed(), []string{insertOrder})
+}
