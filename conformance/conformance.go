@@ -13,7 +13,9 @@
 // its DSN): deadlocked transfers that lose and duplicate nothing, a batch
 // under lock contention that is not retried, an error met while rows are
 // read that is the transaction's failed statement, a COMMIT answered with
-// ROLLBACK whose outcome is known.
+// ROLLBACK whose outcome is known, a PREPARE the server refuses that is the
+// transaction's failed statement (for an adapter whose Tx is a
+// PreparingTx).
 //
 // It is a package of its own, not part of core/coretest, so that a test
 // that only needs coretest's virtual clock does not link a TDS server.
