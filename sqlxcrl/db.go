@@ -109,9 +109,16 @@ func (db *DB) Unsafe() *DB {
 
 // ExecContext runs a statement under the statement loop.
 func (db *DB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return core.Retry(ctx, db.retrier, query, func(ctx context.Context) (sql.Result, error) {
-		return db.DB.ExecContext(ctx, query, args...)
-	})
+	exec := func(ctx context.Context) (sql.Result, error) { return db.DB.ExecContext(ctx, query, args...) }
+	if a, ok := db.retrier.First(); ok {
+		res, err := db.DB.ExecContext(ctx, query, args...)
+		if err == nil {
+			a.Succeeded()
+			return res, nil
+		}
+		return core.RetryAfter(ctx, a, query, exec, err)
+	}
+	return core.Retry(ctx, db.retrier, query, exec)
 }
 
 // Exec is ExecContext with context.Background().
@@ -122,9 +129,16 @@ func (db *DB) Exec(query string, args ...any) (sql.Result, error) {
 // QueryContext runs a query under the statement loop; an error while the
 // rows are read is not retried.
 func (db *DB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return core.RetryRows(ctx, db.retrier, query, func(ctx context.Context) (*sql.Rows, error) {
-		return db.DB.QueryContext(ctx, query, args...)
-	})
+	query1 := func(ctx context.Context) (*sql.Rows, error) { return db.DB.QueryContext(ctx, query, args...) }
+	if a, ok := db.retrier.First(); ok {
+		rows, err := db.DB.QueryContext(ctx, query, args...)
+		if err == nil {
+			a.Succeeded()
+			return rows, nil
+		}
+		return core.RetryRowsAfter(ctx, a, query, query1, err)
+	}
+	return core.RetryRows(ctx, db.retrier, query, query1)
 }
 
 // Query is QueryContext with context.Background().
@@ -135,9 +149,16 @@ func (db *DB) Query(query string, args ...any) (*sql.Rows, error) {
 // QueryxContext runs a query under the statement loop; an error while the
 // rows are read is not retried.
 func (db *DB) QueryxContext(ctx context.Context, query string, args ...any) (*sqlx.Rows, error) {
-	return core.RetryRows(ctx, db.retrier, query, func(ctx context.Context) (*sqlx.Rows, error) {
-		return db.DB.QueryxContext(ctx, query, args...)
-	})
+	query1 := func(ctx context.Context) (*sqlx.Rows, error) { return db.DB.QueryxContext(ctx, query, args...) }
+	if a, ok := db.retrier.First(); ok {
+		rows, err := db.DB.QueryxContext(ctx, query, args...)
+		if err == nil {
+			a.Succeeded()
+			return rows, nil
+		}
+		return core.RetryRowsAfter(ctx, a, query, query1, err)
+	}
+	return core.RetryRows(ctx, db.retrier, query, query1)
 }
 
 // Queryx is QueryxContext with context.Background().
