@@ -18,8 +18,10 @@ import (
 // fn again on a fresh transaction. fn must do nothing outside the
 // transaction that it cannot repeat.
 //
-// The transaction is rolled back when fn returns an error or panics (the
-// panic goes on). A COMMIT whose outcome is unknown (the connection broke)
+// The transaction is rolled back when fn returns an error, panics (the
+// panic goes on) or ends its goroutine (runtime.Goexit). On a db that
+// already carries an error (db.Error) it begins nothing and returns that
+// error. A COMMIT whose outcome is unknown (the connection broke)
 // is never retried: the error matches core.ErrCommitUnknown. The first
 // options, if any, are the transaction's. The context is db's
 // (db.WithContext).

@@ -13,8 +13,9 @@ import (
 // Server rolls back the whole transaction of a deadlock victim, so
 // re-running one statement would run it outside the transaction. It
 // remembers the statement whose error ended the transaction (the last one
-// that failed, an error met while reading its rows included), so that
-// RunInTx checks the rule's query filter against it.
+// that failed, an error met while reading its rows, a failed PREPARE and a
+// failed execution of a Stmt or NamedStmt prepared in it included), so
+// that RunInTx checks the rule's query filter against it.
 type Tx struct {
 	*sqlx.Tx
 	rec *adapter.Recorder // shared with the Tx that Unsafe returns
