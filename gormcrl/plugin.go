@@ -150,6 +150,23 @@ func (p *Plugin) register(db *gorm.DB) error {
 	add(d.Get, d.Before("gorm:before_delete").Register, "crl:unit_tx", watchTx)
 	add(d.Get, d.Before("gorm:delete").Register, "crl:retry_pool", p.installPool)
 	add(d.Get, d.After("*").Register, "crl:unit_end", du.end)
+
+	// A statement that GORM's prepared-statement layer runs in a recorded
+	// transaction: its outcome is recorded around the statement's own
+	// callback, before any later callback (hooks, associations, preloads)
+	// adds errors of its own (see markPrepared).
+	add(q.Get, q.Before("gorm:query").Register, "crl:tx_prepared", markPrepared)
+	add(q.Get, q.After("gorm:query").Before("gorm:preload").Register, "crl:tx_prepared_end", recordPrepared)
+	add(row.Get, row.Before("gorm:row").Register, "crl:tx_prepared", markPrepared)
+	add(row.Get, row.After("gorm:row").Register, "crl:tx_prepared_end", recordPrepared)
+	add(raw.Get, raw.Before("gorm:raw").Register, "crl:tx_prepared", markPrepared)
+	add(raw.Get, raw.After("gorm:raw").Register, "crl:tx_prepared_end", recordPrepared)
+	add(c.Get, c.Before("gorm:create").Register, "crl:tx_prepared", markPrepared)
+	add(c.Get, c.After("gorm:create").Before("gorm:save_after_associations").Register, "crl:tx_prepared_end", recordPrepared)
+	add(u.Get, u.Before("gorm:update").Register, "crl:tx_prepared", markPrepared)
+	add(u.Get, u.After("gorm:update").Before("gorm:save_after_associations").Register, "crl:tx_prepared_end", recordPrepared)
+	add(d.Get, d.Before("gorm:delete").Register, "crl:tx_prepared", markPrepared)
+	add(d.Get, d.After("gorm:delete").Before("gorm:after_delete").Register, "crl:tx_prepared_end", recordPrepared)
 	return errors.Join(errs...)
 }
 
