@@ -141,6 +141,9 @@ func markPrepared(db *gorm.DB) {
 // they are read; for Row(), the row's error.
 func recordPrepared(db *gorm.DB) {
 	stmt := db.Statement
+	if preparedRecorder(stmt.ConnPool) == nil {
+		return // not marked; and a first look into Settings allocates its map
+	}
 	v, ok := stmt.Settings.LoadAndDelete(preparedKey{stmt})
 	if !ok {
 		return
