@@ -43,6 +43,10 @@ func TestOpenBreakerRefusesTransactionsAndStatements(t *testing.T) {
 	assert.ErrorIs(t, db.Raw(sel).Scan(&ns).Error, core.ErrCircuitOpen, "Raw(...).Scan")
 	var o Order
 	assert.ErrorIs(t, db.First(&o, 7).Error, core.ErrCircuitOpen, "First")
+	var n int64
+	row := db.Raw(sel).Row()
+	require.NotNil(t, row, "Raw(...).Row()")
+	assert.ErrorIs(t, row.Scan(&n), core.ErrCircuitOpen, "Raw(...).Row().Scan")
 
 	assert.Equal(t, 4, s.Count(audit), "a refused statement reached the server")
 	assert.Zero(t, s.Count(sel)+s.Count(selectFirst), "a refused query reached the server")

@@ -47,7 +47,7 @@ func (p *retryPool) QueryContext(ctx context.Context, query string, args ...any)
 func (p *retryPool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	row, _ := adapter.RetryRow(ctx, p.retrier, query, func(ctx context.Context) *sql.Row {
 		return p.inner.QueryRowContext(ctx, query, args...)
-	})
+	}, adapter.ErrorRow)
 	return row
 }
 

@@ -15,7 +15,8 @@ import (
 )
 
 // With the circuit breaker open, the statement-running methods of
-// sqlxcrl.DB that return an error, and RunInTx, are refused before
+// sqlxcrl.DB, and RunInTx, are refused (a one-row query's row carries the
+// refusal: its Scan returns it, never panics) before
 // anything reaches the server
 // (issue 9, item 1: the breaker is asked before the first attempt), also
 // on the path where sqlxcrl runs a quiet statement's first attempt itself.
@@ -55,6 +56,9 @@ func TestOpenBreakerRefusesBeforeTheServer(t *testing.T) {
 			}
 			return err
 		},
+		"QueryRowContext":  func() error { var n int64; return db.QueryRowContext(ctx, sel).Scan(&n) },
+		"QueryRowxContext": func() error { var n int64; return db.QueryRowxContext(ctx, sel).Scan(&n) },
+		"QueryRowx Err":    func() error { return db.QueryRowx(sel).Err() },
 		"GetContext":       func() error { var n int64; return db.GetContext(ctx, &n, sel) },
 		"SelectContext":    func() error { var ns []int64; return db.SelectContext(ctx, &ns, sel) },
 		"NamedExecContext": func() error { _, err := db.NamedExecContext(ctx, update, map[string]any{}); return err },

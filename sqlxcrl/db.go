@@ -171,7 +171,7 @@ func (db *DB) Queryx(query string, args ...any) (*sqlx.Rows, error) {
 func (db *DB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	row, _ := adapter.RetryRow(ctx, db.retrier, query, func(ctx context.Context) *sql.Row {
 		return db.DB.QueryRowContext(ctx, query, args...)
-	})
+	}, adapter.ErrorRow)
 	return row
 }
 
@@ -195,7 +195,7 @@ func (db *DB) QueryRowx(query string, args ...any) *sqlx.Row {
 func (db *DB) queryRowx(ctx context.Context, query string, args []any) (*sqlx.Row, error) {
 	return adapter.RetryRow(ctx, db.retrier, query, func(ctx context.Context) *sqlx.Row {
 		return db.DB.QueryRowxContext(ctx, query, args...)
-	})
+	}, errorRowx)
 }
 
 // GetContext runs a one-row query under the statement loop and scans it
@@ -329,6 +329,14 @@ func (db *DB) RunInTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *Tx) 
 		}
 		return tx.run(fn)
 	})
+}
+
+// errorRowx returns a *sqlx.Row whose Scan and Err return err: the row of
+// a one-row query that never ran (see adapter.ErrorDB).
+func errorRowx(err error) *sqlx.Row {
+	db := adapter.ErrorDB(err)
+	defer adapter.CloseErrorDB(db)
+	return sqlx.NewDb(db, "").QueryRowxContext(context.Background(), "")
 }
 
 // ranRow hands a row that the statement loop already ran to

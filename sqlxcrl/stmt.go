@@ -86,7 +86,7 @@ func (s *Stmt) Queryx(args ...any) (*sqlx.Rows, error) {
 func (s *Stmt) QueryRowContext(ctx context.Context, args ...any) *sql.Row {
 	row, _ := queryRow(ctx, s.retrier, s.rec, s.query, func(ctx context.Context) *sql.Row {
 		return s.Stmt.QueryRowContext(ctx, args...)
-	})
+	}, adapter.ErrorRow)
 	return row
 }
 
@@ -98,7 +98,7 @@ func (s *Stmt) QueryRow(args ...any) *sql.Row {
 func (s *Stmt) queryRowx(ctx context.Context, args []any) (*sqlx.Row, error) {
 	return queryRow(ctx, s.retrier, s.rec, s.query, func(ctx context.Context) *sqlx.Row {
 		return s.Stmt.QueryRowxContext(ctx, args...)
-	})
+	}, errorRowx)
 }
 
 // QueryRowxContext runs the statement as a one-row query under the
@@ -209,7 +209,7 @@ func (n *NamedStmt) Queryx(arg any) (*sqlx.Rows, error) {
 func (n *NamedStmt) queryRowx(ctx context.Context, arg any) (*sqlx.Row, error) {
 	return queryRow(ctx, n.retrier, n.rec, n.QueryString, func(ctx context.Context) *sqlx.Row {
 		return n.NamedStmt.QueryRowxContext(ctx, arg)
-	})
+	}, errorRowx)
 }
 
 // QueryRowxContext binds arg and runs a one-row query under the statement loop.
@@ -301,9 +301,9 @@ func queryRowsx(ctx context.Context, r *core.Retrier, rec *adapter.Recorder, que
 
 // queryRow runs a one-row query; the second result is the loop's error
 // (a DB's) or the row's (a Tx's), for callers that can return it (Get).
-func queryRow[R interface{ Err() error }](ctx context.Context, r *core.Retrier, rec *adapter.Recorder, query string, fn func(context.Context) R) (R, error) {
+func queryRow[R interface{ Err() error }](ctx context.Context, r *core.Retrier, rec *adapter.Recorder, query string, fn func(context.Context) R, refused func(error) R) (R, error) {
 	if rec == nil {
-		return adapter.RetryRow(ctx, r, query, fn)
+		return adapter.RetryRow(ctx, r, query, fn, refused)
 	}
 	row := fn(ctx)
 	err := row.Err()
