@@ -137,24 +137,33 @@ func BenchmarkParse(b *testing.B) {
 	}
 }
 
+// memDB opens a handle on the in-memory driver.
+func memDB(tb testing.TB) *sql.DB {
+	tb.Helper()
+	db, err := sql.Open("crlmem", "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
+}
+
+// sqlxPair returns plain sqlx and sqlxcrl on the in-memory driver.
+func sqlxPair(tb testing.TB) (*sqlx.DB, *sqlxcrl.DB) {
+	tb.Helper()
+	crl, err := sqlxcrl.NewDbE(memDB(tb), "mysql", sqlxcrl.WithRetryExec(rules))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return sqlx.NewDb(memDB(tb), "mysql"), crl
+}
+
 // BenchmarkSqlxExec compares ExecContext through sqlxcrl with plain sqlx on
 // the in-memory driver, where nothing but database/sql and the wrapper
 // costs anything.
 func BenchmarkSqlxExec(b *testing.B) {
 	ctx := context.Background()
-	open := func() *sql.DB {
-		db, err := sql.Open("crlmem", "")
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { db.Close() })
-		return db
-	}
-	plain := sqlx.NewDb(open(), "mysql")
-	crl, err := sqlxcrl.NewDbE(open(), "mysql", sqlxcrl.WithRetryExec(rules))
-	if err != nil {
-		b.Fatal(err)
-	}
+	plain, crl := sqlxPair(b)
 	const q = "UPDATE accounts SET balance = balance + 1 WHERE id = 1"
 	for _, bc := range []struct {
 		name string
@@ -180,31 +189,30 @@ type Order struct {
 	Name string
 }
 
+// gormDB opens GORM (MySQL dialect) on the in-memory driver, with the crl
+// plugin when asked.
+func gormDB(tb testing.TB, plugin bool) *gorm.DB {
+	tb.Helper()
+	db, err := gorm.Open(gormmysql.New(gormmysql.Config{Conn: memDB(tb), SkipInitializeWithVersion: true}),
+		&gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if plugin {
+		if err := db.Use(gormcrl.New(gormcrl.WithRetryExec(rules))); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return db
+}
+
 // BenchmarkGormFirst compares First through GORM with the crl plugin with
 // plain GORM (MySQL dialect) on the in-memory driver.
 func BenchmarkGormFirst(b *testing.B) {
-	open := func(plugin bool) *gorm.DB {
-		sqlDB, err := sql.Open("crlmem", "")
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { sqlDB.Close() })
-		db, err := gorm.Open(gormmysql.New(gormmysql.Config{Conn: sqlDB, SkipInitializeWithVersion: true}),
-			&gorm.Config{Logger: logger.Discard})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if plugin {
-			if err := db.Use(gormcrl.New(gormcrl.WithRetryExec(rules))); err != nil {
-				b.Fatal(err)
-			}
-		}
-		return db
-	}
 	for _, bc := range []struct {
 		name string
 		db   *gorm.DB
-	}{{"plain", open(false)}, {"crl", open(true)}} {
+	}{{"plain", gormDB(b, false)}, {"crl", gormDB(b, true)}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

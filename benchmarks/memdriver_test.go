@@ -8,7 +8,7 @@ import (
 )
 
 // memDriver is an in-memory database/sql driver: every statement succeeds
-// at once (Exec affects one row; Query returns the row id=7, name="pen"),
+// at once (Exec affects one row, id 7; Query returns the row id=7, name="pen"),
 // with no network and nothing stored, so that what a wrapper costs on top
 // of database/sql is what a benchmark sees.
 type memDriver struct{}
@@ -32,7 +32,7 @@ func (memConn) BeginTx(context.Context, driver.TxOptions) (driver.Tx, error) {
 	return memTx{}, nil
 }
 func (memConn) ExecContext(context.Context, string, []driver.NamedValue) (driver.Result, error) {
-	return driver.RowsAffected(1), nil
+	return memResult{}, nil
 }
 func (memConn) QueryContext(context.Context, string, []driver.NamedValue) (driver.Rows, error) {
 	return &memRows{}, nil
@@ -42,8 +42,14 @@ type memStmt struct{}
 
 func (memStmt) Close() error                               { return nil }
 func (memStmt) NumInput() int                              { return -1 }
-func (memStmt) Exec([]driver.Value) (driver.Result, error) { return driver.RowsAffected(1), nil }
+func (memStmt) Exec([]driver.Value) (driver.Result, error) { return memResult{}, nil }
 func (memStmt) Query([]driver.Value) (driver.Rows, error)  { return &memRows{}, nil }
+
+// memResult is the result of every Exec: one row affected, whose id is 7.
+type memResult struct{}
+
+func (memResult) LastInsertId() (int64, error) { return 7, nil }
+func (memResult) RowsAffected() (int64, error) { return 1, nil }
 
 type memTx struct{}
 

@@ -13,7 +13,9 @@
 // its DSN): deadlocked transfers that lose and duplicate nothing, a batch
 // under lock contention that is not retried, an error met while rows are
 // read that is the transaction's failed statement, a COMMIT answered with
-// ROLLBACK whose outcome is known.
+// ROLLBACK whose outcome is known, a PREPARE the server refuses that is the
+// transaction's failed statement (for an adapter whose Tx is a
+// PreparingTx).
 //
 // It is a package of its own, not part of core/coretest, so that a test
 // that only needs coretest's virtual clock does not link a TDS server.
@@ -57,6 +59,23 @@ type Tx interface {
 	// ReadAll runs a query in the transaction and reads every row; its
 	// error is the query's or the first met while reading the rows.
 	ReadAll(query string, args ...any) error
+}
+
+// PreparingTx is a Tx that also prepares statements in the transaction
+// (sqlxcrl's Tx.Preparex, GORM's PrepareStmt mode). The checks of
+// statements prepared in a transaction skip an adapter whose Tx is not
+// one.
+type PreparingTx interface {
+	Tx
+	// Prepare prepares query in the transaction. An adapter that prepares
+	// on first use (GORM) may send the PREPARE with the first Exec.
+	Prepare(query string) (Prepared, error)
+}
+
+// Prepared is a statement prepared in a transaction of Handle.InTx.
+type Prepared interface {
+	// Exec executes the statement with args.
+	Exec(args ...any) error
 }
 
 // Open opens a Handle on driverName ("sqlserver", "mysql" or "pgx") with

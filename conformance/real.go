@@ -115,6 +115,7 @@ var integrity = []check{
 	{"an error while rows are read is the failed statement", rowsErrorIsTheFailedStatement},
 	{"a COMMIT answered with ROLLBACK has a known outcome", commitAnsweredWithRollback},
 	{"the server stops a statement at executionCutoff", executionCutoffStopsTheServer},
+	{"a PREPARE the server refuses is the failed statement", refusedPrepareIsTheFailedStatement},
 }
 
 // openReal opens a handle on d with the DSN parameters params and closes it
@@ -351,5 +352,30 @@ func executionCutoffStopsTheServer(t *testing.T, open Open) {
 		require.ErrorIs(t, err, core.ErrRetriesExhausted, "the cut-off is retried once, then given up")
 		assert.LessOrEqual(t, time.Since(start), 2*time.Second, "two cut-off attempts")
 		assert.Equal(t, int64(1), counter.retries.Load(), "retries")
+	})
+}
+
+// refusedPrepareIsTheFailedStatement: the closure prepares an INSERT into
+// a table that does not exist, which the server refuses at PREPARE
+// (MariaDB 1146, PostgreSQL 42P01). The PREPARE is the failed statement:
+// the rule, whose filter names insert, retries the transaction once, and
+// the error after the retry is the server's. (sqlxcrl did not record a
+// failed PREPARE: the filter saw no statement and did not retry.)
+func refusedPrepareIsTheFailedStatement(t *testing.T, open Open) {
+	EachDatabase(t, func(t *testing.T, d Database) {
+		h := openReal(t, open, d, "", config.WithRetryExec("{1146,42P01:1,0:insert}"))
+		missing := Table("crl_missing")
+		runs := 0
+		err := h.InTx(context.Background(), func(tx Tx) error {
+			runs++
+			stmt, err := prepare(t, tx, "INSERT INTO "+missing+" (id) VALUES (1)")
+			if err != nil {
+				return err
+			}
+			return stmt.Exec()
+		})
+		require.Error(t, err)
+		assert.ErrorIs(t, err, core.ErrRetriesExhausted)
+		assert.Equal(t, 2, runs, "runs")
 	})
 }

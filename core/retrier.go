@@ -209,15 +209,54 @@ func RetryRows[T any](ctx context.Context, r *Retrier, query string, fn func(ctx
 
 // retry is Retry and RetryRows, with statement's direct first attempt.
 func retry[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error), b bound) (T, error) {
-	if p := r.direct.Load(); p != nil {
+	if a, ok := r.First(); ok {
 		v, err := fn(ctx)
 		if err == nil {
-			r.budget.earn()
+			a.Succeeded()
 			return v, nil
 		}
-		return retryLoop(ctx, r, p, query, fn, b, err)
+		return retryLoop(ctx, r, a.p, query, fn, b, err)
 	}
 	return retryLoop(ctx, r, nil, query, fn, b, nil)
+}
+
+// FirstAttempt is the first attempt of a statement that an adapter runs
+// itself, outside the loop, when First allows it: a success then costs
+// the adapter one branch and one load of the retry budget over the plain
+// call, not the calls of Retry and its closure. After a success the
+// adapter calls Succeeded; after a failure it hands the error to
+// RetryAfter or RetryRowsAfter, which go on with the loop exactly as
+// Retry and RetryRows would have.
+type FirstAttempt struct {
+	r *Retrier
+	p *Policy // the policy the statement runs under
+}
+
+// First returns a statement's first attempt when the caller may run it
+// directly: nobody is to be asked or told before or after it (no
+// observer, circuit breaker or properties refresh) and no queryTimeout
+// bounds it. ok is false otherwise, and the caller runs the whole loop
+// (Retry, RetryRows, Do).
+func (r *Retrier) First() (a FirstAttempt, ok bool) {
+	p := r.direct.Load()
+	return FirstAttempt{r: r, p: p}, p != nil
+}
+
+// Succeeded reports that the first attempt succeeded: the retry budget
+// earns its share.
+func (a FirstAttempt) Succeeded() { a.r.budget.earn() }
+
+// RetryAfter is Retry after its first attempt, a, failed with err (which
+// must not be nil): the decision on err, then the retries it allows, each
+// calling fn.
+func RetryAfter[T any](ctx context.Context, a FirstAttempt, query string, fn func(ctx context.Context) (T, error), err error) (T, error) {
+	return retryLoop(ctx, a.r, a.p, query, fn, boundCancel, err)
+}
+
+// RetryRowsAfter is RetryRows after its first attempt, a, failed with err
+// (which must not be nil).
+func RetryRowsAfter[T any](ctx context.Context, a FirstAttempt, query string, fn func(ctx context.Context) (T, error), err error) (T, error) {
+	return retryLoop(ctx, a.r, a.p, query, fn, boundKeep, err)
 }
 
 // retryLoop runs the statement loop for retry: the whole loop (p nil), or

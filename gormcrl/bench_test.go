@@ -33,7 +33,8 @@ func BenchmarkFirst(b *testing.B) {
 				for pb.Next() {
 					var o Order
 					if err := bc.db.First(&o, 7).Error; err != nil || o.ID != 7 {
-						b.Fatal(err, o)
+						b.Error(err, o) // Fatal must not be called from RunParallel's goroutines
+						return
 					}
 				}
 			})

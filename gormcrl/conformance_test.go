@@ -62,6 +62,19 @@ func (t gormTx) ReadAll(query string, args ...any) error {
 	return rows.Err()
 }
 
+// Prepare returns the statement in GORM's PrepareStmt mode: the PREPARE
+// is sent with the first Exec.
+func (t gormTx) Prepare(query string) (conformance.Prepared, error) {
+	return gormStmt{t.tx.Session(&gorm.Session{PrepareStmt: true}), query}, nil
+}
+
+type gormStmt struct {
+	tx    *gorm.DB
+	query string
+}
+
+func (s gormStmt) Exec(args ...any) error { return s.tx.Exec(s.query, args...).Error }
+
 // dialectors are the GORM dialectors of the drivers the suite names.
 var dialectors = map[string]func(string) gorm.Dialector{
 	"sqlserver": sqlserver.Open,

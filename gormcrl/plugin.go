@@ -1,6 +1,7 @@
 package gormcrl
 
 import (
+	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
@@ -32,6 +33,7 @@ type Plugin struct {
 
 	mu      sync.Mutex // held by Initialize
 	runtime atomic.Pointer[config.Runtime]
+	shared  atomic.Pointer[retryPool] // the statement pool over a *sql.DB (statementPool)
 }
 
 var _ gorm.Plugin = (*Plugin)(nil)
@@ -148,6 +150,23 @@ func (p *Plugin) register(db *gorm.DB) error {
 	add(d.Get, d.Before("gorm:before_delete").Register, "crl:unit_tx", watchTx)
 	add(d.Get, d.Before("gorm:delete").Register, "crl:retry_pool", p.installPool)
 	add(d.Get, d.After("*").Register, "crl:unit_end", du.end)
+
+	// A statement that GORM's prepared-statement layer runs in a recorded
+	// transaction: its outcome is recorded around the statement's own
+	// callback, before any later callback (hooks, associations, preloads)
+	// adds errors of its own (see markPrepared).
+	add(q.Get, q.Before("gorm:query").Register, "crl:tx_prepared", markPrepared)
+	add(q.Get, q.After("gorm:query").Before("gorm:preload").Register, "crl:tx_prepared_end", recordPrepared)
+	add(row.Get, row.Before("gorm:row").Register, "crl:tx_prepared", markPrepared)
+	add(row.Get, row.After("gorm:row").Register, "crl:tx_prepared_end", recordPrepared)
+	add(raw.Get, raw.Before("gorm:raw").Register, "crl:tx_prepared", markPrepared)
+	add(raw.Get, raw.After("gorm:raw").Register, "crl:tx_prepared_end", recordPrepared)
+	add(c.Get, c.Before("gorm:create").Register, "crl:tx_prepared", markPrepared)
+	add(c.Get, c.After("gorm:create").Before("gorm:save_after_associations").Register, "crl:tx_prepared_end", recordPrepared)
+	add(u.Get, u.Before("gorm:update").Register, "crl:tx_prepared", markPrepared)
+	add(u.Get, u.After("gorm:update").Before("gorm:save_after_associations").Register, "crl:tx_prepared_end", recordPrepared)
+	add(d.Get, d.Before("gorm:delete").Register, "crl:tx_prepared", markPrepared)
+	add(d.Get, d.After("gorm:delete").Before("gorm:after_delete").Register, "crl:tx_prepared_end", recordPrepared)
 	return errors.Join(errs...)
 }
 
@@ -161,13 +180,33 @@ func (p *Plugin) installPool(db *gorm.DB) {
 	if _, ok := unwrapPool(stmt.ConnPool); ok { // a nested statement of a retried one
 		return
 	}
-	stmt.ConnPool = wrapPool(stmt.ConnPool, p.active(db).retrier(), stmt)
+	stmt.ConnPool = p.active(db).statementPool(stmt.ConnPool)
 }
 
-// restorePool takes the statement loop off the statement that put it on,
-// so that a *gorm.DB reused after this operation sees its own pool.
+// statementPool returns inner under p's statement loop. The pool over a
+// *sql.DB, which nearly every statement outside a transaction has, is
+// made once and shared, so that a statement's success path allocates
+// nothing; it is made again only when the DB's pool or the plugin's
+// retrier is another one than last time.
+func (p *Plugin) statementPool(inner gorm.ConnPool) gorm.ConnPool {
+	r := p.retrier()
+	if _, ok := inner.(*sql.DB); !ok {
+		return (&retryPool{inner: inner, retrier: r}).asPool()
+	}
+	rp := p.shared.Load()
+	if rp == nil || rp.inner != inner || rp.retrier != r {
+		rp = &retryPool{inner: inner, retrier: r}
+		p.shared.Store(rp)
+	}
+	return rp.asPool()
+}
+
+// restorePool takes the statement loop off the statement, so that a
+// *gorm.DB reused after this operation sees its own pool. A statement
+// that inherited the loop from one still running (a Session made in a
+// hook) takes it off its own copy only.
 func restorePool(db *gorm.DB) {
-	if rp, ok := unwrapPool(db.Statement.ConnPool); ok && rp.owner == db.Statement {
+	if rp, ok := unwrapPool(db.Statement.ConnPool); ok {
 		db.Statement.ConnPool = rp.inner
 	}
 }

@@ -10,15 +10,15 @@ import (
 	"github.com/crl-go/crl/internal/adapter"
 )
 
-// retryPool is the gorm.ConnPool of one statement outside any transaction:
+// retryPool is the gorm.ConnPool of a statement outside any transaction:
 // each call runs under the statement loop with its own SQL text as the
 // query for the rule's filter. It is put on the statement by a callback
-// before GORM runs the statement, and taken off after, by the statement
-// that put it there (owner).
+// before GORM runs the statement, and taken off after. It holds no state
+// of the statement, so the one over a DB's *sql.DB is shared by all its
+// statements (Plugin.statementPool).
 type retryPool struct {
 	inner   gorm.ConnPool
 	retrier *core.Retrier
-	owner   *gorm.Statement
 }
 
 var (
@@ -47,7 +47,7 @@ func (p *retryPool) QueryContext(ctx context.Context, query string, args ...any)
 func (p *retryPool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	row, _ := adapter.RetryRow(ctx, p.retrier, query, func(ctx context.Context) *sql.Row {
 		return p.inner.QueryRowContext(ctx, query, args...)
-	})
+	}, adapter.ErrorRow)
 	return row
 }
 
@@ -85,11 +85,10 @@ var (
 	_ gorm.ConnPoolBeginner = connPoolBeginnerPool{}
 )
 
-// wrapPool returns inner under the statement loop, keeping the way it
-// begins transactions.
-func wrapPool(inner gorm.ConnPool, r *core.Retrier, owner *gorm.Statement) gorm.ConnPool {
-	p := &retryPool{inner: inner, retrier: r, owner: owner}
-	switch inner.(type) {
+// asPool returns p as a gorm.ConnPool that keeps the way its inner pool
+// begins transactions. (Each is one pointer: nothing is allocated.)
+func (p *retryPool) asPool() gorm.ConnPool {
+	switch p.inner.(type) {
 	case gorm.TxBeginner:
 		return txBeginnerPool{p}
 	case gorm.ConnPoolBeginner:

@@ -3,6 +3,7 @@ package gormcrl
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"gorm.io/gorm"
@@ -17,8 +18,10 @@ import (
 // fn again on a fresh transaction. fn must do nothing outside the
 // transaction that it cannot repeat.
 //
-// The transaction is rolled back when fn returns an error or panics (the
-// panic goes on). A COMMIT whose outcome is unknown (the connection broke)
+// The transaction is rolled back when fn returns an error, panics (the
+// panic goes on) or ends its goroutine (runtime.Goexit). On a db that
+// already carries an error (db.Error) it begins nothing and returns that
+// error. A COMMIT whose outcome is unknown (the connection broke)
 // is never retried: the error matches core.ErrCommitUnknown. The first
 // options, if any, are the transaction's. The context is db's
 // (db.WithContext).
@@ -31,6 +34,12 @@ import (
 func Transaction(db *gorm.DB, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions) error {
 	if db == nil || db.Statement == nil {
 		return fmt.Errorf("gormcrl: Transaction: %w", gorm.ErrInvalidDB)
+	}
+	if db.Error != nil {
+		// GORM's Begin would begin a transaction on a *gorm.DB that carries
+		// an error and hand that error back with the transaction open; and
+		// an attempt could only fail with it again.
+		return db.Error
 	}
 	p, ok := pluginOf(db)
 	if !ok {
@@ -48,19 +57,106 @@ func Transaction(db *gorm.DB, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions
 	})
 }
 
-// runTx is one attempt of Transaction.
+// runTx is one attempt of Transaction. Every path that began a
+// transaction ends it: fn's error and a panic roll it back, success
+// commits it (adapter.Recorder.Run).
 func runTx(db *gorm.DB, fn func(tx *gorm.DB) error, opts []*sql.TxOptions) (failed string, err error) {
 	tx := db.Begin(opts...)
 	if tx.Error != nil {
-		return "", tx.Error
+		return "", tx.Error // BEGIN failed: nothing to end
 	}
 	var rec adapter.Recorder
 	tx.Statement.ConnPool, _ = recordTx(tx.Statement.ConnPool, &rec)
 	committer, ok := tx.Statement.ConnPool.(gorm.TxCommitter)
 	if !ok {
-		return "", fmt.Errorf("gormcrl: Transaction: %w", gorm.ErrInvalidTransaction)
+		return "", endUncommittable(tx.Statement.ConnPool)
 	}
-	rollback := committer.Rollback
-	defer adapter.Recover(rollback)
-	return rec.Finish("gormcrl", fn(tx), rollback, committer.Commit)
+	return rec.Run("gormcrl", func() error { return fn(tx) }, committer.Rollback, committer.Commit)
+}
+
+// endUncommittable ends a transaction that a pool of the user's own began
+// but cannot commit (what its BeginTx returned is not a gorm.TxCommitter):
+// it is rolled back when it has a Rollback method, so that neither it nor
+// its pooled connection stays open, and the error says what happened. A
+// rollback that fails is reported too.
+func endUncommittable(pool gorm.ConnPool) error {
+	err := fmt.Errorf("gormcrl: Transaction: the transaction %T that BeginTx returned cannot commit (it is not a gorm.TxCommitter), so fn was not run: %w", pool, gorm.ErrInvalidTransaction)
+	rb, ok := pool.(interface{ Rollback() error })
+	if !ok {
+		return fmt.Errorf("%w; it has no Rollback method either, so it stays open until its context ends", err)
+	}
+	if rbErr := rb.Rollback(); rbErr != nil {
+		return errors.Join(err, fmt.Errorf("gormcrl: rollback of the transaction above: %w", rbErr))
+	}
+	return err
+}
+
+// Statements of GORM's prepared-statement layer in a recorded transaction.
+//
+// In PrepareStmt mode (gorm.Config or a Session), GORM runs a transaction's
+// statements through a *gorm.PreparedStmtTX over the transaction: it
+// prepares the text on the txPool under it (a failed PREPARE is recorded
+// there) and then runs a *sql.Stmt that the txPool cannot see, so a failed
+// execution would not be recorded, and the rule's filter would be checked
+// against an earlier statement. GORM's prepared-statement layer must stay
+// a *gorm.PreparedStmtTX on top (its SavePoint and RollbackTo look for
+// that type, to run SAVEPOINT outside prepared statements), so the
+// outcome is recorded by two callbacks around the statement's own instead:
+// markPrepared before, recordPrepared right after.
+
+// preparedKey is the Settings key of a statement whose outcome
+// recordPrepared records; its value is the transaction's Recorder. It
+// holds the statement's own address, so the clones GORM makes of a
+// statement (which copy Settings) do not see it.
+type preparedKey struct{ stmt *gorm.Statement }
+
+// preparedRecorder returns the Recorder of the transaction under GORM's
+// prepared-statement layer, or nil when pool is not that layer over a
+// transaction this package records.
+func preparedRecorder(pool gorm.ConnPool) *adapter.Recorder {
+	if pt, ok := pool.(*gorm.PreparedStmtTX); ok {
+		if tp, ok := pt.Tx.(*txPool); ok {
+			return tp.rec
+		}
+	}
+	return nil
+}
+
+// markPrepared is crl:tx_prepared: it marks a statement that is about to
+// run through the prepared-statement layer of a recorded transaction. A
+// statement that already carries an error runs nothing and is not marked.
+func markPrepared(db *gorm.DB) {
+	stmt := db.Statement
+	if db.Error != nil || db.DryRun {
+		return
+	}
+	if rec := preparedRecorder(stmt.ConnPool); rec != nil {
+		stmt.Settings.Store(preparedKey{stmt}, rec)
+	}
+}
+
+// recordPrepared is crl:tx_prepared_end: it records the outcome of a
+// statement that markPrepared marked, with its SQL text: its error, or,
+// for the rows that Rows() returns, the rows, whose error arrives while
+// they are read; for Row(), the row's error.
+func recordPrepared(db *gorm.DB) {
+	stmt := db.Statement
+	if preparedRecorder(stmt.ConnPool) == nil {
+		return // not marked; and a first look into Settings allocates its map
+	}
+	v, ok := stmt.Settings.LoadAndDelete(preparedKey{stmt})
+	if !ok {
+		return
+	}
+	rec := v.(*adapter.Recorder)
+	query := stmt.SQL.String()
+	switch dest := stmt.Dest.(type) {
+	case *sql.Rows: // the row processor's Rows()
+		rec.Statement(query, db.Error)
+		rec.Rows(query, dest)
+	case *sql.Row: // the row processor's Row()
+		rec.Statement(query, dest.Err())
+	default:
+		rec.Statement(query, db.Error)
+	}
 }

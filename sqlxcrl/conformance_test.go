@@ -61,6 +61,24 @@ func (t sqlxTx) ReadAll(query string, args ...any) error {
 	return rows.Err()
 }
 
+func (t sqlxTx) Prepare(query string) (conformance.Prepared, error) {
+	s, err := t.tx.PreparexContext(t.ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return sqlxStmt{t.ctx, s}, nil
+}
+
+type sqlxStmt struct {
+	ctx context.Context
+	s   *sqlxcrl.Stmt
+}
+
+func (s sqlxStmt) Exec(args ...any) error {
+	_, err := s.s.ExecContext(s.ctx, args...)
+	return err
+}
+
 func TestConformance(t *testing.T) {
 	conformance.Run(t, func(t *testing.T, driverName, dsn string, opts ...config.Option) (conformance.Handle, error) {
 		db, err := sqlxcrl.Connect(driverName, dsn, opts...)

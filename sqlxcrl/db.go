@@ -109,9 +109,16 @@ func (db *DB) Unsafe() *DB {
 
 // ExecContext runs a statement under the statement loop.
 func (db *DB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return core.Retry(ctx, db.retrier, query, func(ctx context.Context) (sql.Result, error) {
-		return db.DB.ExecContext(ctx, query, args...)
-	})
+	exec := func(ctx context.Context) (sql.Result, error) { return db.DB.ExecContext(ctx, query, args...) }
+	if a, ok := db.retrier.First(); ok {
+		res, err := db.DB.ExecContext(ctx, query, args...)
+		if err == nil {
+			a.Succeeded()
+			return res, nil
+		}
+		return core.RetryAfter(ctx, a, query, exec, err)
+	}
+	return core.Retry(ctx, db.retrier, query, exec)
 }
 
 // Exec is ExecContext with context.Background().
@@ -122,9 +129,16 @@ func (db *DB) Exec(query string, args ...any) (sql.Result, error) {
 // QueryContext runs a query under the statement loop; an error while the
 // rows are read is not retried.
 func (db *DB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return core.RetryRows(ctx, db.retrier, query, func(ctx context.Context) (*sql.Rows, error) {
-		return db.DB.QueryContext(ctx, query, args...)
-	})
+	query1 := func(ctx context.Context) (*sql.Rows, error) { return db.DB.QueryContext(ctx, query, args...) }
+	if a, ok := db.retrier.First(); ok {
+		rows, err := db.DB.QueryContext(ctx, query, args...)
+		if err == nil {
+			a.Succeeded()
+			return rows, nil
+		}
+		return core.RetryRowsAfter(ctx, a, query, query1, err)
+	}
+	return core.RetryRows(ctx, db.retrier, query, query1)
 }
 
 // Query is QueryContext with context.Background().
@@ -135,9 +149,16 @@ func (db *DB) Query(query string, args ...any) (*sql.Rows, error) {
 // QueryxContext runs a query under the statement loop; an error while the
 // rows are read is not retried.
 func (db *DB) QueryxContext(ctx context.Context, query string, args ...any) (*sqlx.Rows, error) {
-	return core.RetryRows(ctx, db.retrier, query, func(ctx context.Context) (*sqlx.Rows, error) {
-		return db.DB.QueryxContext(ctx, query, args...)
-	})
+	query1 := func(ctx context.Context) (*sqlx.Rows, error) { return db.DB.QueryxContext(ctx, query, args...) }
+	if a, ok := db.retrier.First(); ok {
+		rows, err := db.DB.QueryxContext(ctx, query, args...)
+		if err == nil {
+			a.Succeeded()
+			return rows, nil
+		}
+		return core.RetryRowsAfter(ctx, a, query, query1, err)
+	}
+	return core.RetryRows(ctx, db.retrier, query, query1)
 }
 
 // Queryx is QueryxContext with context.Background().
@@ -150,7 +171,7 @@ func (db *DB) Queryx(query string, args ...any) (*sqlx.Rows, error) {
 func (db *DB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	row, _ := adapter.RetryRow(ctx, db.retrier, query, func(ctx context.Context) *sql.Row {
 		return db.DB.QueryRowContext(ctx, query, args...)
-	})
+	}, adapter.ErrorRow)
 	return row
 }
 
@@ -174,7 +195,7 @@ func (db *DB) QueryRowx(query string, args ...any) *sqlx.Row {
 func (db *DB) queryRowx(ctx context.Context, query string, args []any) (*sqlx.Row, error) {
 	return adapter.RetryRow(ctx, db.retrier, query, func(ctx context.Context) *sqlx.Row {
 		return db.DB.QueryRowxContext(ctx, query, args...)
-	})
+	}, errorRowx)
 }
 
 // GetContext runs a one-row query under the statement loop and scans it
@@ -184,7 +205,7 @@ func (db *DB) GetContext(ctx context.Context, dest any, query string, args ...an
 	if err != nil {
 		return err
 	}
-	return sqlx.GetContext(ctx, ranQuery{row: row}, dest, query, args...)
+	return sqlx.GetContext(ctx, ranRow{row}, dest, query, args...)
 }
 
 // Get is GetContext with context.Background().
@@ -310,24 +331,38 @@ func (db *DB) RunInTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *Tx) 
 	})
 }
 
-// ranQuery hands a row or rows that the statement loop already ran to
-// sqlx.GetContext or sqlx.SelectContext, which then only scan them.
-type ranQuery struct {
-	row  *sqlx.Row
-	rows *sqlx.Rows
+// errorRowx returns a *sqlx.Row whose Scan and Err return err: the row of
+// a one-row query that never ran (see adapter.ErrorDB).
+func errorRowx(err error) *sqlx.Row {
+	db := adapter.ErrorDB(err)
+	defer adapter.CloseErrorDB(db)
+	return sqlx.NewDb(db, "").QueryRowxContext(context.Background(), "")
 }
 
-func (q ranQuery) QueryContext(context.Context, string, ...any) (*sql.Rows, error) {
+// ranRow hands a row that the statement loop already ran to
+// sqlx.GetContext, which then only scans it. It is one pointer, so
+// handing it over as an interface allocates nothing.
+type ranRow struct{ row *sqlx.Row }
+
+func (ranRow) QueryContext(context.Context, string, ...any) (*sql.Rows, error) {
 	return nil, errNotForScanning
 }
+func (ranRow) QueryxContext(context.Context, string, ...any) (*sqlx.Rows, error) {
+	return nil, errNotForScanning
+}
+func (q ranRow) QueryRowxContext(context.Context, string, ...any) *sqlx.Row { return q.row }
 
-func (q ranQuery) QueryxContext(context.Context, string, ...any) (*sqlx.Rows, error) {
-	if q.rows == nil {
-		return nil, errNotForScanning
-	}
+// ranRows is ranRow for the rows that sqlx.SelectContext scans.
+type ranRows struct{ rows *sqlx.Rows }
+
+func (ranRows) QueryContext(context.Context, string, ...any) (*sql.Rows, error) {
+	return nil, errNotForScanning
+}
+func (q ranRows) QueryxContext(context.Context, string, ...any) (*sqlx.Rows, error) {
 	return q.rows, nil
 }
+func (ranRows) QueryRowxContext(context.Context, string, ...any) *sqlx.Row {
+	return nil
+}
 
-func (q ranQuery) QueryRowxContext(context.Context, string, ...any) *sqlx.Row { return q.row }
-
-var errNotForScanning = errors.New("sqlxcrl: internal: ranQuery only scans what already ran")
+var errNotForScanning = errors.New("sqlxcrl: internal: a statement that already ran can only be scanned")

@@ -56,8 +56,8 @@ func TestEveryStatementMethodIsOverridden(t *testing.T) {
 		{reflect.TypeOf(&sqlx.NamedStmt{}), reflect.TypeOf(&sqlxcrl.NamedStmt{}), map[string]string{}},
 		// Tx records the failed statement for RunInTx's filter.
 		{reflect.TypeOf(&sqlx.Tx{}), reflect.TypeOf(&sqlxcrl.Tx{}), map[string]string{
-			"Prepare": "", "PrepareContext": "", "Preparex": "", "PreparexContext": "", "PrepareNamed": "", "PrepareNamedContext": "",
-			"Stmt": "", "StmtContext": "", "Stmtx": "", "StmtxContext": "", "NamedStmt": "", "NamedStmtContext": "",
+			"Stmt":        "returns *sql.Stmt, whose executions cannot be recorded; use Stmtx",
+			"StmtContext": "returns *sql.Stmt, whose executions cannot be recorded; use StmtxContext",
 		}},
 	} {
 		var missing []string

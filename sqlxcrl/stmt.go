@@ -10,12 +10,16 @@ import (
 	"github.com/crl-go/crl/internal/adapter"
 )
 
-// Stmt is a prepared *sqlx.Stmt of a DB whose executions run under the
-// statement loop, with the prepared SQL text as the query for the filter.
+// Stmt is a prepared *sqlx.Stmt. A DB's (DB.Preparex) executions run
+// under the statement loop, with the prepared SQL text as the query for
+// the filter. A Tx's (Tx.Preparex, or Tx.Stmtx of a DB's) executions run
+// once, as every statement in a transaction, and a failure is recorded
+// for RunInTx's filter with the prepared text, as a failure of Tx.Exec is.
 type Stmt struct {
 	*sqlx.Stmt
 	query   string
-	retrier *core.Retrier
+	retrier *core.Retrier     // a DB's
+	rec     *adapter.Recorder // a Tx's: its executions are recorded, not retried
 }
 
 // QueryString returns the SQL text the statement was prepared with, the
@@ -24,12 +28,12 @@ func (s *Stmt) QueryString() string { return s.query }
 
 // Unsafe returns a Stmt that ignores columns with no destination field.
 func (s *Stmt) Unsafe() *Stmt {
-	return &Stmt{Stmt: s.Stmt.Unsafe(), query: s.query, retrier: s.retrier}
+	return &Stmt{Stmt: s.Stmt.Unsafe(), query: s.query, retrier: s.retrier, rec: s.rec}
 }
 
 // ExecContext executes the statement under the statement loop.
 func (s *Stmt) ExecContext(ctx context.Context, args ...any) (sql.Result, error) {
-	return core.Retry(ctx, s.retrier, s.query, func(ctx context.Context) (sql.Result, error) {
+	return execute(ctx, s.retrier, s.rec, s.query, func(ctx context.Context) (sql.Result, error) {
 		return s.Stmt.ExecContext(ctx, args...)
 	})
 }
@@ -55,7 +59,7 @@ func (s *Stmt) MustExec(args ...any) sql.Result {
 
 // QueryContext runs the statement as a query under the statement loop.
 func (s *Stmt) QueryContext(ctx context.Context, args ...any) (*sql.Rows, error) {
-	return core.RetryRows(ctx, s.retrier, s.query, func(ctx context.Context) (*sql.Rows, error) {
+	return queryRows(ctx, s.retrier, s.rec, s.query, func(ctx context.Context) (*sql.Rows, error) {
 		return s.Stmt.QueryContext(ctx, args...)
 	})
 }
@@ -67,7 +71,7 @@ func (s *Stmt) Query(args ...any) (*sql.Rows, error) {
 
 // QueryxContext runs the statement as a query under the statement loop.
 func (s *Stmt) QueryxContext(ctx context.Context, args ...any) (*sqlx.Rows, error) {
-	return core.RetryRows(ctx, s.retrier, s.query, func(ctx context.Context) (*sqlx.Rows, error) {
+	return queryRowsx(ctx, s.retrier, s.rec, s.query, func(ctx context.Context) (*sqlx.Rows, error) {
 		return s.Stmt.QueryxContext(ctx, args...)
 	})
 }
@@ -80,9 +84,9 @@ func (s *Stmt) Queryx(args ...any) (*sqlx.Rows, error) {
 // QueryRowContext runs the statement as a one-row query under the
 // statement loop.
 func (s *Stmt) QueryRowContext(ctx context.Context, args ...any) *sql.Row {
-	row, _ := adapter.RetryRow(ctx, s.retrier, s.query, func(ctx context.Context) *sql.Row {
+	row, _ := queryRow(ctx, s.retrier, s.rec, s.query, func(ctx context.Context) *sql.Row {
 		return s.Stmt.QueryRowContext(ctx, args...)
-	})
+	}, adapter.ErrorRow)
 	return row
 }
 
@@ -92,9 +96,9 @@ func (s *Stmt) QueryRow(args ...any) *sql.Row {
 }
 
 func (s *Stmt) queryRowx(ctx context.Context, args []any) (*sqlx.Row, error) {
-	return adapter.RetryRow(ctx, s.retrier, s.query, func(ctx context.Context) *sqlx.Row {
+	return queryRow(ctx, s.retrier, s.rec, s.query, func(ctx context.Context) *sqlx.Row {
 		return s.Stmt.QueryRowxContext(ctx, args...)
-	})
+	}, errorRowx)
 }
 
 // QueryRowxContext runs the statement as a one-row query under the
@@ -116,7 +120,7 @@ func (s *Stmt) GetContext(ctx context.Context, dest any, args ...any) error {
 	if err != nil {
 		return err
 	}
-	return sqlx.GetContext(ctx, ranQuery{row: row}, dest, s.query, args...)
+	return sqlx.GetContext(ctx, ranRow{row}, dest, s.query, args...)
 }
 
 // Get is GetContext with context.Background().
@@ -131,7 +135,7 @@ func (s *Stmt) SelectContext(ctx context.Context, dest any, args ...any) error {
 	if err != nil {
 		return err
 	}
-	return sqlx.SelectContext(ctx, ranQuery{rows: rows}, dest, s.query)
+	return sqlx.SelectContext(ctx, ranRows{rows}, dest, s.query)
 }
 
 // Select is SelectContext with context.Background().
@@ -139,21 +143,24 @@ func (s *Stmt) Select(dest any, args ...any) error {
 	return s.SelectContext(context.Background(), dest, args...)
 }
 
-// NamedStmt is a prepared *sqlx.NamedStmt of a DB whose executions run
-// under the statement loop.
+// NamedStmt is a prepared *sqlx.NamedStmt. A DB's (DB.PrepareNamed)
+// executions run under the statement loop; a Tx's (Tx.PrepareNamed, or
+// Tx.NamedStmt of a DB's) run once and a failure is recorded for RunInTx's
+// filter, as Stmt's do.
 type NamedStmt struct {
 	*sqlx.NamedStmt
-	retrier *core.Retrier
+	retrier *core.Retrier     // a DB's
+	rec     *adapter.Recorder // a Tx's: its executions are recorded, not retried
 }
 
 // Unsafe returns a NamedStmt that ignores columns with no destination field.
 func (n *NamedStmt) Unsafe() *NamedStmt {
-	return &NamedStmt{NamedStmt: n.NamedStmt.Unsafe(), retrier: n.retrier}
+	return &NamedStmt{NamedStmt: n.NamedStmt.Unsafe(), retrier: n.retrier, rec: n.rec}
 }
 
 // ExecContext binds arg and executes the statement under the statement loop.
 func (n *NamedStmt) ExecContext(ctx context.Context, arg any) (sql.Result, error) {
-	return core.Retry(ctx, n.retrier, n.QueryString, func(ctx context.Context) (sql.Result, error) {
+	return execute(ctx, n.retrier, n.rec, n.QueryString, func(ctx context.Context) (sql.Result, error) {
 		return n.NamedStmt.ExecContext(ctx, arg)
 	})
 }
@@ -177,7 +184,7 @@ func (n *NamedStmt) MustExec(arg any) sql.Result { return n.MustExecContext(cont
 
 // QueryContext binds arg and runs the query under the statement loop.
 func (n *NamedStmt) QueryContext(ctx context.Context, arg any) (*sql.Rows, error) {
-	return core.RetryRows(ctx, n.retrier, n.QueryString, func(ctx context.Context) (*sql.Rows, error) {
+	return queryRows(ctx, n.retrier, n.rec, n.QueryString, func(ctx context.Context) (*sql.Rows, error) {
 		return n.NamedStmt.QueryContext(ctx, arg)
 	})
 }
@@ -189,7 +196,7 @@ func (n *NamedStmt) Query(arg any) (*sql.Rows, error) {
 
 // QueryxContext binds arg and runs the query under the statement loop.
 func (n *NamedStmt) QueryxContext(ctx context.Context, arg any) (*sqlx.Rows, error) {
-	return core.RetryRows(ctx, n.retrier, n.QueryString, func(ctx context.Context) (*sqlx.Rows, error) {
+	return queryRowsx(ctx, n.retrier, n.rec, n.QueryString, func(ctx context.Context) (*sqlx.Rows, error) {
 		return n.NamedStmt.QueryxContext(ctx, arg)
 	})
 }
@@ -200,9 +207,9 @@ func (n *NamedStmt) Queryx(arg any) (*sqlx.Rows, error) {
 }
 
 func (n *NamedStmt) queryRowx(ctx context.Context, arg any) (*sqlx.Row, error) {
-	return adapter.RetryRow(ctx, n.retrier, n.QueryString, func(ctx context.Context) *sqlx.Row {
+	return queryRow(ctx, n.retrier, n.rec, n.QueryString, func(ctx context.Context) *sqlx.Row {
 		return n.NamedStmt.QueryRowxContext(ctx, arg)
-	})
+	}, errorRowx)
 }
 
 // QueryRowxContext binds arg and runs a one-row query under the statement loop.
@@ -231,7 +238,7 @@ func (n *NamedStmt) GetContext(ctx context.Context, dest any, arg any) error {
 	if err != nil {
 		return err
 	}
-	return sqlx.GetContext(ctx, ranQuery{row: row}, dest, n.QueryString)
+	return sqlx.GetContext(ctx, ranRow{row}, dest, n.QueryString)
 }
 
 // Get is GetContext with context.Background().
@@ -246,10 +253,60 @@ func (n *NamedStmt) SelectContext(ctx context.Context, dest any, arg any) error 
 	if err != nil {
 		return err
 	}
-	return sqlx.SelectContext(ctx, ranQuery{rows: rows}, dest, n.QueryString)
+	return sqlx.SelectContext(ctx, ranRows{rows}, dest, n.QueryString)
 }
 
 // Select is SelectContext with context.Background().
 func (n *NamedStmt) Select(dest any, arg any) error {
 	return n.SelectContext(context.Background(), dest, arg)
+}
+
+// The executions of Stmt and NamedStmt: under the statement loop for a
+// DB's statement (rec nil); once, with the outcome recorded, for a Tx's.
+
+// execute runs an execution that returns a value.
+func execute[T any](ctx context.Context, r *core.Retrier, rec *adapter.Recorder, query string, fn func(context.Context) (T, error)) (T, error) {
+	if rec == nil {
+		return core.Retry(ctx, r, query, fn)
+	}
+	v, err := fn(ctx)
+	rec.Statement(query, err)
+	return v, err
+}
+
+// queryRows runs a query; a Tx's rows are recorded too, for an error that
+// arrives while they are read.
+func queryRows(ctx context.Context, r *core.Retrier, rec *adapter.Recorder, query string, fn func(context.Context) (*sql.Rows, error)) (*sql.Rows, error) {
+	if rec == nil {
+		return core.RetryRows(ctx, r, query, fn)
+	}
+	rows, err := fn(ctx)
+	rec.Statement(query, err)
+	rec.Rows(query, rows)
+	return rows, err
+}
+
+// queryRowsx is queryRows for *sqlx.Rows.
+func queryRowsx(ctx context.Context, r *core.Retrier, rec *adapter.Recorder, query string, fn func(context.Context) (*sqlx.Rows, error)) (*sqlx.Rows, error) {
+	if rec == nil {
+		return core.RetryRows(ctx, r, query, fn)
+	}
+	rows, err := fn(ctx)
+	rec.Statement(query, err)
+	if rows != nil {
+		rec.Rows(query, rows.Rows)
+	}
+	return rows, err
+}
+
+// queryRow runs a one-row query; the second result is the loop's error
+// (a DB's) or the row's (a Tx's), for callers that can return it (Get).
+func queryRow[R interface{ Err() error }](ctx context.Context, r *core.Retrier, rec *adapter.Recorder, query string, fn func(context.Context) R, refused func(error) R) (R, error) {
+	if rec == nil {
+		return adapter.RetryRow(ctx, r, query, fn, refused)
+	}
+	row := fn(ctx)
+	err := row.Err()
+	rec.Statement(query, err)
+	return row, err
 }

@@ -13,8 +13,9 @@ import (
 // Server rolls back the whole transaction of a deadlock victim, so
 // re-running one statement would run it outside the transaction. It
 // remembers the statement whose error ended the transaction (the last one
-// that failed, an error met while reading its rows included), so that
-// RunInTx checks the rule's query filter against it.
+// that failed, an error met while reading its rows, a failed PREPARE and a
+// failed execution of a Stmt or NamedStmt prepared in it included), so
+// that RunInTx checks the rule's query filter against it.
 type Tx struct {
 	*sqlx.Tx
 	rec *adapter.Recorder // shared with the Tx that Unsafe returns
@@ -31,10 +32,10 @@ func newTx(tx *sqlx.Tx) *Tx { return &Tx{Tx: tx, rec: &adapter.Recorder{}} }
 // transaction ("" when none did).
 func (tx *Tx) FailedQuery() string { return tx.rec.FailedQuery() }
 
-// run runs fn and commits, or rolls back on error and on panic.
+// run runs fn and commits, or rolls back on error, on panic and when fn
+// ends its goroutine (runtime.Goexit).
 func (tx *Tx) run(fn func(*Tx) error) (string, error) {
-	defer adapter.Recover(tx.Rollback)
-	return tx.rec.Finish("sqlxcrl", fn(tx), tx.Rollback, tx.Commit)
+	return tx.rec.Run("sqlxcrl", func() error { return fn(tx) }, tx.Rollback, tx.Commit)
 }
 
 // Unsafe returns a Tx that ignores columns with no destination field. It
@@ -148,4 +149,83 @@ func (tx *Tx) MustExecContext(ctx context.Context, query string, args ...any) sq
 // MustExec is MustExecContext with context.Background().
 func (tx *Tx) MustExec(query string, args ...any) sql.Result {
 	return tx.MustExecContext(context.Background(), query, args...)
+}
+
+// PrepareContext prepares a statement in the transaction; a failed PREPARE
+// is recorded as the failed statement. It keeps the *sql.Stmt of
+// sqlx.Preparer, whose executions cannot be seen from outside and so are
+// not recorded: use PreparexContext, whose Stmt records them.
+func (tx *Tx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
+	st, err := tx.Tx.PrepareContext(ctx, query)
+	tx.rec.Statement(query, err)
+	return st, err
+}
+
+// Prepare is PrepareContext with context.Background().
+func (tx *Tx) Prepare(query string) (*sql.Stmt, error) {
+	return tx.PrepareContext(context.Background(), query)
+}
+
+// PreparexContext prepares a statement in the transaction. A failed
+// PREPARE is recorded as the failed statement, and so is a failed
+// execution of the returned Stmt, with the prepared text; neither is
+// retried on its own.
+func (tx *Tx) PreparexContext(ctx context.Context, query string) (*Stmt, error) {
+	s, err := tx.Tx.PreparexContext(ctx, query)
+	tx.rec.Statement(query, err)
+	if err != nil {
+		return nil, err
+	}
+	return &Stmt{Stmt: s, query: query, rec: tx.rec}, nil
+}
+
+// Preparex is PreparexContext with context.Background().
+func (tx *Tx) Preparex(query string) (*Stmt, error) {
+	return tx.PreparexContext(context.Background(), query)
+}
+
+// PrepareNamedContext prepares a named statement in the transaction. A
+// failed PREPARE is recorded as the failed statement, and so is a failed
+// execution of the returned NamedStmt; neither is retried on its own.
+func (tx *Tx) PrepareNamedContext(ctx context.Context, query string) (*NamedStmt, error) {
+	s, err := tx.Tx.PrepareNamedContext(ctx, query)
+	tx.rec.Statement(query, err)
+	if err != nil {
+		return nil, err
+	}
+	return &NamedStmt{NamedStmt: s, rec: tx.rec}, nil
+}
+
+// PrepareNamed is PrepareNamedContext with context.Background().
+func (tx *Tx) PrepareNamed(query string) (*NamedStmt, error) {
+	return tx.PrepareNamedContext(context.Background(), query)
+}
+
+// StmtxContext returns the transaction's own version of a prepared
+// statement, whose failed executions are recorded: a *Stmt of a DB, with
+// its text, or what sqlx.Tx.StmtxContext takes (*sql.Stmt, sqlx.Stmt,
+// *sqlx.Stmt), whose text cannot be known: a failure of theirs is recorded
+// with an empty text, which no query filter matches (a rule without a
+// filter still retries it), so that an earlier statement is not taken for
+// the one that failed.
+func (tx *Tx) StmtxContext(ctx context.Context, stmt any) *Stmt {
+	if s, ok := stmt.(*Stmt); ok {
+		return &Stmt{Stmt: tx.Tx.StmtxContext(ctx, s.Stmt), query: s.query, rec: tx.rec}
+	}
+	return &Stmt{Stmt: tx.Tx.StmtxContext(ctx, stmt), rec: tx.rec}
+}
+
+// Stmtx is StmtxContext with context.Background().
+func (tx *Tx) Stmtx(stmt any) *Stmt { return tx.StmtxContext(context.Background(), stmt) }
+
+// NamedStmtContext returns the transaction's own version of a named
+// statement (a NamedStmt of a DB is stmt.NamedStmt), whose failed
+// executions are recorded with its text.
+func (tx *Tx) NamedStmtContext(ctx context.Context, stmt *sqlx.NamedStmt) *NamedStmt {
+	return &NamedStmt{NamedStmt: tx.Tx.NamedStmtContext(ctx, stmt), rec: tx.rec}
+}
+
+// NamedStmt is NamedStmtContext with context.Background().
+func (tx *Tx) NamedStmt(stmt *sqlx.NamedStmt) *NamedStmt {
+	return tx.NamedStmtContext(context.Background(), stmt)
 }

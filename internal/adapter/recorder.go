@@ -14,17 +14,23 @@ import (
 // counts too. It also keeps the error of a failed COMMIT. Both adapters
 // (sqlxcrl's Tx, gormcrl's transaction pool) record through it. The zero
 // value is ready; it is safe for concurrent use.
+//
+// It holds on to rows only while they may still fail: rows that are
+// closed (by the caller, or by reading them to the end) are let go when
+// the next rows are recorded, their error, if any, recorded first. So a
+// transaction that reads many result sets keeps the rows still open, not
+// one per read.
 type Recorder struct {
 	mu     sync.Mutex
 	failed string
-	rows   []openedRows // rows opened after the last failed statement, in order
+	rows   []openedRows // rows opened after the last failed statement, in order, less those settle let go
 	commit error
 }
 
 // openedRows is a query whose rows may fail after the query returned.
 type openedRows struct {
 	query string
-	rows  interface{ Err() error }
+	rows  *sql.Rows
 }
 
 // Statement records the outcome of a statement: a failure makes it the
@@ -44,14 +50,53 @@ func (r *Recorder) Statement(query string, err error) {
 // they are read makes the query the failed statement. rows may be nil.
 // A connection runs one statement at a time, so rows are read before the
 // next statement runs: the order in which rows are opened is the order in
-// which their errors arrive.
+// which their errors arrive. The rows recorded before that are closed
+// are let go (settle).
 func (r *Recorder) Rows(query string, rows *sql.Rows) {
 	if rows == nil {
 		return
 	}
 	r.mu.Lock()
+	r.settle()
 	r.rows = append(r.rows, openedRows{query, rows})
 	r.mu.Unlock()
+}
+
+// settle lets go of the recorded rows that are closed, keeping the others
+// in order. A closed rows' error can no longer change: rows closed with an
+// error become the failed statement, and the rows opened before them can
+// no longer be the last that failed, so they go too; closed rows without
+// an error never can be. What FailedQuery returns is unchanged. Called
+// with r.mu held.
+func (r *Recorder) settle() {
+	kept := r.rows[:0]
+	for _, o := range r.rows {
+		switch {
+		case !closed(o.rows):
+			kept = append(kept, o)
+		case failed(o.rows):
+			r.failed = o.query
+			kept = kept[:0]
+		}
+	}
+	clear(r.rows[len(kept):]) // let the garbage collector have them
+	r.rows = kept
+}
+
+// closed reports whether rows are closed. *sql.Rows tells it only through
+// Columns, which fails on closed rows (with their error, or
+// "sql: Rows are closed") and then allocates nothing; on rows still open
+// it asks the driver for the column names.
+func closed(rows *sql.Rows) bool {
+	_, err := rows.Columns()
+	return err != nil
+}
+
+// failed reports whether rows met an error of theirs: sql.ErrTxDone is
+// the end of the transaction closing them, not theirs.
+func failed(rows *sql.Rows) bool {
+	err := rows.Err()
+	return err != nil && !errors.Is(err, sql.ErrTxDone)
 }
 
 // Commit records the outcome of COMMIT.
@@ -71,7 +116,7 @@ func (r *Recorder) FailedQuery() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i := len(r.rows) - 1; i >= 0; i-- {
-		if err := r.rows[i].rows.Err(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+		if failed(r.rows[i].rows) {
 			return r.rows[i].query
 		}
 	}

@@ -91,11 +91,21 @@ func rolledBack(err error) bool {
 	return false
 }
 
-// Recover rolls back and re-panics when the closure panicked. Use it as
-// defer adapter.Recover(rollback).
-func Recover(rollback func() error) {
-	if p := recover(); p != nil {
-		_ = rollback() // the panic is what the caller must see
-		panic(p)
-	}
+// Run runs one transaction attempt whose statements r records: fn, then
+// Finish with its error. A transaction whose closure does not return, as
+// when it panics or calls runtime.Goexit (t.FailNow does), is rolled back
+// before the panic or the goroutine's end goes on; what the caller must see
+// then is the panic, so the rollback's own error is dropped. Both adapters
+// end every attempt that began a transaction through Run, so no path leaves
+// the transaction, and its pooled connection, open.
+func (r *Recorder) Run(name string, fn func() error, rollback, commit func() error) (failed string, err error) {
+	ended := false
+	defer func() {
+		if !ended {
+			_ = rollback() // the panic, or the goroutine's end, is what the caller sees
+		}
+	}()
+	failed, err = r.Finish(name, fn(), rollback, commit)
+	ended = true
+	return failed, err
 }
