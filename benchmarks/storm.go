@@ -340,8 +340,10 @@ func (p RetryPolicy) retrier(base core.Policy, o core.Options) (*core.Retrier, e
 		}
 		o.Budget = b
 	}
-	if p.Breaker.Failures > 0 {
-		o.Breaker = core.NewBreaker(p.Breaker, o.Clock)
+	b, err := core.NewBreaker(p.Breaker, o.Clock) // nil: off
+	if err != nil {
+		return nil, fmt.Errorf("policy %s: %w", p.Name, err)
 	}
+	o.Breaker = b
 	return core.NewRetrier(base, o)
 }

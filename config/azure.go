@@ -3,6 +3,8 @@ package config
 import (
 	"net/url"
 	"strings"
+
+	"github.com/crl-go/crl/internal/mssqldsn"
 )
 
 // The JDBC driver's defaults of connectRetryCount for Azure endpoints,
@@ -55,9 +57,10 @@ func azureConnectRetryCount(driverName, driverDSN string) int {
 
 // sqlServerHost returns the host name of a go-mssqldb DSN (URL, ADO or
 // odbc: form), without a protocol prefix (tcp:), a port (,1433 or :1433)
-// or an instance name (\SQLEXPRESS), or "" when there is none.
+// or an instance name (\SQLEXPRESS), or "" when there is none. An ADO or
+// ODBC DSN is read by the one ADO reader (readADO), which splits it as
+// go-mssqldb does: a ';' inside a quoted or braced value does not end it.
 func sqlServerHost(dsn string) string {
-	var server string
 	if strings.HasPrefix(dsn, "sqlserver://") {
 		u, err := url.Parse(dsn)
 		if err != nil {
@@ -65,14 +68,15 @@ func sqlServerHost(dsn string) string {
 		}
 		return u.Hostname()
 	}
-	for _, part := range strings.Split(strings.TrimPrefix(dsn, "odbc:"), ";") {
-		k, v, ok := strings.Cut(part, "=")
-		if !ok {
-			continue
-		}
-		switch strings.ToLower(strings.TrimSpace(k)) {
-		case "server", "data source", "address", "addr", "network address":
-			server = strings.Trim(strings.TrimSpace(v), `{}"`)
+	odbc := strings.HasPrefix(dsn, "odbc:")
+	_, driver, _, err := readADO(strings.TrimPrefix(dsn, "odbc:"), odbc)
+	if err != nil {
+		return ""
+	}
+	var server string
+	for _, p := range driver {
+		if mssqldsn.IsServerKey(p.key, odbc) {
+			server = p.value // the last one wins, as in the driver
 		}
 	}
 	if i := strings.IndexByte(server, ':'); i >= 0 && !strings.Contains(server[:i], ".") {

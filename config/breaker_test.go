@@ -45,6 +45,34 @@ func TestRetryBreakerKey(t *testing.T) {
 	assert.ErrorIs(t, r.Do(context.Background(), "x", func(context.Context) error { return nil }), core.ErrCircuitOpen)
 }
 
+// A breaker setting out of core's range is an error naming it, in the DSN
+// and in code, never clamped, defaulted or ignored.
+func TestBreakerOutOfRange(t *testing.T) {
+	for bad, want := range map[string]string{
+		"failures=1073741824":        "expected a whole number from 1 to 1073741823",
+		"failures=2,open=25h":        "expected a time greater than zero and up to 24h0m0s",
+		"failures=2,open=1e300":      "expected a time greater than zero and up to 24h0m0s",
+		"failures=-1":                "expected a whole number from 1 to 1073741823",
+		"failures=1073741823,open=1": "",
+	} {
+		_, _, err := config.ParseDSN("sqlserver", "sqlserver://h?retryBreaker="+bad)
+		if want == "" {
+			assert.NoError(t, err, bad)
+			continue
+		}
+		assert.ErrorContains(t, err, want, bad)
+		assert.ErrorContains(t, err, "retryBreaker", bad)
+	}
+	for _, s := range []core.BreakerSettings{
+		{Failures: -1}, {Failures: core.MaxBreakerFailures + 1}, {Failures: 2, OpenFor: -time.Second},
+		{Failures: 2, OpenFor: 25 * time.Hour}, {OpenFor: time.Minute},
+	} {
+		_, _, err := config.New("sqlserver", "sqlserver://h", config.WithPropertiesFile(""), config.WithCircuitBreaker(s))
+		assert.ErrorContains(t, err, "retryBreaker", "%+v", s)
+		assert.ErrorContains(t, err, "expected", "%+v", s)
+	}
+}
+
 func TestExecutionCutoffKey(t *testing.T) {
 	for dsn, want := range map[string]time.Duration{
 		"sqlserver://h?executionCutoff=500ms":             500 * time.Millisecond,

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/crl-go/crl/core"
@@ -251,6 +253,28 @@ func WithClock(clock core.Clock) Option {
 // events of the properties file.
 func WithObserver(o core.Observer) Option {
 	return option(nameObserver, func(c *Config) { c.Observer = o })
+}
+
+// ParseOption reads value for the setting named key (a DSN key such as
+// queryTimeout or retryExec, matched case-insensitively) exactly as the
+// DSN and the properties file read it, and returns the Option that sets
+// it, so that a command-line flag takes the values the DSN key takes. A
+// value the key does not take is a *ValueError (ErrInvalidValue) naming
+// it and saying what is expected; a key that is not a setting is
+// ErrUnknownKey, with the key it probably misspells.
+func ParseOption(key, value string) (Option, error) {
+	i, ok := lookupKey(key)
+	if !ok {
+		if near, ok := nearKey(key); ok {
+			return nil, fmt.Errorf("%w %q: did you mean %s?", ErrUnknownKey, key, settings[near].key)
+		}
+		return nil, fmt.Errorf("%w %q: expected one of %s", ErrUnknownKey, key, strings.Join(Keys(), ", "))
+	}
+	var parsed Config
+	if err := parsed.setValue(i, value, ""); err != nil {
+		return nil, err
+	}
+	return option(settings[i].key, func(c *Config) { settings[i].take(c, &parsed) }), nil
 }
 
 // NewConfig returns the Config that the options set.

@@ -92,8 +92,22 @@ type param struct {
 // may be wrapped in braces (balanced, so {{1205:3};{1222:2}} works) or in
 // double quotes ("" escaping one).
 func stripADO(s string, odbc bool) ([]param, string, error) {
+	params, _, out, err := readADO(s, odbc)
+	return params, out, err
+}
+
+// driverParam is one key=value part of an ADO or ODBC connection string
+// that is the driver's: its key lower-cased and trimmed, and its value as
+// go-mssqldb reads it (see adoDriverValue).
+type driverParam struct{ key, value string }
+
+// readADO is stripADO that also returns the driver's parts, in order, so
+// that what config reads of the driver's settings (the server, for the
+// Azure default) is split as the driver splits it, by this one reader.
+func readADO(s string, odbc bool) ([]param, []driverParam, string, error) {
 	var (
 		params   []param
+		driver   []driverParam
 		kept     []string
 		afterOur string // the key of the last part that was not blank, when it was ours
 		bareOur  bool   // and its value was bare (cut at the first ';')
@@ -119,14 +133,14 @@ func stripADO(s string, odbc bool) ([]param, string, error) {
 				// would ignore it, and the rule in it would be lost.
 				switch {
 				case afterOur != "" && bareOur:
-					return nil, "", &dsnError{err: ErrMalformed, reason: afterOur + ": the value is cut at ';' before " +
+					return nil, nil, "", &dsnError{err: ErrMalformed, reason: afterOur + ": the value is cut at ';' before " +
 						strconv.Quote(t) + ", expected a value that holds ';' wrapped in braces, such as " + afterOur + "={1205:3;1222:2}"}
 				case afterOur != "":
-					return nil, "", &dsnError{err: ErrMalformed, reason: afterOur + ": " + strconv.Quote(t) +
+					return nil, nil, "", &dsnError{err: ErrMalformed, reason: afterOur + ": " + strconv.Quote(t) +
 						" follows its value after ';' and has no key, expected every rule inside one pair of braces, such as " +
 						afterOur + "={1205:3;1222:2}"}
 				case strings.HasPrefix(t, "{"):
-					return nil, "", &dsnError{err: ErrMalformed, reason: strconv.Quote(t) +
+					return nil, nil, "", &dsnError{err: ErrMalformed, reason: strconv.Quote(t) +
 						" has no key, expected a whole rule list in one pair of braces, such as retryExec={1205:3;1222:2}"}
 				}
 				afterOur = ""
@@ -137,25 +151,57 @@ func stripADO(s string, odbc bool) ([]param, string, error) {
 		}
 		k, ours := lookupKey(s[start:i])
 		if nk, near := nearKey(s[start:i]); near {
-			return nil, "", nearKeyError(s[start:i], nk)
+			return nil, nil, "", nearKeyError(s[start:i], nk)
 		}
+		key := s[start:i]
 		i++ // the '='
 		afterOur = ""
 		if !ours {
+			valueStart := i
 			i = driverValueEnd(s, i, odbc, inQuote)
 			kept = append(kept, s[start:i])
+			driver = append(driver, driverParam{strings.ToLower(strings.TrimSpace(key)), adoDriverValue(s[valueStart:i], odbc)})
 			i++
 			continue
 		}
 		v, end, bare, err := ourADOValue(s, i, settings[k].key)
 		if err != nil {
-			return nil, "", err
+			return nil, nil, "", err
 		}
 		afterOur, bareOur = settings[k].key, bare
 		params = append(params, param{k, v})
 		i = end + 1
 	}
-	return params, strings.Join(kept, ";"), nil
+	return params, driver, strings.Join(kept, ";"), nil
+}
+
+// adoDriverValue returns a driver's value as written (after its '=') as
+// go-mssqldb reads it: in the ADO form trimmed, and without surrounding
+// double quotes ("" escaping one); in the ODBC form, a value in braces
+// without them (}} escaping one), else trimmed.
+func adoDriverValue(v string, odbc bool) string {
+	v = strings.TrimSpace(v)
+	if !odbc {
+		if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+			return strings.ReplaceAll(v[1:len(v)-1], `""`, `"`)
+		}
+		return v
+	}
+	if len(v) == 0 || v[0] != '{' {
+		return v
+	}
+	var b strings.Builder
+	for j := 1; j < len(v); j++ {
+		if v[j] == '}' {
+			if j+1 < len(v) && v[j+1] == '}' {
+				j++
+			} else {
+				break
+			}
+		}
+		b.WriteByte(v[j])
+	}
+	return b.String()
 }
 
 // driverValueEnd returns the index of the ';' (or len) that ends the

@@ -110,7 +110,9 @@ func New(driverName, dsn string, opts ...Option) (*Runtime, string, error) {
 			return nil, "", err
 		}
 	}
-	o.Breaker = core.NewBreaker(merged.Breaker, r.clock)
+	if o.Breaker, err = core.NewBreaker(merged.Breaker, r.clock); err != nil {
+		return nil, "", fmt.Errorf("config: %w", err)
+	}
 	if path != "" && merged.RefreshInterval() > 0 {
 		o.Refresh = r.refresh
 	}

@@ -153,7 +153,7 @@ var settings = [...]setting{
 	}),
 	single(func(c *Config) *core.BreakerSettings { return &c.Breaker }, setting{
 		key: keyRetryBreaker, inFile: true,
-		values: "`off`, or `failures=N[,open=T]` (N ≥ 1; T a time > 0, default 30 s)",
+		values: "`off`, or `failures=N[,open=T]` (N 1..1073741823; T a time > 0 up to 24 h, default 30 s)",
 		parse: func(c *Config, v string) (err error) {
 			c.Breaker, err = parseBreaker(v)
 			return err
@@ -395,7 +395,8 @@ func formatBudget(s core.BudgetSettings) string {
 }
 
 // parseBreaker reads a retryBreaker value: off, or comma-separated settings
-// failures=5,open=30s (open in seconds or with a unit; default 30 s).
+// failures=5,open=30s (open in seconds or with a unit; default 30 s), each
+// within core's range (core.BreakerSettings.Validate).
 func parseBreaker(v string) (core.BreakerSettings, error) {
 	const want = "expected off, or settings such as failures=5,open=30s"
 	var s core.BreakerSettings
@@ -406,14 +407,14 @@ func parseBreaker(v string) (core.BreakerSettings, error) {
 		switch name {
 		case "failures":
 			n, err := strconv.ParseUint(val, 10, 31)
-			if err != nil || n < 1 || n > 1<<30 {
-				return errorf("failures=%q: expected a whole number of at least 1, %s", val, want)
+			if err != nil || n < 1 || n > core.MaxBreakerFailures {
+				return errorf("failures=%q: expected a whole number from 1 to %d, %s", val, core.MaxBreakerFailures, want)
 			}
 			s.Failures = int(n)
 		case "open":
 			d, err := core.ParseTime(val)
-			if err != nil || d == 0 {
-				return errorf("open=%q: expected a time greater than zero such as 30 (seconds) or 30s", val)
+			if err != nil || d == 0 || d > core.MaxBreakerOpenFor {
+				return errorf("open=%q: expected a time greater than zero and up to %v, such as 30 (seconds) or 30s", val, core.MaxBreakerOpenFor)
 			}
 			s.OpenFor = d
 		default:

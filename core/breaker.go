@@ -19,25 +19,39 @@ var ErrCircuitOpen = errors.New("core: circuit breaker open")
 var errPanicked = errors.New("core: the operation panicked")
 
 // BreakerSettings configures a circuit breaker. The zero value is a breaker
-// that is off.
+// that is off. NewBreaker and Validate reject a value out of range with an
+// error naming it: nothing is silently changed or ignored.
 type BreakerSettings struct {
 	// Failures is how many operations in a row must end with a retryable
-	// error (after their retries) for the breaker to open. Zero means the
-	// breaker is off.
+	// error (after their retries) for the breaker to open: 1 to
+	// MaxBreakerFailures. Zero means the breaker is off (and then OpenFor
+	// must be zero too).
 	Failures int
 	// OpenFor is how long the breaker stays open before it lets one probe
 	// operation through, and how long a probe may take to report before
-	// another one is let through. Zero means 30 s.
+	// another one is let through: up to MaxBreakerOpenFor. Zero means 30 s.
 	OpenFor time.Duration
 }
 
-// Validate reports settings out of range, naming the value.
+// MaxBreakerFailures is the largest BreakerSettings.Failures: the count of
+// failures in a row that the breaker's state word holds.
+const MaxBreakerFailures = 1<<30 - 1
+
+// MaxBreakerOpenFor is the longest BreakerSettings.OpenFor. A breaker open
+// for longer would keep a handle refusing every operation for days after
+// one bad minute of its database: a misconfiguration, not a policy.
+const MaxBreakerOpenFor = 24 * time.Hour
+
+// Validate reports settings out of range, naming the value and the range
+// expected.
 func (s BreakerSettings) Validate() error {
 	switch {
-	case s.Failures < 0:
-		return fmt.Errorf("core: breaker failures=%d: expected 0 (off) or more", s.Failures)
-	case s.OpenFor < 0:
-		return fmt.Errorf("core: breaker open=%v: expected a time that is not negative", s.OpenFor)
+	case s.Failures < 0 || s.Failures > MaxBreakerFailures:
+		return fmt.Errorf("core: breaker failures=%d: expected 0 (off) or 1 to %d", s.Failures, MaxBreakerFailures)
+	case s.OpenFor < 0 || s.OpenFor > MaxBreakerOpenFor:
+		return fmt.Errorf("core: breaker open=%v: expected 0 (the default, %v) or a time up to %v", s.OpenFor, defaultOpenFor, MaxBreakerOpenFor)
+	case s.Failures == 0 && s.OpenFor != 0:
+		return fmt.Errorf("core: breaker open=%v with failures=0 (off): expected failures of at least 1 to turn the breaker on, or open=0", s.OpenFor)
 	}
 	return nil
 }
@@ -53,14 +67,16 @@ const (
 	breakerOpen     uint64 = 1
 	breakerHalfOpen uint64 = 2 // one probe is running
 
-	stateMask    uint64 = 3
-	countShift          = 2
-	countOne     uint64 = 1 << countShift
-	countMask    uint64 = (1<<30 - 1) << countShift
-	genShift            = 32
-	genOne       uint64 = 1 << genShift
-	maxThreshold        = 1<<30 - 1
+	stateMask  uint64 = 3
+	countShift        = 2
+	countOne   uint64 = 1 << countShift
+	countMask  uint64 = (1<<30 - 1) << countShift
+	genShift          = 32
+	genOne     uint64 = 1 << genShift
 )
+
+// MaxBreakerFailures must fit the count bits of the state word.
+const _ = uint64(countMask>>countShift - MaxBreakerFailures)
 
 func stateOf(w uint64) uint64         { return w & stateMask }
 func failuresOf(w uint64) uint64      { return (w & countMask) >> countShift }
@@ -94,19 +110,23 @@ type Breaker struct {
 	lastErr error      // the error that opened it
 }
 
-// NewBreaker returns a closed breaker, or nil when s is off. A nil clock
-// means SystemClock.
-func NewBreaker(s BreakerSettings, clock Clock) *Breaker {
-	if s.Failures <= 0 {
-		return nil
+// NewBreaker returns a closed breaker, or nil when s is off (Failures 0).
+// Settings out of range (see Validate) are an error, never a default. A
+// nil clock means SystemClock.
+func NewBreaker(s BreakerSettings, clock Clock) (*Breaker, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
 	}
-	if s.OpenFor <= 0 {
+	if s.Failures == 0 {
+		return nil, nil
+	}
+	if s.OpenFor == 0 {
 		s.OpenFor = defaultOpenFor
 	}
 	if clock == nil {
 		clock = SystemClock{}
 	}
-	return &Breaker{failures: uint64(min(s.Failures, maxThreshold)), openFor: s.OpenFor, clock: clock}
+	return &Breaker{failures: uint64(s.Failures), openFor: s.OpenFor, clock: clock}, nil
 }
 
 // Open reports whether the breaker refuses operations now (open, or

@@ -15,7 +15,7 @@ import (
 
 func TestBreaker(t *testing.T) {
 	clock := coretest.NewClock(time.Time{})
-	breaker := core.NewBreaker(core.BreakerSettings{Failures: 3, OpenFor: 10 * time.Second}, clock)
+	breaker := newBreaker(t, core.BreakerSettings{Failures: 3, OpenFor: 10 * time.Second}, clock)
 	r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:1,0}")}, core.Options{Clock: clock, Breaker: breaker}) // the breaker alone
 	ctx := context.Background()
 	executions := 0
@@ -58,21 +58,51 @@ func TestBreaker(t *testing.T) {
 	}
 }
 
-func TestBreakerOffAndValidate(t *testing.T) {
-	if core.NewBreaker(core.BreakerSettings{}, nil) != nil {
-		t.Error("zero settings must give no breaker")
+// newBreaker is core.NewBreaker for settings that must be valid.
+func newBreaker(t testing.TB, s core.BreakerSettings, clock core.Clock) *core.Breaker {
+	t.Helper()
+	b, err := core.NewBreaker(s, clock)
+	require.NoError(t, err, "NewBreaker(%+v)", s)
+	return b
+}
+
+func TestBreakerOff(t *testing.T) {
+	b, err := core.NewBreaker(core.BreakerSettings{}, nil)
+	require.NoError(t, err)
+	assert.Nil(t, b, "zero settings must give no breaker")
+	assert.False(t, b.Open(), "a nil breaker is closed")
+}
+
+// Settings out of range are an error naming the value and the range, never
+// "off" or the default in its place.
+func TestNewBreakerRejectsSettingsOutOfRange(t *testing.T) {
+	for _, tc := range []struct {
+		s    core.BreakerSettings
+		want string
+	}{
+		{core.BreakerSettings{Failures: -1}, "failures=-1: expected 0 (off) or 1 to 1073741823"},
+		{core.BreakerSettings{Failures: core.MaxBreakerFailures + 1, OpenFor: time.Second}, "failures=1073741824: expected 0 (off) or 1 to 1073741823"},
+		{core.BreakerSettings{Failures: 3, OpenFor: -time.Second}, "open=-1s: expected 0 (the default, 30s) or a time up to 24h0m0s"},
+		{core.BreakerSettings{Failures: 3, OpenFor: core.MaxBreakerOpenFor + 1}, "open=24h0m0.000000001s: expected 0 (the default, 30s) or a time up to 24h0m0s"},
+		{core.BreakerSettings{OpenFor: time.Minute}, "open=1m0s with failures=0 (off): expected failures of at least 1"},
+	} {
+		b, err := core.NewBreaker(tc.s, nil)
+		assert.ErrorContains(t, err, tc.want, "%+v", tc.s)
+		assert.Nil(t, b, "%+v", tc.s)
+		assert.Equal(t, err, tc.s.Validate(), "%+v: Validate and NewBreaker agree", tc.s)
 	}
-	var b *core.Breaker
-	if b.Open() {
-		t.Error("a nil breaker is closed")
-	}
-	if err := (core.BreakerSettings{Failures: -1}).Validate(); err == nil {
-		t.Error("negative failures accepted")
+	// The bounds themselves are in range.
+	for _, s := range []core.BreakerSettings{
+		{Failures: 1}, {Failures: core.MaxBreakerFailures, OpenFor: core.MaxBreakerOpenFor}, {Failures: 1, OpenFor: time.Nanosecond},
+	} {
+		b, err := core.NewBreaker(s, nil)
+		require.NoError(t, err, "%+v", s)
+		assert.NotNil(t, b, "%+v", s)
 	}
 }
 
 func TestBreakerSuccessAllocatesNothing(t *testing.T) {
-	r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:1,0}")}, core.Options{Breaker: core.NewBreaker(core.BreakerSettings{Failures: 5}, nil)})
+	r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:1,0}")}, core.Options{Breaker: newBreaker(t, core.BreakerSettings{Failures: 5}, nil)})
 	ctx := context.Background()
 	if a := testing.AllocsPerRun(1000, func() { _ = r.Do(ctx, "update t set n = n + 1", func(context.Context) error { return nil }) }); a != 0 {
 		t.Errorf("%v allocations", a)
@@ -84,7 +114,7 @@ func TestBreakerSuccessAllocatesNothing(t *testing.T) {
 func openBreaker(t *testing.T) (*core.Retrier, *core.Breaker, *coretest.Clock) {
 	t.Helper()
 	clock := coretest.NewClock(time.Time{})
-	breaker := core.NewBreaker(core.BreakerSettings{Failures: 2, OpenFor: 10 * time.Second}, clock)
+	breaker := newBreaker(t, core.BreakerSettings{Failures: 2, OpenFor: 10 * time.Second}, clock)
 	r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:1,0}")}, core.Options{Clock: clock, Breaker: breaker})
 	for i := 0; i < 2; i++ {
 		_ = r.Do(context.Background(), "update t set n = 1", func(context.Context) error { return serverError{1205} })
@@ -99,7 +129,7 @@ func TestBreakerPanicInProbeReopens(t *testing.T) {
 	for name, observer := range map[string]bool{"closure": false, "observer": true} {
 		t.Run(name, func(t *testing.T) {
 			clock := coretest.NewClock(time.Time{})
-			breaker := core.NewBreaker(core.BreakerSettings{Failures: 2, OpenFor: 10 * time.Second}, clock)
+			breaker := newBreaker(t, core.BreakerSettings{Failures: 2, OpenFor: 10 * time.Second}, clock)
 			var obs core.Observer
 			panicking := false
 			if observer {
@@ -165,7 +195,7 @@ func TestBreakerCancelledProbeDecidesNothing(t *testing.T) {
 // breaker opened, does not close it.
 func TestBreakerStaleOutcomeIgnored(t *testing.T) {
 	clock := coretest.NewClock(time.Time{})
-	breaker := core.NewBreaker(core.BreakerSettings{Failures: 2, OpenFor: 10 * time.Second}, clock)
+	breaker := newBreaker(t, core.BreakerSettings{Failures: 2, OpenFor: 10 * time.Second}, clock)
 	r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:1,0}")}, core.Options{Clock: clock, Breaker: breaker})
 	ctx := context.Background()
 	err := r.Do(ctx, "select 1", func(context.Context) error {

@@ -38,3 +38,26 @@ func (SystemClock) Sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// TimerClock is a Clock whose time is not the real time, such as the
+// virtual clock of core/coretest, that runs timers on its own time. A
+// queryTimeout bounds an attempt on the real time (the attempt really runs
+// that long); when the Retrier's clock is a TimerClock, the queryTimeout
+// of a statement whose rows are read after it returns (DoRows, RetryRows)
+// also ends when the clock's time reaches it, so a test that moves a
+// virtual clock past the queryTimeout sees the rows end exactly then.
+// SystemClock is not one: its time is the real time.
+type TimerClock interface {
+	Clock
+	// AfterFunc calls f once the clock's time has moved d past Now(),
+	// unless the Timer it returns is stopped first. f may run on the
+	// goroutine that moves the clock's time, so it must not block.
+	AfterFunc(d time.Duration, f func()) Timer
+}
+
+// Timer is a call arranged by TimerClock.AfterFunc.
+type Timer interface {
+	// Stop prevents the call if it has not started, and reports whether it
+	// did.
+	Stop() bool
+}

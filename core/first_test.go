@@ -18,7 +18,7 @@ import (
 // a refresh is to be asked or told, or a queryTimeout bounds the attempt.
 func TestFirstOnlyWhenNobodyIsToBeAskedOrTold(t *testing.T) {
 	rules := mustRules(t, "{1205:3,1}")
-	breaker := core.NewBreaker(core.BreakerSettings{Failures: 5}, nil)
+	breaker := newBreaker(t, core.BreakerSettings{Failures: 5}, nil)
 	for _, c := range []struct {
 		name   string
 		policy core.Policy

@@ -494,7 +494,7 @@ func (r *Retrier) attempt(o *operation, p *Policy, call attemptFunc, b bound) (t
 	case b == boundKeep:
 		// The rows are read after fn returns: the context lives until they
 		// are closed or read to the end, or until its deadline.
-		actx := newRowsContext(ctx, p.QueryTimeout)
+		actx := newRowsContext(ctx, p.QueryTimeout, r.clock)
 		failed, err = call(actx)
 		timedOut = err != nil && actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 		if err != nil {

@@ -9,7 +9,9 @@ import (
 
 // rowsContext is the attempt context of a statement whose rows are read
 // after it returns (DoRows, RetryRows). Like context.WithTimeout's, it ends
-// at the attempt's deadline, so reading the rows is bounded too. Unlike
+// at the attempt's deadline, so reading the rows is bounded too; and when
+// the Retrier's clock is a TimerClock (a virtual clock), it also ends when
+// the clock's time has moved by the queryTimeout. Unlike
 // it, it is released as soon as the rows are closed or read to the end:
 // its timer is stopped and nothing keeps it alive, instead of every
 // successful read holding its context and timer until the deadline.
@@ -32,7 +34,8 @@ type rowsContext struct {
 
 	mu         sync.Mutex
 	err        error
-	timer      *time.Timer
+	timer      *time.Timer // the queryTimeout on the real time
+	clockTimer Timer       // and on the clock's time, when it is a TimerClock
 	stopParent func() bool
 	watchers   []*rowsWatcher
 	returned   bool // the statement returned its rows: release when no watcher is left
@@ -42,8 +45,14 @@ type rowsContext struct {
 type rowsWatcher struct{ f func() }
 
 // newRowsContext returns the attempt context for d, as
-// context.WithTimeout(parent, d) would.
-func newRowsContext(parent context.Context, d time.Duration) *rowsContext {
+// context.WithTimeout(parent, d) would, that also ends when clock is a
+// TimerClock and its time has moved d, whichever comes first.
+//
+// Its deadline stays on the real time: drivers set their sockets'
+// deadlines from it (go-mssqldb dials with it), and a virtual clock's time,
+// which stands still while an attempt runs, would make every dial after
+// the first time out at once.
+func newRowsContext(parent context.Context, d time.Duration, clock Clock) *rowsContext {
 	c := &rowsContext{parent: parent, deadline: time.Now().Add(d), done: make(chan struct{})}
 	own := true
 	if pd, ok := parent.Deadline(); ok && !pd.After(c.deadline) {
@@ -54,13 +63,26 @@ func newRowsContext(parent context.Context, d time.Duration) *rowsContext {
 		c.stopParent = context.AfterFunc(parent, func() { c.cancel(parent.Err()) })
 		c.mu.Unlock()
 	}
+	expire := func() { c.cancel(context.DeadlineExceeded) }
+	var timer *time.Timer
 	if own {
-		timer := time.AfterFunc(time.Until(c.deadline), func() { c.cancel(context.DeadlineExceeded) })
+		timer = time.AfterFunc(d, expire)
+	}
+	var clockTimer Timer
+	if tc, ok := clock.(TimerClock); ok {
+		clockTimer = tc.AfterFunc(d, expire)
+	}
+	if timer != nil || clockTimer != nil {
 		c.mu.Lock()
 		if c.err == nil {
-			c.timer = timer
+			c.timer, c.clockTimer = timer, clockTimer
 		} else {
-			timer.Stop()
+			if timer != nil {
+				timer.Stop()
+			}
+			if clockTimer != nil {
+				clockTimer.Stop()
+			}
 		}
 		c.mu.Unlock()
 	}
@@ -135,6 +157,10 @@ func (c *rowsContext) releaseLocked() {
 	if c.timer != nil {
 		c.timer.Stop()
 		c.timer = nil
+	}
+	if c.clockTimer != nil {
+		c.clockTimer.Stop()
+		c.clockTimer = nil
 	}
 	if c.stopParent != nil {
 		c.stopParent()

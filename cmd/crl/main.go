@@ -22,13 +22,13 @@ import (
 	"io"
 	"math"
 	"os"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
+	"github.com/crl-go/crl/internal/mssqldsn"
 )
 
 const help = `crl checks Configurable Retry Logic settings (the retryExec and retryConn
@@ -36,7 +36,7 @@ rules of the Microsoft JDBC driver, as crl reads them) and explains what they do
 
 Usage:
   crl check   [RULES] [-conn RULES] [-dsn DSN [-driver NAME]] [-file PATH]
-  crl explain [RULES] [-conn RULES] [-dsn DSN [-driver NAME]] [-file PATH] [-querytimeout SECONDS]
+  crl explain [RULES] [-conn RULES] [-dsn DSN [-driver NAME]] [-file PATH] [-querytimeout TIME]
   crl vet     [PACKAGES]
   crl help
 
@@ -76,8 +76,10 @@ Flags:
   -driver NAME         the DSN's driver when its form does not tell: sqlserver,
                        mysql or pgx (default: inferred; sqlserver without -dsn)
   -file PATH           the properties file (mssql-jdbc.properties) to read
-  -querytimeout SECS   queryTimeout in seconds, over the DSN's (explain and check;
-                       -queryTimeout too)
+  -querytimeout TIME   queryTimeout, over the DSN's (explain and check;
+                       -queryTimeout too). It takes what the DSN key takes:
+                       seconds (5, 1.5) or a time with a unit (5s, 500ms);
+                       0 is JDBC's queryTimeout=0, -1 none
   -exec RULES          retryExec rules, the same as RULES
 `
 
@@ -88,7 +90,7 @@ func main() {
 // options is what the command line asks for.
 type options struct {
 	exec, conn, dsn, driver, file string
-	queryTimeout                  *time.Duration // nil: not given
+	queryTimeout                  config.Option // nil: not given
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -161,17 +163,10 @@ func parseFlags(cmd string, args []string) (options, error) {
 	fs.StringVar(&o.dsn, "dsn", "", "")
 	fs.StringVar(&o.driver, "driver", "", "")
 	fs.StringVar(&o.file, "file", "", "")
-	queryTimeout := func(s string) error {
-		secs, err := strconv.ParseFloat(s, 64)
-		if err != nil || secs < 0 || math.IsInf(secs, 0) || secs > math.MaxInt32 {
-			return fmt.Errorf("%q is not a number of seconds ≥ 0", s)
-		}
-		d := time.Duration(secs * float64(time.Second))
-		if secs == 0 {
-			d = core.QueryTimeoutZero // JDBC's queryTimeout=0
-		}
-		o.queryTimeout = &d
-		return nil
+	// The flag takes what the DSN key takes, read by the same parser.
+	queryTimeout := func(s string) (err error) {
+		o.queryTimeout, err = config.ParseOption("queryTimeout", s)
+		return err
 	}
 	// Both spellings: the JDBC key is queryTimeout, flags are usually lower case.
 	fs.Func("querytimeout", "", queryTimeout)
@@ -219,7 +214,7 @@ func load(o options) (*config.Runtime, error) {
 		opts = append(opts, config.WithRetryConn(o.conn))
 	}
 	if o.queryTimeout != nil {
-		opts = append(opts, config.WithQueryTimeout(*o.queryTimeout))
+		opts = append(opts, o.queryTimeout)
 	}
 	rt, _, err := config.New(driver, o.dsn, opts...)
 	return rt, err
@@ -241,26 +236,31 @@ func inferDriver(dsn string) (string, error) {
 	case strings.Contains(lower, "@tcp("), strings.Contains(lower, "@unix("), strings.Contains(lower, "@/"),
 		strings.HasPrefix(s, "/"), strings.HasPrefix(lower, "tcp("):
 		return "mysql", nil
-	case hasKey(lower, " ", "host", "hostaddr", "dbname", "user", "sslmode"):
+	case hasKey(lower, " ", isPgxKey):
 		return "pgx", nil // before the ADO form: a rule value may hold ';'
-	case strings.Contains(s, ";") || hasKey(lower, ";", "server", "data source", "address", "addr", "network address"):
+	case strings.Contains(s, ";") || hasKey(lower, ";", func(k string) bool { return mssqldsn.IsServerKey(k, false) }):
 		return "sqlserver", nil
 	}
 	return "", fmt.Errorf("crl: cannot tell the driver of DSN %q from its form: give -driver sqlserver, mysql or pgx", abbreviate(dsn))
 }
 
-// hasKey reports whether a key=value list separated by sep has one of keys.
-func hasKey(s, sep string, keys ...string) bool {
+// hasKey reports whether a key=value list separated by sep has a key
+// (trimmed) for which is reports true.
+func hasKey(s, sep string, is func(key string) bool) bool {
 	for _, part := range strings.Split(s, sep) {
-		k, _, ok := strings.Cut(part, "=")
-		if !ok {
-			continue
+		if k, _, ok := strings.Cut(part, "="); ok && is(strings.TrimSpace(k)) {
+			return true
 		}
-		for _, want := range keys {
-			if strings.TrimSpace(k) == want {
-				return true
-			}
-		}
+	}
+	return false
+}
+
+// isPgxKey reports whether key is one of the keys that tell a PostgreSQL
+// key=value DSN (host=h dbname=d).
+func isPgxKey(key string) bool {
+	switch key {
+	case "host", "hostaddr", "dbname", "user", "sslmode":
+		return true
 	}
 	return false
 }

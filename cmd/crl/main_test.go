@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crl-go/crl/config"
+	"github.com/crl-go/crl/internal/mssqldsn"
 )
 
 // isolate runs the test in an empty working directory without
@@ -52,7 +53,7 @@ func TestBadCommandLineExitsTwo(t *testing.T) {
 		{[]string{"check", "{1205:3,1}", "{1222:3,1}"}, "one RULES argument expected"},
 		{[]string{"check", "-exec", "{1205:3,1}", "{1222:3,1}"}, "given twice"},
 		{[]string{"check", "-nosuchflag"}, "nosuchflag"},
-		{[]string{"explain", "-querytimeout", "soon", "{1205:3,1}"}, `"soon" is not a number of seconds`},
+		{[]string{"explain", "-querytimeout", "soon", "{1205:3,1}"}, `queryTimeout="soon": expected -1 (none), 0, or seconds such as 30 or 1.5s`},
 	} {
 		code, _, errOut := runCRL(tc.args...)
 		assert.Equal(t, 2, code, "%q exits 2", tc.args)
@@ -186,6 +187,21 @@ func TestInferDriver(t *testing.T) {
 	assert.ErrorContains(t, err, "-driver")
 }
 
+// Every key that names the server of a go-mssqldb ADO DSN (the one list
+// that config's Azure default reads too) tells a SQL Server DSN, in any
+// case.
+func TestInferDriverKnowsEveryServerKey(t *testing.T) {
+	keys := mssqldsn.ServerKeys()
+	require.NotEmpty(t, keys)
+	for _, k := range keys {
+		for _, dsn := range []string{k + "=h", strings.ToUpper(k) + " = h", "user id=sa;" + k + "=h"} {
+			got, err := inferDriver(dsn)
+			require.NoError(t, err, dsn)
+			assert.Equal(t, "sqlserver", got, dsn)
+		}
+	}
+}
+
 func TestExplain(t *testing.T) {
 	isolate(t)
 	code, out, errOut := runCRL("explain", "-querytimeout", "5", "{1205:5,2*2:select,update}")
@@ -242,6 +258,37 @@ func TestQueryTimeoutFlagTakesTheJDBCSpelling(t *testing.T) {
 	require.Equal(t, 0, jdbc, errJDBC)
 	assert.Equal(t, outLower, outJDBC)
 	assert.Contains(t, outJDBC, "never reached")
+}
+
+// -querytimeout takes exactly what the DSN key queryTimeout takes, read by
+// the same parser: seconds, or a time with a unit such as 5s; a value the
+// key does not take exits 2 naming it and what is expected.
+func TestQueryTimeoutFlagTakesWhatTheDSNKeyTakes(t *testing.T) {
+	isolate(t)
+	const rules = "{1205:5,2*2}"
+	for _, tc := range []struct{ flag, dsn string }{
+		{"5", "5"}, {"5s", "5"}, {"5000ms", "5"}, {"1.5", "1.5s"}, {"500ms", "0.5"}, {"0", "0"}, {"-1", "-1"},
+	} {
+		code, viaFlag, errOut := runCRL("explain", "-querytimeout", tc.flag, rules)
+		require.Equal(t, 0, code, "-querytimeout %s: %s", tc.flag, errOut)
+		code, viaDSN, errOut := runCRL("explain", "-dsn", "sqlserver://h?queryTimeout="+tc.dsn, rules)
+		require.Equal(t, 0, code, "queryTimeout=%s: %s", tc.dsn, errOut)
+		assert.Equal(t, viaDSN, viaFlag, "-querytimeout %s and queryTimeout=%s", tc.flag, tc.dsn)
+	}
+	code, out, _ := runCRL("explain", "-querytimeout", "5s", rules)
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "1205   3      8s    14s      (every statement)  refused: wait > queryTimeout")
+
+	for _, bad := range []string{"5x", "-5", "soon", "0s", ""} {
+		code, _, errOut := runCRL("explain", "-querytimeout", bad, rules)
+		assert.Equal(t, 2, code, "-querytimeout %q exits 2", bad)
+		assert.Contains(t, errOut, `invalid value "`+bad+`" for flag -querytimeout`, "names the value")
+		assert.Contains(t, errOut, "expected -1 (none), 0, or seconds such as 30 or 1.5s", "-querytimeout %q says what is expected", bad)
+		_, _, dsnErr := config.ParseDSN("sqlserver", "sqlserver://h?queryTimeout="+bad)
+		if bad != "" {
+			assert.ErrorContains(t, dsnErr, "expected -1 (none), 0, or seconds such as 30 or 1.5s", "the DSN key refuses %q too", bad)
+		}
+	}
 }
 
 func TestCheckNotesARuleLongerThanTheBudget(t *testing.T) {
