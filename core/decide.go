@@ -66,8 +66,9 @@ func (p *Policy) decide(kind Kind, query string, attempt int, err error, attempt
 		// the transaction was applied.
 		return Decision{Reason: ErrCommitUnknown, verdict: failedRun}
 	}
-	cl := classify(err, attemptTimedOut)
-	rule := p.Statement.lookup(cl)
+	var cl class
+	cl.fill(err, attemptTimedOut)
+	rule := p.Statement.lookup(&cl)
 	if rule == nil || rule.count == 0 || !rule.matches(query) {
 		return Decision{Reason: ErrNotRetryable, charge: chargeEarn, verdict: answered}
 	}

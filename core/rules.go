@@ -134,7 +134,7 @@ func numberToken(n int32) (token, bool) {
 
 // lookup finds the rule for a classified error: its number first, then its
 // SQLSTATE, then the named conditions.
-func (s StatementRules) lookup(c class) *Rule {
+func (s StatementRules) lookup(c *class) *Rule {
 	if len(s.byToken) == 0 {
 		return nil
 	}
