@@ -18,13 +18,16 @@ const (
 	azureSynapseOnDemandHostSuffix = "-ondemand"
 )
 
-// azureEndpoints are the domain suffixes of Azure SQL servers, as in the
-// JDBC driver (SQLServerConnection.AzureSQLServerEndpoints).
+// azureEndpoints are the domain suffixes of Azure SQL servers: the JDBC
+// driver's (SQLServerConnection.AzureSQLServerEndpoints), whose Azure China
+// entry is misspelt (".database.china.cloudapi.cn"), and the real Azure
+// China domain, which the JDBC driver misses.
 var azureEndpoints = [...]string{
 	".database.windows.net",
 	".database.cloudapi.de",
 	".database.usgovcloudapi.net",
 	".database.china.cloudapi.cn",
+	".database.chinacloudapi.cn",
 }
 
 // azureConnectRetryCount returns the JDBC driver's default connectRetryCount

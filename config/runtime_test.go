@@ -528,7 +528,9 @@ func TestAzureConnectRetryCount(t *testing.T) {
 		{"sqlserver", "server=tcp:myserver.database.windows.net,1433;database=d", 2},
 		{"azuresql", "Data Source=myserver.database.usgovcloudapi.net;Initial Catalog=d", 2},
 		{"mssql", "odbc:server={myserver.database.windows.net};database=d", 2},
-		{"mssql", "odbc:server={myserver.database.chinacloudapi.cn};database=d", 0}, // not an Azure domain
+		{"mssql", "odbc:server={myserver.database.chinacloudapi.cn};database=d", 2}, // Azure China, which JDBC misses
+		{"sqlserver", "sqlserver://u:p@myserver.database.chinacloudapi.cn?database=d", 2},
+		{"sqlserver", "server=myserver.chinacloudapi.cn;database=d", 0}, // not a SQL endpoint
 		{"sqlserver", "server=myserver.database.china.cloudapi.cn\\inst;database=d", 2},
 		{"sqlserver", "sqlserver://u:p@myws-ondemand.sql.azuresynapse.net?database=d", 5},
 		{"sqlserver", "server=myws-ondemand.database.windows.net;database=d", 5},
