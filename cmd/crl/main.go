@@ -236,9 +236,11 @@ func inferDriver(dsn string) (string, error) {
 	case strings.Contains(lower, "@tcp("), strings.Contains(lower, "@unix("), strings.Contains(lower, "@/"),
 		strings.HasPrefix(s, "/"), strings.HasPrefix(lower, "tcp("):
 		return "mysql", nil
+	case hasKey(lower, ";", func(k string) bool { return mssqldsn.IsServerKey(k, false) }):
+		return "sqlserver", nil // an ADO server key (server=h; user id=sa): before the PostgreSQL keys, which share user
 	case hasKey(lower, " ", isPgxKey):
-		return "pgx", nil // before the ADO form: a rule value may hold ';'
-	case strings.Contains(s, ";") || hasKey(lower, ";", func(k string) bool { return mssqldsn.IsServerKey(k, false) }):
+		return "pgx", nil // before a bare ';': a rule value may hold one
+	case strings.Contains(s, ";"):
 		return "sqlserver", nil
 	}
 	return "", fmt.Errorf("crl: cannot tell the driver of DSN %q from its form: give -driver sqlserver, mysql or pgx", abbreviate(dsn))

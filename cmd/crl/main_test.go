@@ -178,6 +178,8 @@ func TestInferDriver(t *testing.T) {
 		"postgresql://h/db":                       "pgx",
 		"host=h user=postgres dbname=test":        "pgx",
 		"host=h retryExec={40P01:3;40001:2,1}":    "pgx",
+		"server=h; user=sa":                       "sqlserver", // space after ';' and a key PostgreSQL knows too
+		"Server = h; User ID = sa; Password = x":  "sqlserver",
 	} {
 		got, err := inferDriver(dsn)
 		require.NoError(t, err, "%q", dsn)
