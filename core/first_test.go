@@ -26,7 +26,7 @@ func TestFirstOnlyWhenNobodyIsToBeAskedOrTold(t *testing.T) {
 		want   bool
 	}{
 		{"quiet", core.Policy{Statement: rules}, core.Options{}, true},
-		{"budget", core.Policy{Statement: rules}, core.Options{Budget: mustBudget(t)}, true},
+		{"budget", core.Policy{Statement: rules}, core.Options{Budget: defaultBudget(t)}, true},
 		{"observer", core.Policy{Statement: rules}, core.Options{Observer: &coretest.Observer{}}, false},
 		{"breaker", core.Policy{Statement: rules}, core.Options{Breaker: breaker}, false},
 		{"refresh", core.Policy{Statement: rules}, core.Options{Refresh: func() {}}, false},
@@ -48,13 +48,6 @@ func TestFirstOnlyWhenNobodyIsToBeAskedOrTold(t *testing.T) {
 	require.NoError(t, r.SetPolicy(core.Policy{Statement: rules}))
 	_, ok = r.First()
 	assert.True(t, ok)
-}
-
-func mustBudget(t *testing.T) *core.Budget {
-	t.Helper()
-	b, err := core.NewBudget(core.BudgetSettings{})
-	require.NoError(t, err)
-	return b
 }
 
 // TestRetryAfterIsTheRestOfRetry runs the same failing statement through
@@ -126,7 +119,7 @@ func TestRetryAfterIsTheRestOfRetry(t *testing.T) {
 // TestFirstAttemptSucceededEarns shows that a direct success feeds the
 // retry budget as a success inside the loop does.
 func TestFirstAttemptSucceededEarns(t *testing.T) {
-	budget := mustBudget(t)
+	budget := defaultBudget(t)
 	r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:1,1}")}, core.Options{Budget: budget})
 	// Spend some of the budget: a retry that fails again.
 	calls := 0
