@@ -149,3 +149,18 @@ func TestRetryRowsAfterKeepsTheContext(t *testing.T) {
 	require.NoError(t, err)
 	assert.NoError(t, kept.Err(), "the retried attempt's context lives on for its rows")
 }
+
+// TestRetryAfterWithoutAFailedFirstAttempt: a nil error, or an attempt
+// that First did not allow, is a clear error, not a silent zero value.
+func TestRetryAfterWithoutAFailedFirstAttempt(t *testing.T) {
+	r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:1,1}")}, core.Options{})
+	a, ok := r.First()
+	require.True(t, ok)
+	calls := 0
+	fn := func(context.Context) (int, error) { calls++; return 1, nil }
+	_, err := core.RetryAfter(context.Background(), a, "select 1", fn, nil)
+	assert.ErrorIs(t, err, core.ErrNoFirstAttempt)
+	_, err = core.RetryRowsAfter(context.Background(), core.FirstAttempt{}, "select 1", fn, serverError{1205})
+	assert.ErrorIs(t, err, core.ErrNoFirstAttempt)
+	assert.Zero(t, calls, "nothing runs")
+}

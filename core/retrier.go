@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
@@ -246,17 +247,31 @@ func (r *Retrier) First() (a FirstAttempt, ok bool) {
 // earns its share.
 func (a FirstAttempt) Succeeded() { a.r.budget.earn() }
 
-// RetryAfter is Retry after its first attempt, a, failed with err (which
-// must not be nil): the decision on err, then the retries it allows, each
-// calling fn.
+// RetryAfter is Retry after its first attempt, a, failed with err: the
+// decision on err, then the retries it allows, each calling fn. A nil err
+// (no failure to go on from) or an a that First did not allow is
+// ErrNoFirstAttempt.
 func RetryAfter[T any](ctx context.Context, a FirstAttempt, query string, fn func(ctx context.Context) (T, error), err error) (T, error) {
-	return retryLoop(ctx, a.r, a.p, query, fn, boundCancel, err)
+	return retryAfter(ctx, a, query, fn, boundCancel, err)
 }
 
-// RetryRowsAfter is RetryRows after its first attempt, a, failed with err
-// (which must not be nil).
+// RetryRowsAfter is RetryRows after its first attempt, a, failed with
+// err, as RetryAfter.
 func RetryRowsAfter[T any](ctx context.Context, a FirstAttempt, query string, fn func(ctx context.Context) (T, error), err error) (T, error) {
-	return retryLoop(ctx, a.r, a.p, query, fn, boundKeep, err)
+	return retryAfter(ctx, a, query, fn, boundKeep, err)
+}
+
+// ErrNoFirstAttempt is what RetryAfter and RetryRowsAfter return when they
+// are given no failed first attempt to go on from: a nil error, or a
+// FirstAttempt that Retrier.First did not allow.
+var ErrNoFirstAttempt = errors.New("core: RetryAfter needs the error of a first attempt that Retrier.First allowed")
+
+func retryAfter[T any](ctx context.Context, a FirstAttempt, query string, fn func(ctx context.Context) (T, error), b bound, err error) (T, error) {
+	if err == nil || a.p == nil {
+		var zero T
+		return zero, ErrNoFirstAttempt
+	}
+	return retryLoop(ctx, a.r, a.p, query, fn, b, err)
 }
 
 // retryLoop runs the statement loop for retry: the whole loop (p nil), or
