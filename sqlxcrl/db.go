@@ -37,7 +37,7 @@ var (
 func Open(driverName, dsn string, opts ...Option) (*DB, error) {
 	rt, driverDSN, err := config.New(driverName, dsn, opts...)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("sqlxcrl: %w", err)
 	}
 	sqlDB, err := adapter.Open(driverName, driverName, driverDSN, rt)
 	if err != nil {
@@ -89,7 +89,7 @@ func NewDb(db *sql.DB, driverName string, opts ...Option) *DB {
 func NewDbE(db *sql.DB, driverName string, opts ...Option) (*DB, error) {
 	rt, _, err := config.New(driverName, "", opts...)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("sqlxcrl: %w", err)
 	}
 	return &DB{DB: sqlx.NewDb(db, driverName), retrier: rt.Retrier(), runtime: rt}, nil
 }

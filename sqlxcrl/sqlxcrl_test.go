@@ -3,6 +3,7 @@ package sqlxcrl_test
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -389,4 +390,15 @@ func TestNewDbRetriesStatements(t *testing.T) {
 	_, err = db.Exec(update)
 	assert.NoError(t, err)
 	assert.Equal(t, 2, srv.Count(update), "executions")
+}
+
+// TestConfigErrorsNameThePackage: a bad setting is reported as gormcrl
+// reports it, with the package that the caller called first.
+func TestConfigErrorsNameThePackage(t *testing.T) {
+	_, err := sqlxcrl.Open("sqlserver", "server=x;retryExec={1205:3")
+	require.Error(t, err)
+	assert.True(t, strings.HasPrefix(err.Error(), "sqlxcrl: config: "), err.Error())
+	_, err = sqlxcrl.NewDbE(nil, "sqlserver", sqlxcrl.WithRetryExec("{1205:3"))
+	require.Error(t, err)
+	assert.True(t, strings.HasPrefix(err.Error(), "sqlxcrl: config: "), err.Error())
 }
