@@ -61,6 +61,17 @@ type OperationObserver interface {
 	Operation(Kind)
 }
 
+// ElapsedObserver is an optional interface of an Observer, found by type
+// assertion when the Retrier is built (NewRetrier). An Observer whose
+// WantsElapsed reports false does not read the Elapsed field of events (a
+// metrics hook counts, it does not time): the loops then read no clock
+// when an operation starts, so that with it the success path costs the
+// observer's own work alone, and Elapsed is 0 in its events. An Observer
+// without the method gets Elapsed.
+type ElapsedObserver interface {
+	WantsElapsed() bool
+}
+
 // Kind says which loop an event comes from.
 type Kind uint8
 
@@ -92,7 +103,7 @@ type RetryScheduled struct {
 	Query   string        // see above: for a transaction, the statement that failed
 	Attempt int           // the attempt that failed, 1-based
 	Wait    time.Duration // the wait before the next attempt, jitter applied; for a connection 0 for the first retry, connectRetryInterval after
-	Elapsed time.Duration // since the first attempt started
+	Elapsed time.Duration // since the first attempt started (0 for an ElapsedObserver that does not want it)
 	Token   string        // the error token whose rule fired; "" for a connection
 	Err     error         // the attempt's error
 }
@@ -116,7 +127,7 @@ type Succeeded struct {
 	Kind     Kind
 	Query    string        // for a transaction, the statement that failed last
 	Attempts int           // attempts that ran, the successful one included (≥ 2)
-	Elapsed  time.Duration // from the start of the first attempt to the end of the last
+	Elapsed  time.Duration // from the start of the first attempt to the end of the last (0 as in RetryScheduled)
 }
 
 // RulesReloaded describes a reload of a properties file.

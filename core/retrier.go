@@ -36,7 +36,7 @@ type Options struct {
 type Retrier struct {
 	policy   atomic.Pointer[Policy]
 	direct   atomic.Pointer[Policy] // the policy when a first attempt may run directly, else nil (see statement)
-	quiet    bool                   // no observer, breaker or refresh: a first attempt has nobody to ask or tell
+	quiet    bool                   // no breaker or refresh, and no observer but one that only counts: a first attempt has nobody to ask or tell
 	clock    Clock
 	observer Observer
 	budget   *Budget
@@ -44,6 +44,7 @@ type Retrier struct {
 	random   func() float64
 	refresh  func()
 	ops      OperationObserver // observer, when it implements it
+	timed    bool              // the observer reads Elapsed (ElapsedObserver): an operation notes its start
 	opBase   uint64            // random base of the Op numbers of events
 	opSeq    atomic.Uint64
 }
@@ -64,8 +65,10 @@ func NewRetrier(p Policy, o Options) (*Retrier, error) {
 	if r.observer != nil {
 		r.ops, _ = r.observer.(OperationObserver)
 		r.opBase = rand.Uint64()
+		eo, ok := r.observer.(ElapsedObserver)
+		r.timed = !ok || eo.WantsElapsed()
 	}
-	r.quiet = r.observer == nil && r.breaker == nil && r.refresh == nil
+	r.quiet = (r.observer == nil || !r.timed) && r.breaker == nil && r.refresh == nil
 	r.store(&p)
 	return r, nil
 }
@@ -150,15 +153,17 @@ func (r *Retrier) DoRows(ctx context.Context, query string, fn func(ctx context.
 }
 
 // statement is Do and DoRows. Its first attempt's success path is small
-// enough to inline: when nobody is to be asked or told (no observer,
-// breaker or refresh) and no queryTimeout bounds the attempt, fn runs
-// directly and a success costs one atomic load of the budget.
+// enough to inline: when nobody is to be asked or told (no breaker or
+// refresh, and no observer but one that only counts operations) and no
+// queryTimeout bounds the attempt, fn runs directly and a success costs
+// one atomic load of the budget (and the observer's count).
 func (r *Retrier) statement(ctx context.Context, query string, fn func(ctx context.Context) error, b bound) error {
 	if p := r.direct.Load(); p != nil {
 		if err := fn(ctx); err != nil {
 			return r.statementFailed(ctx, p, query, fn, b, err)
 		}
 		r.budget.earn()
+		r.count(KindStatement)
 		return nil
 	}
 	return r.statementLoop(ctx, query, fn, b)
@@ -173,6 +178,7 @@ func (r *Retrier) statementFailed(ctx context.Context, p *Policy, query string, 
 // (see statement) failed with err, under p: the decision, and the retries
 // it allows. The attempt did not time out: no queryTimeout bounded it.
 func (r *Retrier) afterDirect(ctx context.Context, p *Policy, query string, call attemptFunc, b bound, err error) error {
+	r.count(KindStatement)
 	o := operation{ctx: ctx, kind: KindStatement, query: query}
 	_, err = r.retries(&o, p, call, b, 1, false, err)
 	return err
@@ -210,13 +216,14 @@ func RetryRows[T any](ctx context.Context, r *Retrier, query string, fn func(ctx
 
 // retry is Retry and RetryRows, with statement's direct first attempt.
 func retry[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error), b bound) (T, error) {
-	if a, ok := r.First(); ok {
+	if p := r.direct.Load(); p != nil {
 		v, err := fn(ctx)
 		if err == nil {
-			a.Succeeded()
+			r.budget.earn()
+			r.count(KindStatement)
 			return v, nil
 		}
-		return retryLoop(ctx, r, a.p, query, fn, b, err)
+		return retryLoop(ctx, r, p, query, fn, b, err)
 	}
 	return retryLoop(ctx, r, nil, query, fn, b, nil)
 }
@@ -237,15 +244,26 @@ type FirstAttempt struct {
 // directly: nobody is to be asked or told before or after it (no
 // observer, circuit breaker or properties refresh) and no queryTimeout
 // bounds it. ok is false otherwise, and the caller runs the whole loop
-// (Retry, RetryRows, Do).
+// (Retry, RetryRows, Do). (Retry itself also runs the first attempt
+// directly under an observer that only counts operations, see
+// ElapsedObserver; First leaves that case to it, so that Succeeded stays
+// one inlined load.)
 func (r *Retrier) First() (a FirstAttempt, ok bool) {
 	p := r.direct.Load()
-	return FirstAttempt{r: r, p: p}, p != nil
+	return FirstAttempt{r: r, p: p}, p != nil && r.ops == nil
 }
 
 // Succeeded reports that the first attempt succeeded: the retry budget
 // earns its share.
 func (a FirstAttempt) Succeeded() { a.r.budget.earn() }
+
+// count tells an OperationObserver that an operation of kind k ran (a
+// statement whose direct first attempt failed is counted by afterDirect).
+func (r *Retrier) count(k Kind) {
+	if r.ops != nil {
+		r.ops.Operation(k)
+	}
+}
 
 // RetryAfter is Retry after its first attempt, a, failed with err: the
 // decision on err, then the retries it allows, each calling fn. A nil err
@@ -319,16 +337,25 @@ func (r *Retrier) loop(ctx context.Context, kind Kind, query string, call attemp
 }
 
 // begin starts o: it counts it for an OperationObserver and notes its
-// start when there is an observer. (o is built by the caller and passed by
-// pointer: returning it by value cost a store-forwarding stall, half the
-// success path.)
+// start when the observer reads Elapsed. (o is built by the caller and
+// passed by pointer: returning it by value cost a store-forwarding stall,
+// half the success path.)
 func (r *Retrier) begin(o *operation) {
 	if r.observer != nil { // the only cost on the success path without one
-		if r.ops != nil {
-			r.ops.Operation(o.kind)
+		r.count(o.kind)
+		if r.timed {
+			o.started = r.clock.Now()
 		}
-		o.started = r.clock.Now()
 	}
+}
+
+// elapsed is the Elapsed of o's events: the time since o started, or 0
+// when the observer does not read it (ElapsedObserver).
+func (r *Retrier) elapsed(o *operation) time.Duration {
+	if !r.timed {
+		return 0
+	}
+	return r.clock.Now().Sub(o.started)
 }
 
 // admit asks the circuit breaker whether o may start, and emits GaveUp
@@ -475,7 +502,7 @@ func (r *Retrier) schedule(o *operation, n int, err error, wait time.Duration, d
 	}
 	if r.observer != nil {
 		e := RetryScheduled{Context: o.ctx, Op: r.opID(o), Kind: o.kind, Query: o.query,
-			Attempt: n, Wait: wait, Elapsed: r.clock.Now().Sub(o.started), Err: err}
+			Attempt: n, Wait: wait, Elapsed: r.elapsed(o), Err: err}
 		if o.kind != KindConnection {
 			e.Token = d.tok.String()
 		}
@@ -492,7 +519,7 @@ func (r *Retrier) schedule(o *operation, n int, err error, wait time.Duration, d
 func (r *Retrier) succeeded(o *operation, n int) {
 	if r.observer != nil {
 		r.observer.Succeeded(Succeeded{Context: o.ctx, Op: r.opID(o), Kind: o.kind, Query: o.query,
-			Attempts: n, Elapsed: r.clock.Now().Sub(o.started)})
+			Attempts: n, Elapsed: r.elapsed(o)})
 	}
 }
 

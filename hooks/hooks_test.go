@@ -148,3 +148,22 @@ func (h *ctxHandler) Handle(ctx context.Context, _ slog.Record) error {
 }
 func (h *ctxHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *ctxHandler) WithGroup(string) slog.Handler      { return h }
+
+// untimedCounter counts operations and does not read Elapsed.
+type untimedCounter struct{ opCounter }
+
+func (*untimedCounter) WantsElapsed() bool { return false }
+
+// TestMultiWantsElapsed: Multi reads no clock only when no member reads
+// Elapsed (a member without WantsElapsed does).
+func TestMultiWantsElapsed(t *testing.T) {
+	wants := func(o core.Observer) bool {
+		eo, ok := o.(core.ElapsedObserver)
+		return !ok || eo.WantsElapsed()
+	}
+	a, b := &untimedCounter{}, &untimedCounter{}
+	assert.False(t, wants(hooks.Multi(a, b)), "members that only count")
+	assert.True(t, wants(hooks.Multi(a, &coretest.Observer{})), "a member that reads Elapsed")
+	assert.True(t, wants(hooks.Multi(a, hooks.Slog(nil))), "the slog hook logs elapsed")
+	assert.True(t, wants(hooks.Multi(&coretest.Observer{}, &coretest.Observer{})))
+}

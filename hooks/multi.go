@@ -78,3 +78,14 @@ func (m multi) RulesReloaded(e core.RulesReloaded) {
 		o.RulesReloaded(e)
 	}
 }
+
+// WantsElapsed reports whether a member reads the events' Elapsed
+// (core.ElapsedObserver): the loops time an operation when one does.
+func (m multi) WantsElapsed() bool {
+	for _, o := range m {
+		if eo, ok := o.(core.ElapsedObserver); !ok || eo.WantsElapsed() {
+			return true
+		}
+	}
+	return false
+}

@@ -190,6 +190,11 @@ func (m *Metrics) Operation(k core.Kind) {
 	}
 }
 
+// WantsElapsed reports false: the metrics count, they do not time, so
+// the loops read no clock for them and the success path costs the one
+// atomic add of Operation (core.ElapsedObserver).
+func (m *Metrics) WantsElapsed() bool { return false }
+
 // RetryScheduled counts a retry and its wait.
 func (m *Metrics) RetryScheduled(e core.RetryScheduled) {
 	kind := e.Kind.String()

@@ -181,3 +181,43 @@ func TestDoSuccessWithMetricsAllocatesNothing(t *testing.T) {
 	})
 	assert.Zero(t, allocs)
 }
+
+// TestMetricsKeepTheDirectPath: the metrics count and do not time
+// (WantsElapsed is false), so Do runs a statement's first attempt on the
+// direct path, where the count is the one cost the hook adds
+// (BenchmarkDoSuccess); every operation is still counted once.
+func TestMetricsKeepTheDirectPath(t *testing.T) {
+	reg := prom.NewPedanticRegistry()
+	m, err := crlprom.New(reg, crlprom.Options{})
+	require.NoError(t, err)
+	assert.False(t, m.WantsElapsed())
+	rules, err := core.ParseStatementRules("{1205:2,1}")
+	require.NoError(t, err)
+	r, err := core.NewRetrier(core.Policy{Statement: rules}, core.Options{Observer: m, Clock: coretest.NewClock(time.Time{})})
+	require.NoError(t, err)
+	ctx := context.Background()
+	for range 3 {
+		require.NoError(t, r.Do(ctx, "select 1", func(context.Context) error { return nil }))
+	}
+	calls := 0
+	require.NoError(t, r.Do(ctx, "select 1", func(context.Context) error {
+		if calls++; calls == 1 {
+			return deadlock{}
+		}
+		return nil
+	}))
+	want := `
+# HELP database_retry_requests_total Retries scheduled by crl, one per retry, by loop kind.
+# TYPE database_retry_requests_total counter
+database_retry_requests_total{kind="connection"} 0
+database_retry_requests_total{kind="statement"} 1
+database_retry_requests_total{kind="transaction"} 0
+# HELP database_total_requests_total Database operations run through crl: statements, transaction units, connections (however many attempts each took).
+# TYPE database_total_requests_total counter
+database_total_requests_total{kind="connection"} 0
+database_total_requests_total{kind="statement"} 4
+database_total_requests_total{kind="transaction"} 0
+`
+	assert.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"database_retry_requests_total", "database_total_requests_total"))
+}
