@@ -1,8 +1,10 @@
 package conformance
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"runtime"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/core/coretest"
+	"github.com/crl-go/crl/hooks"
 	"github.com/crl-go/crl/mssqltest"
 )
 
@@ -32,6 +35,7 @@ var semantics = []check{
 	{"a failed PREPARE in a transaction is the failed statement", failedPrepareIsTheFailedStatement},
 	{"a failed execution of a statement prepared in a transaction is the failed statement", preparedExecutionIsTheFailedStatement},
 	{"a transaction's reads retain nothing until it ends", transactionReadsRetainNothing},
+	{"a COMMIT of unknown outcome is not retried, and is observed", commitUnknownIsObserved},
 }
 
 const (
@@ -354,4 +358,38 @@ func transactionReadsRetainNothing(t *testing.T, open Open) {
 	require.NoError(t, err)
 	t.Logf("retained per read in one transaction: %.0f B", perRead)
 	assert.Less(t, perRead, 300.0, "bytes retained per read until the transaction ends")
+}
+
+// commitUnknownIsObserved: a COMMIT whose connection drops has an unknown
+// outcome. The whole-transaction retry does not retry it, and it is not
+// silent: through the real driver, the observer gets one GaveUp with
+// reason core.ErrCommitUnknown, and the slog hook logs it at ERROR with
+// reason=commit_unknown.
+func commitUnknownIsObserved(t *testing.T, open Open) {
+	srv := mssqltest.NewServer(t)
+	var logged bytes.Buffer
+	obs := &coretest.Observer{}
+	logger := slog.New(slog.NewTextHandler(&logged, nil))
+	h, err := open(t, "sqlserver", srv.DSN()+"&retryExec={1205,badconn:2,1}",
+		config.WithClock(coretest.NewClock(time.Time{})), config.WithObserver(hooks.Multi(obs, hooks.Slog(logger))))
+	require.NoError(t, err, "open")
+	t.Cleanup(func() { assert.NoError(t, h.Close(), "close the handle") })
+	srv.Handle("COMMIT TRANSACTION", mssqltest.Drop())
+
+	err = h.InTx(context.Background(), func(tx Tx) error { return tx.Exec(insert) })
+	require.ErrorIs(t, err, core.ErrCommitUnknown)
+
+	events := obs.Snapshot()
+	assert.Empty(t, events.Retries, "a COMMIT of unknown outcome is never retried")
+	require.Len(t, events.GiveUps, 1, "one GaveUp for the unknown COMMIT")
+	gave := events.GiveUps[0]
+	assert.ErrorIs(t, gave.Reason, core.ErrCommitUnknown)
+	assert.Equal(t, core.KindTransaction, gave.Kind)
+	assert.Equal(t, 1, gave.Attempts)
+	assert.ErrorIs(t, gave.Err, core.ErrCommitUnknown)
+
+	out := logged.String()
+	assert.Contains(t, out, "level=ERROR")
+	assert.Contains(t, out, "reason=commit_unknown")
+	assert.Contains(t, out, "kind=transaction")
 }
