@@ -166,6 +166,11 @@ func TestRetryAfterWithoutAFailedFirstAttempt(t *testing.T) {
 	assert.ErrorIs(t, err, core.ErrNoFirstAttempt)
 	_, err = core.RetryRowsAfter(context.Background(), core.FirstAttempt{}, "select 1", fn, serverError{1205})
 	assert.ErrorIs(t, err, core.ErrNoFirstAttempt)
+	counted, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:1,1}")}, core.Options{Observer: &untimedObserver{}})
+	declined, ok := counted.First()
+	require.False(t, ok)
+	_, err = core.RetryAfter(context.Background(), declined, "select 1", fn, serverError{1205})
+	assert.ErrorIs(t, err, core.ErrNoFirstAttempt, "an attempt that First declined")
 	assert.Zero(t, calls, "nothing runs")
 }
 

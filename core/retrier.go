@@ -250,7 +250,10 @@ type FirstAttempt struct {
 // one inlined load.)
 func (r *Retrier) First() (a FirstAttempt, ok bool) {
 	p := r.direct.Load()
-	return FirstAttempt{r: r, p: p}, p != nil && r.ops == nil
+	if p == nil || r.ops != nil {
+		return FirstAttempt{}, false
+	}
+	return FirstAttempt{r: r, p: p}, true
 }
 
 // Succeeded reports that the first attempt succeeded: the retry budget
