@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/crl-go/crl/core"
@@ -34,4 +35,61 @@ func ExampleConnectionRules_Retryable() {
 	// Output:
 	// true true
 	// true false
+}
+
+// requestCounter is a metrics hook in miniature: it counts operations and
+// retries, and does not time them.
+type requestCounter struct {
+	core.NopObserver
+	ops, retries int
+}
+
+func (c *requestCounter) Operation(core.Kind)                { c.ops++ }
+func (c *requestCounter) RetryScheduled(core.RetryScheduled) { c.retries++ }
+func (c *requestCounter) WantsElapsed() bool                 { return false }
+func (c *requestCounter) ratio() float64                     { return float64(c.retries) / float64(c.ops) }
+func (c *requestCounter) String() string {
+	return fmt.Sprintf("%d operations, %d retries", c.ops, c.retries)
+}
+
+// deadlockVictim is SQL Server's error 1205.
+type deadlockVictim struct{}
+
+func (deadlockVictim) Error() string         { return "deadlock victim" }
+func (deadlockVictim) SQLErrorNumber() int32 { return 1205 }
+
+// statementFailingOnce is a statement that is a deadlock victim once,
+// then succeeds.
+func statementFailingOnce() func(context.Context) error {
+	n := 0
+	return func(context.Context) error {
+		n++
+		if n == 1 {
+			return deadlockVictim{}
+		}
+		return nil
+	}
+}
+
+// An observer that counts operations (OperationObserver) and does not read
+// the events' Elapsed (ElapsedObserver) adds one call to the success path:
+// no clock is read for it. This is how hooks/prometheus counts
+// database_total_requests_total.
+func ExampleElapsedObserver() {
+	rules, _ := core.ParseStatementRules("{1205:3,0}")
+	counter := &requestCounter{}
+	r, err := core.NewRetrier(core.Policy{Statement: rules}, core.Options{Observer: counter})
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	for range 3 {
+		_ = r.Do(ctx, "UPDATE t SET a = 1", func(context.Context) error { return nil })
+	}
+	_ = r.Do(ctx, "UPDATE t SET a = 1", statementFailingOnce())
+	fmt.Println(counter)
+	fmt.Printf("retry ratio %.2f\n", counter.ratio())
+	// Output:
+	// 4 operations, 1 retries
+	// retry ratio 0.25
 }
