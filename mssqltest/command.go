@@ -132,9 +132,10 @@ func selectsInto(s *sqlScanner) bool {
 // skipping comments, string literals and quoted identifiers. It knows
 // just enough T-SQL to find a statement's verb.
 type sqlScanner struct {
-	text  string
-	pos   int
-	depth int // open parentheses
+	text    string
+	pos     int
+	depth   int  // open parentheses
+	started bool // a word was read; parentheses before it only group
 }
 
 // word returns the next lower-cased keyword or identifier at parenthesis
@@ -156,7 +157,9 @@ func (s *sqlScanner) word() string {
 		case c == '[':
 			s.skipQuoted(']')
 		case c == '(':
-			s.depth++
+			if s.started {
+				s.depth++
+			}
 			s.pos++
 		case c == ')':
 			s.depth = max(s.depth-1, 0)
@@ -169,6 +172,7 @@ func (s *sqlScanner) word() string {
 				s.pos++
 			}
 			if s.depth == 0 {
+				s.started = true
 				return strings.ToLower(s.text[start:s.pos])
 			}
 		default:
