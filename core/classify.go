@@ -76,9 +76,9 @@ func socketNumber(err error) (int32, bool) {
 	return 0, false
 }
 
-// SQLState returns the five-character SQLSTATE of err or of any error it
+// sqlState returns the five-character SQLSTATE of err or of any error it
 // wraps, through SQLState() string (pgx, lib/pq).
-func SQLState(err error) (string, bool) {
+func sqlState(err error) (string, bool) {
 	// walk with a type assertion, not errors.As: its target escapes, which
 	// would allocate on every classified error.
 	st := ""
@@ -230,7 +230,7 @@ func IsTimeout(err error) bool {
 	if n, ok := mysqlNumber(err); ok && mysqlCutoff(n) {
 		return true
 	}
-	if st, ok := SQLState(err); ok && st == stateQueryCanceled {
+	if st, ok := sqlState(err); ok && st == stateQueryCanceled {
 		return true
 	}
 	return timedOut(err)

@@ -51,8 +51,18 @@ func TestErrorNumber(t *testing.T) {
 }
 
 func TestConditionsAndStates(t *testing.T) {
-	if st, ok := core.SQLState(fmt.Errorf("x: %w", &pgLike{"40P01"})); !ok || st != "40P01" {
-		t.Errorf("SQLState = %q %v", st, ok)
+	rules, err := core.ParseStatementRules("{40P01:1,0}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := core.NewRetrier(core.Policy{Statement: rules}, core.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := 0
+	_ = r.Do(context.Background(), "select 1", func(context.Context) error { runs++; return fmt.Errorf("x: %w", &pgLike{"40P01"}) })
+	if runs != 2 {
+		t.Errorf("a wrapped SQLSTATE 40P01 ran %d times under {40P01:1,0}, want 2", runs)
 	}
 	for _, err := range []error{driver.ErrBadConn, sql.ErrConnDone, io.ErrUnexpectedEOF, econnreset, mysql.ErrInvalidConn, fmt.Errorf("w: %w", syscall.EPIPE)} {
 		if !core.IsBadConn(err) {

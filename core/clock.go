@@ -39,25 +39,20 @@ func (SystemClock) Sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// TimerClock is a Clock whose time is not the real time, such as the
-// virtual clock of core/coretest, that runs timers on its own time. A
-// queryTimeout bounds an attempt on the real time (the attempt really runs
-// that long); when the Retrier's clock is a TimerClock, the queryTimeout
-// of a statement whose rows are read after it returns (DoRows, RetryRows)
-// also ends when the clock's time reaches it, so a test that moves a
-// virtual clock past the queryTimeout sees the rows end exactly then.
-// SystemClock is not one: its time is the real time.
-type TimerClock interface {
+// timerClock is a Clock whose time is not the real time, such as the
+// virtual clock of core/coretest, that runs timers on its own time: it
+// has an AfterFunc that calls f once the clock's time has moved d past
+// Now(), unless the returned value's Stop is called first (Stop reports
+// whether it prevented the call; f may run on the goroutine that moves the
+// clock, so it must not block). A queryTimeout bounds an attempt on the
+// real time (the attempt really runs that long); when the Retrier's clock
+// is a timerClock, the queryTimeout of a statement whose rows are read
+// after it returns (RetryRows) also ends when the clock's time reaches it,
+// so a test that moves a virtual clock past the queryTimeout sees the rows
+// end exactly then. SystemClock is not one: its time is the real time.
+// The method's signature is written out (no named Timer type) so that a
+// clock outside core needs nothing of core's to be one.
+type timerClock interface {
 	Clock
-	// AfterFunc calls f once the clock's time has moved d past Now(),
-	// unless the Timer it returns is stopped first. f may run on the
-	// goroutine that moves the clock's time, so it must not block.
-	AfterFunc(d time.Duration, f func()) Timer
-}
-
-// Timer is a call arranged by TimerClock.AfterFunc.
-type Timer interface {
-	// Stop prevents the call if it has not started, and reports whether it
-	// did.
-	Stop() bool
+	AfterFunc(d time.Duration, f func()) interface{ Stop() bool }
 }

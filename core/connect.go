@@ -143,7 +143,7 @@ func isServerError(err error) bool {
 	if _, ok := mysqlNumber(err); ok {
 		return true
 	}
-	_, ok := SQLState(err)
+	_, ok := sqlState(err)
 	return ok
 }
 
@@ -171,7 +171,7 @@ func loginFatal(err error) bool {
 		// access denied (without a password), password expired, account locked
 		return n == 1045 || n == 1698 || n == 1862 || n == 3118
 	}
-	if st, ok := SQLState(err); ok {
+	if st, ok := sqlState(err); ok {
 		return strings.HasPrefix(st, "28") // invalid authorization
 	}
 	if tlsFailure(err) {

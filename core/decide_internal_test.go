@@ -47,7 +47,7 @@ func TestClassifyAgreesWithTheSingleChecks(t *testing.T) {
 	} {
 		c := classify(err, false)
 		my, isMySQL := mysqlNumber(err)
-		st, hasState := SQLState(err)
+		st, hasState := sqlState(err)
 		n, hasNumber := ErrorNumber(err)
 		assert.Equal(t, hasNumber, c.hasNumber, "%v: has a number", err)
 		assert.Equal(t, n, c.number, "%v: number", err)

@@ -63,6 +63,10 @@ var (
 	// transaction may or may not have been applied, so it is never retried.
 	// Adapters wrap such failures with it.
 	ErrCommitUnknown = errors.New("core: commit outcome unknown, the transaction was not retried")
+
+	// ErrNotAdmitted is what Admission.DoTx returns for an Admission that
+	// Retrier.Admit did not make (its zero value): nothing ran.
+	ErrNotAdmitted = errors.New("core: Admission.DoTx needs an Admission from Retrier.Admit")
 )
 
 // RuleError is a parse error of a rule string: it names the rule and the

@@ -2,7 +2,6 @@ package core
 
 import (
 	"context"
-	"errors"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
@@ -124,9 +123,6 @@ func (r *Retrier) Policy() Policy { return *r.policy.Load() }
 // Budget returns the retry budget, nil when it is off.
 func (r *Retrier) Budget() *Budget { return r.budget }
 
-// Breaker returns the circuit breaker, nil when it is off.
-func (r *Retrier) Breaker() *Breaker { return r.breaker }
-
 // Do runs one statement under the statement rules: fn is called, and
 // called again after the rule's wait while it fails with an error whose
 // rule allows another retry and whose query filter matches query.
@@ -140,16 +136,6 @@ func (r *Retrier) Breaker() *Breaker { return r.breaker }
 // must not be used for a statement inside a transaction.
 func (r *Retrier) Do(ctx context.Context, query string, fn func(ctx context.Context) error) error {
 	return r.statement(ctx, query, fn, boundCancel)
-}
-
-// DoRows is Do for statements whose result (rows) is read after fn
-// returns: on success the attempt's context, bounded by a positive
-// QueryTimeout, is not cancelled, so reading the rows is bounded too; it
-// is released (its timer stopped) as soon as the rows are closed or read
-// to the end (database/sql tells it, see rowsContext), so a read keeps
-// nothing alive until the timeout.
-func (r *Retrier) DoRows(ctx context.Context, query string, fn func(ctx context.Context) error) error {
-	return r.statement(ctx, query, fn, boundKeep)
 }
 
 // statement is Do and DoRows. Its first attempt's success path is small
@@ -206,10 +192,12 @@ func Retry[T any](ctx context.Context, r *Retrier, query string, fn func(ctx con
 	return retry(ctx, r, query, fn, boundCancel)
 }
 
-// RetryRows is DoRows for a statement that returns its rows: the attempt's
-// context lives on, so that reading the rows after RetryRows returns is
-// still bounded by QueryTimeout, until the rows are closed or read to the
-// end. On failure the rows are the zero value.
+// RetryRows is Retry for a statement whose result (rows) is read after
+// fn returns: on success the attempt's context, bounded by a positive
+// QueryTimeout, is not cancelled, so reading the rows is bounded too; it
+// is released (its timer stopped) as soon as the rows are closed or read
+// to the end (database/sql tells it, see rowsContext), so a read keeps
+// nothing alive until the timeout. On failure the rows are the zero value.
 func RetryRows[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error)) (T, error) {
 	return retry(ctx, r, query, fn, boundKeep)
 }
@@ -228,71 +216,12 @@ func retry[T any](ctx context.Context, r *Retrier, query string, fn func(ctx con
 	return retryLoop(ctx, r, nil, query, fn, b, nil)
 }
 
-// FirstAttempt is the first attempt of a statement that an adapter runs
-// itself, outside the loop, when First allows it: a success then costs
-// the adapter one branch and one load of the retry budget over the plain
-// call, not the calls of Retry and its closure. After a success the
-// adapter calls Succeeded; after a failure it hands the error to
-// RetryAfter or RetryRowsAfter, which go on with the loop exactly as
-// Retry and RetryRows would have.
-type FirstAttempt struct {
-	r *Retrier
-	p *Policy // the policy the statement runs under
-}
-
-// First returns a statement's first attempt when the caller may run it
-// directly: nobody is to be asked or told before or after it (no
-// observer, circuit breaker or properties refresh) and no queryTimeout
-// bounds it. ok is false otherwise, and the caller runs the whole loop
-// (Retry, RetryRows, Do). (Retry itself also runs the first attempt
-// directly under an observer that only counts operations, see
-// ElapsedObserver; First leaves that case to it, so that Succeeded stays
-// one inlined load.)
-func (r *Retrier) First() (a FirstAttempt, ok bool) {
-	p := r.direct.Load()
-	if p == nil || r.ops != nil {
-		return FirstAttempt{}, false
-	}
-	return FirstAttempt{r: r, p: p}, true
-}
-
-// Succeeded reports that the first attempt succeeded: the retry budget
-// earns its share.
-func (a FirstAttempt) Succeeded() { a.r.budget.earn() }
-
 // count tells an OperationObserver that an operation of kind k ran (a
 // statement whose direct first attempt failed is counted by afterDirect).
 func (r *Retrier) count(k Kind) {
 	if r.ops != nil {
 		r.ops.Operation(k)
 	}
-}
-
-// RetryAfter is Retry after its first attempt, a, failed with err: the
-// decision on err, then the retries it allows, each calling fn. A nil err
-// (no failure to go on from) or an a that First did not allow is
-// ErrNoFirstAttempt.
-func RetryAfter[T any](ctx context.Context, a FirstAttempt, query string, fn func(ctx context.Context) (T, error), err error) (T, error) {
-	return retryAfter(ctx, a, query, fn, boundCancel, err)
-}
-
-// RetryRowsAfter is RetryRows after its first attempt, a, failed with
-// err, as RetryAfter.
-func RetryRowsAfter[T any](ctx context.Context, a FirstAttempt, query string, fn func(ctx context.Context) (T, error), err error) (T, error) {
-	return retryAfter(ctx, a, query, fn, boundKeep, err)
-}
-
-// ErrNoFirstAttempt is what RetryAfter and RetryRowsAfter return when they
-// are given no failed first attempt to go on from: a nil error, or a
-// FirstAttempt that Retrier.First did not allow.
-var ErrNoFirstAttempt = errors.New("core: RetryAfter needs the error of a first attempt that Retrier.First allowed")
-
-func retryAfter[T any](ctx context.Context, a FirstAttempt, query string, fn func(ctx context.Context) (T, error), b bound, err error) (T, error) {
-	if err == nil || a.p == nil {
-		var zero T
-		return zero, ErrNoFirstAttempt
-	}
-	return retryLoop(ctx, a.r, a.p, query, fn, b, err)
 }
 
 // retryLoop runs the statement loop for retry: the whole loop (p nil), or
@@ -371,11 +300,13 @@ func (r *Retrier) admit(o *operation) (permit, error) {
 	return pm, err
 }
 
-// Admission is the circuit breaker's leave for one operation: Admit gives
-// it before anything of the operation runs, and DoTxAdmitted reports the
-// operation's outcome to it. The zero value is the leave of a Retrier
-// without a breaker.
+// Admission is the circuit breaker's leave for one transaction unit, the
+// two steps of a two-step breaker in one value: Admit gives it before
+// anything of the unit runs; then exactly one of its methods ends it —
+// DoTx runs the unit's attempts and reports their outcome, Release gives
+// the leave back unused. The zero value is not a leave; Admit makes them.
 type Admission struct {
+	r *Retrier
 	p permit
 	o operation
 }
@@ -383,7 +314,7 @@ type Admission struct {
 // Admit starts a transaction unit and asks the circuit breaker whether it
 // may run. It is for adapters whose first attempt runs before the loop
 // does (GORM runs a Create's first attempt through its own callbacks):
-// they ask before that attempt and hand the Admission to DoTxAdmitted.
+// they ask before that attempt and then call the Admission's DoTx.
 // When the breaker is open the error matches ErrCircuitOpen (and unwraps
 // to the error that opened it), a GaveUp event is emitted, and nothing of
 // the operation may run. The other loops ask by themselves.
@@ -394,21 +325,25 @@ func (r *Retrier) Admit(ctx context.Context) (Admission, error) {
 	o := operation{ctx: ctx, kind: KindTransaction}
 	r.begin(&o)
 	pm, err := r.admit(&o)
-	return Admission{p: pm, o: o}, err
+	return Admission{r: r, p: pm, o: o}, err
 }
 
-// Release gives back an Admission that will not reach DoTxAdmitted (the
-// operation will not be retried as a whole): it tells the breaker nothing
-// about the database, and a probe's place goes to the next operation.
+// Release gives back an Admission whose unit will not be run through DoTx
+// (it will not be retried as a whole): it tells the breaker nothing about
+// the database, and a probe's place goes to the next operation.
 func (a Admission) Release() { a.p.undecided() }
 
-// DoTxAdmitted is DoTx for a transaction unit that Admit let start: it
-// does not ask the breaker again, and reports the outcome of its attempts
-// to a.
-func (r *Retrier) DoTxAdmitted(ctx context.Context, a Admission, fn func(ctx context.Context) (failedQuery string, err error)) error {
+// DoTx is Retrier.DoTx for the transaction unit that Admit let start: it
+// does not ask the breaker again, and reports the outcome of the unit's
+// attempts to it. An Admission that Admit did not return is an error
+// (ErrNotAdmitted), and runs nothing.
+func (a Admission) DoTx(ctx context.Context, fn func(ctx context.Context) (failedQuery string, err error)) error {
+	if a.r == nil {
+		return ErrNotAdmitted
+	}
 	o := a.o
 	o.ctx = ctx
-	return r.run(&o, a.p, fn, boundNone)
+	return a.r.run(&o, a.p, fn, boundNone)
 }
 
 // run is the loop after admission. Whatever ends it, the outcome reaches

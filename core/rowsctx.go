@@ -10,7 +10,7 @@ import (
 // rowsContext is the attempt context of a statement whose rows are read
 // after it returns (DoRows, RetryRows). Like context.WithTimeout's, it ends
 // at the attempt's deadline, so reading the rows is bounded too; and when
-// the Retrier's clock is a TimerClock (a virtual clock), it also ends when
+// the Retrier's clock is a timerClock (a virtual clock), it also ends when
 // the clock's time has moved by the queryTimeout. Unlike
 // it, it is released as soon as the rows are closed or read to the end:
 // its timer is stopped and nothing keeps it alive, instead of every
@@ -34,8 +34,8 @@ type rowsContext struct {
 
 	mu         sync.Mutex
 	err        error
-	timer      *time.Timer // the queryTimeout on the real time
-	clockTimer Timer       // and on the clock's time, when it is a TimerClock
+	timer      *time.Timer              // the queryTimeout on the real time
+	clockTimer interface{ Stop() bool } // and on the clock's time, when it is a timerClock
 	stopParent func() bool
 	watchers   []*rowsWatcher
 	returned   bool // the statement returned its rows: release when no watcher is left
@@ -46,7 +46,7 @@ type rowsWatcher struct{ f func() }
 
 // newRowsContext returns the attempt context for d, as
 // context.WithTimeout(parent, d) would, that also ends when clock is a
-// TimerClock and its time has moved d, whichever comes first.
+// timerClock and its time has moved d, whichever comes first.
 //
 // Its deadline stays on the real time: drivers set their sockets'
 // deadlines from it (go-mssqldb dials with it), and a virtual clock's time,
@@ -68,8 +68,8 @@ func newRowsContext(parent context.Context, d time.Duration, clock Clock) *rowsC
 	if own {
 		timer = time.AfterFunc(d, expire)
 	}
-	var clockTimer Timer
-	if tc, ok := clock.(TimerClock); ok {
+	var clockTimer interface{ Stop() bool }
+	if tc, ok := clock.(timerClock); ok {
 		clockTimer = tc.AfterFunc(d, expire)
 	}
 	if timer != nil || clockTimer != nil {

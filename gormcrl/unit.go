@@ -35,7 +35,7 @@ import (
 //     transaction it disarms the unit and releases the breaker's leave.
 //   - The chain runs as usual: that is the first attempt.
 //   - crl:unit_end (last) hands the outcome of the first attempt to the
-//     transaction loop (core.Retrier.DoTxAdmitted, with the breaker's
+//     transaction loop (core.Admission.DoTx, with the breaker's
 //     leave from crl:unit_start), which decides, with the
 //     failed statement's text for the rule's query filter. Each retry puts
 //     the value back as it was, clones the pristine statement again and
@@ -152,7 +152,7 @@ func (c *unitCallbacks) end(db *gorm.DB) {
 		first = true
 		last  *gorm.DB
 	)
-	err := c.plugin.active(db).retrier().DoTxAdmitted(stmt.Context, u.admission, func(ctx context.Context) (string, error) {
+	err := u.admission.DoTx(stmt.Context, func(ctx context.Context) (string, error) {
 		if first {
 			first = false
 			return u.outcome(db.Error)

@@ -108,36 +108,9 @@ func (db *DB) Unsafe() *DB {
 
 // ExecContext runs a statement under the statement loop.
 func (db *DB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	a, ok := db.retrier.First()
-	if ok {
-		res, err := db.DB.ExecContext(ctx, query, args...)
-		if err == nil {
-			a.Succeeded()
-			return res, nil
-		}
-		return loop(ctx, db, a, (*sqlx.DB).ExecContext, false, query, args, err)
-	}
-	return loop(ctx, db, a, (*sqlx.DB).ExecContext, false, query, args, nil)
-}
-
-// loop runs the statement loop of ExecContext, QueryContext or
-// QueryxContext (call, the sqlx.DB method they run; rows for the two whose
-// rows are read after they return): the rest of it after their direct
-// first attempt (a, from Retrier.First) failed with first, or the whole of
-// it when first is nil. The closure around the arguments is built here,
-// so that the direct path, which never needs it, does not build it.
-func loop[T any](ctx context.Context, db *DB, a core.FirstAttempt, call func(*sqlx.DB, context.Context, string, ...any) (T, error),
-	rows bool, query string, args []any, first error) (T, error) {
-	fn := func(ctx context.Context) (T, error) { return call(db.DB, ctx, query, args...) }
-	switch {
-	case first == nil && rows:
-		return core.RetryRows(ctx, db.retrier, query, fn)
-	case first == nil:
-		return core.Retry(ctx, db.retrier, query, fn)
-	case rows:
-		return core.RetryRowsAfter(ctx, a, query, fn, first)
-	}
-	return core.RetryAfter(ctx, a, query, fn, first)
+	return core.Retry(ctx, db.retrier, query, func(ctx context.Context) (sql.Result, error) {
+		return db.DB.ExecContext(ctx, query, args...)
+	})
 }
 
 // Exec is ExecContext with context.Background().
@@ -148,16 +121,9 @@ func (db *DB) Exec(query string, args ...any) (sql.Result, error) {
 // QueryContext runs a query under the statement loop; an error while the
 // rows are read is not retried.
 func (db *DB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	a, ok := db.retrier.First()
-	if ok {
-		rows, err := db.DB.QueryContext(ctx, query, args...)
-		if err == nil {
-			a.Succeeded()
-			return rows, nil
-		}
-		return loop(ctx, db, a, (*sqlx.DB).QueryContext, true, query, args, err)
-	}
-	return loop(ctx, db, a, (*sqlx.DB).QueryContext, true, query, args, nil)
+	return core.RetryRows(ctx, db.retrier, query, func(ctx context.Context) (*sql.Rows, error) {
+		return db.DB.QueryContext(ctx, query, args...)
+	})
 }
 
 // Query is QueryContext with context.Background().
@@ -168,16 +134,9 @@ func (db *DB) Query(query string, args ...any) (*sql.Rows, error) {
 // QueryxContext runs a query under the statement loop; an error while the
 // rows are read is not retried.
 func (db *DB) QueryxContext(ctx context.Context, query string, args ...any) (*sqlx.Rows, error) {
-	a, ok := db.retrier.First()
-	if ok {
-		rows, err := db.DB.QueryxContext(ctx, query, args...)
-		if err == nil {
-			a.Succeeded()
-			return rows, nil
-		}
-		return loop(ctx, db, a, (*sqlx.DB).QueryxContext, true, query, args, err)
-	}
-	return loop(ctx, db, a, (*sqlx.DB).QueryxContext, true, query, args, nil)
+	return core.RetryRows(ctx, db.retrier, query, func(ctx context.Context) (*sqlx.Rows, error) {
+		return db.DB.QueryxContext(ctx, query, args...)
+	})
 }
 
 // Queryx is QueryxContext with context.Background().

@@ -16,9 +16,9 @@ import (
 )
 
 // Clock is a virtual core.Clock: Sleep returns at once and moves the
-// virtual time forward by the wait, and records it. It is a
-// core.TimerClock: the functions given to AfterFunc run when Sleep or
-// Advance moves the time to theirs (nothing else moves it), so the
+// virtual time forward by the wait, and records it. It has timers of its
+// own (AfterFunc, which core finds by its signature): the functions given
+// to AfterFunc run when Sleep or Advance moves the time to theirs (nothing else moves it), so the
 // queryTimeout of rows read after the statement ends when the test moves
 // the clock past it (or, as every attempt bound, after that much real
 // time). Safe for concurrent use.
@@ -29,7 +29,7 @@ type Clock struct {
 	timers []*timer // pending, in the order they were arranged
 }
 
-var _ core.TimerClock = (*Clock)(nil)
+var _ core.Clock = (*Clock)(nil)
 
 // NewClock returns a virtual clock that starts at start (the zero time
 // means the real time now, so context deadlines compare sensibly).
@@ -89,7 +89,7 @@ func (c *Clock) advance(d time.Duration) {
 // AfterFunc arranges for f to run when Sleep or Advance moves the virtual
 // time d past now (on the goroutine that moves it), or at once in its own
 // goroutine when d ≤ 0.
-func (c *Clock) AfterFunc(d time.Duration, f func()) core.Timer {
+func (c *Clock) AfterFunc(d time.Duration, f func()) interface{ Stop() bool } {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := &timer{clock: c, at: c.now.Add(d), f: f}

@@ -19,9 +19,9 @@ import (
 func RetryRow[R interface{ Err() error }](ctx context.Context, r *core.Retrier, query string, run func(ctx context.Context) R, refused func(err error) R) (R, error) {
 	var row R
 	ran := false
-	err := r.DoRows(ctx, query, func(ctx context.Context) error {
+	_, err := core.RetryRows(ctx, r, query, func(ctx context.Context) (struct{}, error) {
 		row, ran = run(ctx), true
-		return row.Err()
+		return struct{}{}, row.Err()
 	})
 	if !ran && err != nil {
 		row = refused(err)

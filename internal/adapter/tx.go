@@ -32,63 +32,17 @@ func (r *Recorder) Finish(name string, fnErr error, rollback, commit func() erro
 	return "", nil
 }
 
-// CommitOutcome classifies a failed COMMIT for the transaction loop. A
-// COMMIT that failed because the connection broke or the context ended has
-// an unknown outcome: the error then matches core.ErrCommitUnknown and is
-// never retried. A COMMIT refused by the server (an error number, a
-// SQLSTATE, or PostgreSQL's ROLLBACK answer that pgx reports as
-// ErrTxCommitRollback) did not commit and is reported as the failed
-// statement "COMMIT", for the rule's query filter. name is the adapter's
-// package, which starts the message of the error of an unknown outcome.
+// CommitOutcome is what the transaction loop gets of a failed COMMIT, as
+// core.CommitFailed decides it: a COMMIT whose outcome is unknown is that
+// error (matching core.ErrCommitUnknown, never retried), prefixed with
+// name, the adapter's package; a COMMIT the server refused did not commit
+// and is reported as the failed statement "COMMIT", for the rule's query
+// filter.
 func CommitOutcome(name string, err error) (failed string, _ error) {
-	if outcomeUnknown(err) {
-		return "", fmt.Errorf("%s: COMMIT failed and its outcome is unknown, so the transaction was not retried: %w: %w", name, core.ErrCommitUnknown, err)
+	if cerr := core.CommitFailed(err); errors.Is(cerr, core.ErrCommitUnknown) {
+		return "", fmt.Errorf("%s: %w", name, cerr)
 	}
 	return "COMMIT", err
-}
-
-// outcomeUnknown reports whether a failed COMMIT may have been applied:
-// unless the server answered with an error (a number that is not a mapped
-// socket error, or a SQLSTATE), or answered ROLLBACK, it may have been.
-func outcomeUnknown(err error) bool {
-	if rolledBack(err) {
-		return false
-	}
-	if n, ok := core.ErrorNumber(err); ok {
-		return core.IsSocketError(n)
-	}
-	_, answered := core.SQLState(err)
-	return !answered
-}
-
-// commitRolledBack is the text of pgx's ErrTxCommitRollback: PostgreSQL
-// answered COMMIT with ROLLBACK (the transaction had already failed, or a
-// deferred check failed), so nothing of it was applied. It is recognised
-// by its text so that no adapter imports pgx.
-const commitRolledBack = "commit unexpectedly resulted in rollback"
-
-// rolledBack reports whether err, or an error it wraps, is pgx's
-// ErrTxCommitRollback.
-func rolledBack(err error) bool {
-	for err != nil {
-		if err.Error() == commitRolledBack {
-			return true
-		}
-		switch e := err.(type) {
-		case interface{ Unwrap() []error }:
-			for _, inner := range e.Unwrap() {
-				if rolledBack(inner) {
-					return true
-				}
-			}
-			return false
-		case interface{ Unwrap() error }:
-			err = e.Unwrap()
-		default:
-			return false
-		}
-	}
-	return false
 }
 
 // Run runs one transaction attempt whose statements r records: fn, then
