@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/crl-go/crl v0.0.0
+	github.com/go-sql-driver/mysql v1.10.1
 	github.com/microsoft/go-mssqldb v1.11.2
 	github.com/stretchr/testify v1.12.1
 	go.opentelemetry.io/otel v1.47.0
@@ -14,6 +15,7 @@ require (
 )
 
 require (
+	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
