@@ -58,10 +58,11 @@
 //	database.total.requests       {request}  operations run: statements, transaction units, connections
 //	database.retry.requests       {request}  retries scheduled, one per retry
 //
-// Through the OpenTelemetry Prometheus exporter the last two are
-// database_total_requests_total and database_retry_requests_total, the
-// post-mortem's names, so its alert works on them too. They are kept in
-// atomic counters that the meter reads at collection, so counting an
+// The last two are the post-mortem's counters under OpenTelemetry names.
+// Through the OpenTelemetry Prometheus exporter (v0.69, default
+// translation) they become database_requests_total (the exporter drops the
+// inner "total") and database_retry_requests_total: for the post-mortem's
+// alert as written, use hooks/prometheus. They are kept in atomic counters that the meter reads at collection, so counting an
 // operation is one atomic add; its duration is one histogram record with
 // a precomputed attribute set (no allocation, TestDoSuccessWithTheHookAllocatesNothing).
 package otel
