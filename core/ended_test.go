@@ -146,3 +146,29 @@ func TestOperationEndedNotForARefusedOperation(t *testing.T) {
 	assert.Len(t, obs.ended(), 1, "the refused operation ends with its GaveUp")
 	assert.Len(t, obs.Snapshot().GiveUps, 2, "exhausted, then circuit_open")
 }
+
+func TestOperationEndedOnAPanicInAConnection(t *testing.T) {
+	obs := &endObserver{}
+	r, _ := newRetrier(t, core.Policy{ConnectRetryCount: 1}, core.Options{Observer: obs})
+	assert.PanicsWithValue(t, "driver", func() {
+		_ = r.Connect(context.Background(), func(context.Context) error { panic("driver") })
+	})
+	ends := obs.ended()
+	require.Len(t, ends, 1)
+	assert.Equal(t, core.KindConnection, ends[0].Kind)
+	assert.True(t, ends[0].Panicked)
+	assert.Equal(t, "driver", ends[0].Panic)
+}
+
+func TestStatementKeyword(t *testing.T) {
+	for q, want := range map[string]string{
+		"select 1":                    "select",
+		"  /* a */ -- b\n (UPDATE t)": "UPDATE",
+		"\xEF\xBB\xBFInsert into t":   "Insert",
+		"":                            "",
+		"((":                          "",
+		"exec dbo.p @a = 1; select 1": "exec",
+	} {
+		assert.Equal(t, want, core.StatementKeyword(q), "%q", q)
+	}
+}
