@@ -12,7 +12,8 @@ import (
 //
 // No event of this interface is emitted on the success path of a first
 // attempt; an Observer that also implements OperationObserver is told of
-// every operation.
+// every operation's start, and one that implements EndObserver of every
+// operation's end, a panic included.
 //
 // The events of one operation share its Context and its Op.
 //
