@@ -242,3 +242,16 @@ func TestOperationEndedClosesAnOpenSpan(t *testing.T) {
 	require.Len(t, s.spans.Ended(), 1)
 	assert.Equal(t, codes.Error, s.spans.Ended()[0].Status().Code)
 }
+
+func TestABadURLDoesNotQuoteThePassword(t *testing.T) {
+	_, err := crlotel.New(crlotel.Options{Driver: "pgx", DSN: "postgres://app:s3cret@host:bad port/db"})
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "s3cret")
+}
+
+func TestABadSQLServerURLDoesNotQuoteThePassword(t *testing.T) {
+	_, err := crlotel.New(crlotel.Options{Driver: "sqlserver", DSN: "sqlserver://sa:s3cret@host:bad port?database=x"})
+	if err != nil {
+		assert.NotContains(t, err.Error(), "s3cret")
+	}
+}

@@ -1,6 +1,7 @@
 package otel
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -84,19 +85,19 @@ func (e endpoint) attributes() []attribute.KeyValue {
 func readDSN(f family, driverName, dsn string) (endpoint, error) {
 	_, driverDSN, err := config.ParseDSN(driverName, dsn)
 	if err != nil {
-		return endpoint{}, fmt.Errorf("otel: DSN of driver %q: %w", driverName, err)
+		return endpoint{}, dsnError(driverName, err)
 	}
 	switch f {
 	case familySQLServer:
 		c, err := msdsn.Parse(driverDSN)
 		if err != nil {
-			return endpoint{}, fmt.Errorf("otel: DSN of driver %q: %w", driverName, err)
+			return endpoint{}, dsnError(driverName, err)
 		}
 		return endpoint{host: c.Host, port: int(c.Port), instance: c.Instance, database: c.Database}, nil
 	case familyMySQL:
 		c, err := mysql.ParseDSN(driverDSN)
 		if err != nil {
-			return endpoint{}, fmt.Errorf("otel: DSN of driver %q: %w", driverName, err)
+			return endpoint{}, dsnError(driverName, err)
 		}
 		e := endpoint{database: c.DBName}
 		if c.Net == "unix" {
@@ -118,7 +119,7 @@ func readPostgresDSN(driverName, dsn string) (endpoint, error) {
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
 		u, err := url.Parse(dsn)
 		if err != nil {
-			return endpoint{}, fmt.Errorf("otel: DSN of driver %q: %w", driverName, err)
+			return endpoint{}, dsnError(driverName, err)
 		}
 		host, _, _ := strings.Cut(u.Host, ",")
 		e := endpoint{database: strings.TrimPrefix(u.Path, "/")}
@@ -189,4 +190,14 @@ func splitHostPort(hp string) (string, int) {
 	}
 	p, _ := strconv.Atoi(port)
 	return host, p
+}
+
+// dsnError is the error of a DSN that does not parse. A *url.Error is
+// replaced by its cause: it quotes the URL, password included.
+func dsnError(driverName string, err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return fmt.Errorf("otel: DSN of driver %q: %w", driverName, err)
 }
