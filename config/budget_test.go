@@ -22,10 +22,15 @@ func TestRetryBudgetRanges(t *testing.T) {
 		{"earn=1e17", "earn=1e17: expected a number from 0.001 to 1"},
 		{"earn=0", "earn=0: expected a number from 0.001 to 1"},
 		{"earn=2", "earn=2: expected a number from 0.001 to 1"},
-		{"timeoutCost=1e17", "timeoutCost=1e17: expected a number from 1 to 1000"},
-		{"timeoutcost=0.5", "timeoutCost=0.5: expected a number from 1 to 1000"},
-		{"max=3", "max=3 with timeoutCost=2: expected max of at least 2 × timeoutCost (4)"},
-		{"max=10,timeoutCost=6", "max=10 with timeoutCost=6: expected max of at least 2 × timeoutCost (12)"},
+		{"timeoutCost=1e17", "overloadCost=1e17: expected a number from 0.001 to 1000"},
+		{"overloadcost=0.0001", "overloadCost=0.0001: expected a number from 0.001 to 1000"},
+		{"contentionCost=2000", "contentionCost=2000: expected a number from 0.001 to 1000"},
+		{"max=3", "max=3 with overloadCost=2: expected max of at least 2 × overloadCost (4)"},
+		{"max=10,timeoutCost=6", "max=10 with overloadCost=6: expected max of at least 2 × overloadCost (12)"},
+		{"overloadCost=3,timeoutCost=3", "overloadCost given twice (timeoutCost is its former name)"},
+		{"contention=1205|40P1", `contention="1205|40P1": "40P1" is not a number`},
+		{"contention=1205,transient=1205", "1205 is in both contention= and transient="},
+		{"hot=1205", `"hot" is not a budget setting`},
 		{"max=NaN", `max="NaN": expected a number`},
 		{"earn=Inf", `earn="Inf": expected a number`},
 		{"max=0x10", `max="0x10": expected a number`},
@@ -47,7 +52,8 @@ func TestRetryBudgetRanges(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
-	for _, ok := range []string{"max=2,timeoutCost=1", "max=1000000,earn=1,timeoutCost=1000", "earn=0.001", "max=4", "timeoutCost=5"} {
+	for _, ok := range []string{"max=2,timeoutCost=1", "max=1000000,earn=1,timeoutCost=1000", "earn=0.001", "max=4", "timeoutCost=5",
+		"contentionCost=0.05,overloadCost=3", "contention=1205|3960,overload=40613,transient=timeout"} {
 		_, _, err := ParseDSN("sqlserver", "server=h;retryBudget={"+ok+"}")
 		assert.NoError(t, err, ok)
 	}
@@ -61,8 +67,9 @@ func TestRetryBudgetOptionRanges(t *testing.T) {
 		{core.BudgetSettings{Max: -1}, "max=-1: expected a number from 2 to 1000000"},
 		{core.BudgetSettings{Max: 1e16}, "max=1e+16: expected a number from 2 to 1000000"},
 		{core.BudgetSettings{EarnPerAttempt: 1e17}, "earn=1e+17: expected a number from 0.001 to 1"},
-		{core.BudgetSettings{TimeoutCost: 1e17}, "timeoutCost=1e+17: expected a number from 1 to 1000"},
-		{core.BudgetSettings{Max: 3}, "max=3 with timeoutCost=2"},
+		{core.BudgetSettings{OverloadCost: 1e17}, "overloadCost=1e+17: expected a number from 0.001 to 1000"},
+		{core.BudgetSettings{Max: 3}, "max=3 with overloadCost=2"},
+		{core.BudgetSettings{Overload: "40x"}, `overload="40x"`},
 	} {
 		_, _, err := New("sqlserver", "", WithRetryBudget(tc.s), WithPropertiesFile(""))
 		require.Error(t, err, "%+v", tc.s)

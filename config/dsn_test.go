@@ -156,13 +156,13 @@ func TestParseDSNEveryKey(t *testing.T) {
 		{"retryBudget", "off", func(c Config) bool { return c.NoBudget }},
 		{"retryBudget", "on", func(c Config) bool { return !c.NoBudget && isSet(c, keyRetryBudget) }},
 		{"retryBudget", "max=100,earn=0.1,timeoutCost=2", func(c Config) bool {
-			return c.Budget == core.BudgetSettings{Max: 100, EarnPerAttempt: 0.1, TimeoutCost: 2}
+			return c.Budget == core.BudgetSettings{Max: 100, EarnPerAttempt: 0.1, OverloadCost: 2}
 		}},
 		{"retryBudget", "max=1e6,earn=0.001,timeoutCost=1000", func(c Config) bool {
-			return c.Budget == core.BudgetSettings{Max: 1e6, EarnPerAttempt: 0.001, TimeoutCost: 1000}
+			return c.Budget == core.BudgetSettings{Max: 1e6, EarnPerAttempt: 0.001, OverloadCost: 1000}
 		}},
 		{"retryBudget", "MAX=2,Earn=1,timeoutcost=1", func(c Config) bool {
-			return c.Budget == core.BudgetSettings{Max: 2, EarnPerAttempt: 1, TimeoutCost: 1}
+			return c.Budget == core.BudgetSettings{Max: 2, EarnPerAttempt: 1, OverloadCost: 1}
 		}},
 		{"retryJitter", "equal", func(c Config) bool { return c.Jitter == core.JitterEqual }},
 		{"retryJitter", "NONE", func(c Config) bool { return c.Jitter == core.JitterNone && isSet(c, keyRetryJitter) }},

@@ -39,7 +39,7 @@ func TestParseProperties(t *testing.T) {
 		LoginTimeout:         45 * time.Second,
 		QueryTimeout:         core.QueryTimeoutZero,
 		RetryRefresh:         10 * time.Second,
-		Budget:               core.BudgetSettings{Max: 20, TimeoutCost: 3},
+		Budget:               core.BudgetSettings{Max: 20, OverloadCost: 3},
 		Jitter:               core.JitterFull,
 	}
 	got := c

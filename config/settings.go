@@ -128,7 +128,7 @@ var settings = [...]setting{
 	}),
 	{
 		key: keyRetryBudget, inFile: true,
-		values: "`off`, `on`, or any of `max=` (2..1000000, ≥ 2 × timeoutCost), `earn=` (0.001..1), `timeoutCost=` (1..1000) separated by `,`",
+		values: "`off`, `on`, or any of `max=` (2..1000000, ≥ 2 × each cost), `earn=` (0.001..1), `contentionCost=`, `overloadCost=` (0.001..1000), `contention=`, `overload=`, `transient=` (error tokens separated by a vertical bar) separated by `,`",
 		isSet:  func(c *Config) bool { return c.NoBudget || c.Budget != core.BudgetSettings{} },
 		take:   func(dst, src *Config) { dst.Budget, dst.NoBudget = src.Budget, src.NoBudget },
 		parse: func(c *Config, v string) (err error) {
@@ -310,9 +310,11 @@ func (c *Config) validate(source string) error {
 }
 
 // parseBudget reads a retryBudget value: off, on (or default), or
-// comma-separated settings max=10,earn=0.1,timeoutCost=2, any subset, each
-// name case-insensitive, each value within its range
-// (core.CheckBudgetSetting), max at least 2 × timeoutCost.
+// comma-separated settings max=20,earn=0.1,contentionCost=0.1,
+// overloadCost=2 (timeoutCost is overloadCost's former name), and the
+// class lists contention=, overload=, transient= (error tokens separated
+// by '|'), any subset, each name case-insensitive, each value within its
+// range (core.CheckBudgetSetting), max at least 2 × each cost.
 func parseBudget(v string) (core.BudgetSettings, bool, error) {
 	switch strings.ToLower(v) {
 	case "off", "none", "false":
@@ -320,35 +322,49 @@ func parseBudget(v string) (core.BudgetSettings, bool, error) {
 	case "on", "default", "true":
 		return core.BudgetSettings{}, false, nil
 	}
-	const want = "expected off, on, or settings such as max=10,earn=0.1,timeoutCost=2"
+	const want = "expected off, on, or settings such as max=20,earn=0.1,contentionCost=0.1,overloadCost=2,contention=1205|3960"
 	var s core.BudgetSettings
-	err := eachSetting(v, "name=number", want, func(name, num string) error {
+	err := eachSetting(v, "name=value", want, func(name, val string) error {
 		var field *float64
 		switch name {
 		case "max":
 			field = &s.Max
 		case "earn":
 			field = &s.EarnPerAttempt
-		case "timeoutcost":
-			field, name = &s.TimeoutCost, "timeoutCost"
+		case "contentioncost":
+			field, name = &s.ContentionCost, "contentionCost"
+		case "overloadcost", "timeoutcost":
+			if s.OverloadCost != 0 {
+				return errorf("overloadCost given twice (timeoutCost is its former name), %s", want)
+			}
+			field, name = &s.OverloadCost, "overloadCost"
+		case "contention":
+			s.Contention = val
+			return nil
+		case "overload":
+			s.Overload = val
+			return nil
+		case "transient":
+			s.Transient = val
+			return nil
 		case "refill":
-			return errorf("refill=%s: the retry budget no longer refills with time (its bound would depend on the request rate); remove it, %s", num, want)
+			return errorf("refill=%s: the retry budget no longer refills with time (its bound would depend on the request rate); remove it, %s", val, want)
 		default:
 			return errorf("%q is not a budget setting, %s", name, want)
 		}
-		f, err := strconv.ParseFloat(num, 64)
-		if err != nil || strings.ContainsFunc(num, func(r rune) bool { return !strings.ContainsRune("0123456789.eE+-", r) }) {
-			return errorf("%s=%q: expected a number, %s", name, num, want)
+		f, err := strconv.ParseFloat(val, 64)
+		if err != nil || strings.ContainsFunc(val, func(r rune) bool { return !strings.ContainsRune("0123456789.eE+-", r) }) {
+			return errorf("%s=%q: expected a number, %s", name, val, want)
 		}
 		if err := core.CheckBudgetSetting(name, f); err != nil {
-			return &reasonError{reason: name + "=" + num + ": " + err.Error(), cause: err}
+			return &reasonError{reason: name + "=" + val + ": " + err.Error(), cause: err}
 		}
 		*field = f
 		return nil
 	})
 	if err == nil {
 		if err = s.Validate(); err != nil {
-			err = &reasonError{reason: strings.TrimPrefix(err.Error(), "core: retry budget "), cause: err}
+			err = &reasonError{reason: strings.TrimPrefix(strings.TrimPrefix(err.Error(), "core: retry budget"), " "), cause: err}
 		}
 	}
 	return s, false, err
@@ -383,9 +399,14 @@ func formatBudget(s core.BudgetSettings) string {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"max", s.Max}, {"earn", s.EarnPerAttempt}, {"timeoutCost", s.TimeoutCost}} {
+	}{{"max", s.Max}, {"earn", s.EarnPerAttempt}, {"contentionCost", s.ContentionCost}, {"overloadCost", s.OverloadCost}} {
 		if f.v != 0 { // zero is the default, which the reader's "on" means
 			parts = append(parts, f.name+"="+strconv.FormatFloat(f.v, 'g', -1, 64))
+		}
+	}
+	for _, l := range []struct{ name, v string }{{"contention", s.Contention}, {"overload", s.Overload}, {"transient", s.Transient}} {
+		if l.v != "" {
+			parts = append(parts, l.name+"="+l.v)
 		}
 	}
 	if len(parts) == 0 {

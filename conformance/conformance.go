@@ -61,6 +61,15 @@ type Tx interface {
 	ReadAll(query string, args ...any) error
 }
 
+// ReadingTx is a Tx that also reads one integer (a balance) in the
+// transaction, for the read-modify-write workloads.
+type ReadingTx interface {
+	Tx
+	// ReadInt runs a one-row query in the transaction and returns its
+	// first column.
+	ReadInt(query string, args ...any) (int64, error)
+}
+
 // PreparingTx is a Tx that also prepares statements in the transaction
 // (sqlxcrl's Tx.Preparex, GORM's PrepareStmt mode). The checks of
 // statements prepared in a transaction skip an adapter whose Tx is not

@@ -116,6 +116,9 @@ var integrity = []check{
 	{"a COMMIT answered with ROLLBACK has a known outcome", commitAnsweredWithRollback},
 	{"the server stops a statement at executionCutoff", executionCutoffStopsTheServer},
 	{"a PREPARE the server refuses is the failed statement", refusedPrepareIsTheFailedStatement},
+	{"the default budget retries every deadlock victim", contentionUnderTheDefaultBudget},
+	{"the default budget retries every serialization failure", serializationUnderTheDefaultBudget},
+	{"a cut-off met while rows are read is retried", cutoffWhileReading},
 }
 
 // openReal opens a handle on d with the DSN parameters params and closes it
@@ -379,3 +382,168 @@ func refusedPrepareIsTheFailedStatement(t *testing.T, open Open) {
 		assert.Equal(t, 2, runs, "runs")
 	})
 }
+
+// contentionUnderTheDefaultBudget is the deadlock storm of a healthy
+// database with every setting at its default but the rule: 8 workers
+// make 960 transfers between 4 accounts in random lock order, so the
+// server picks deadlock victims, often in bursts. Deadlock victims are
+// contention, cheap for the retry budget: not one retry is refused, not
+// one transfer fails, and the ledger holds exactly the transfers made.
+func contentionUnderTheDefaultBudget(t *testing.T, open Open) {
+	EachDatabase(t, func(t *testing.T, d Database) {
+		rules, params := "{1213,1205:30,5ms*1.5}", ""
+		if d.Name == "postgres" {
+			rules, params = "{40P01,40001:30,5ms*1.5}", "deadlock_timeout=50ms"
+		}
+		counter := &retryCounter{}
+		h := openReal(t, open, d, params, config.WithRetryExec(rules), config.WithObserver(counter))
+		ok, failed := runTransfers(t, h, d, 4, 8, 120, false)
+		assert.Zero(t, failed, "transfers failed")
+		assert.Equal(t, int64(960), ok)
+		t.Logf("%s: %d transfers, %d retries under the default budget", d.Name, ok, counter.retries.Load())
+	})
+}
+
+// serializationUnderTheDefaultBudget is the REPEATABLE READ workload of
+// PostgreSQL: 6 workers make 360 transfers between 6 accounts, each
+// reading a balance and writing it back, crediting the other account and
+// writing a ledger row, so concurrent transfers fail with serialization
+// failures (40001) and deadlocks (40P01). With the default budget every
+// one is retried: no transfer fails.
+func serializationUnderTheDefaultBudget(t *testing.T, open Open) {
+	d := DatabaseNamed(t, "postgres")
+	counter := &retryCounter{}
+	h := openReal(t, open, d, "default_transaction_isolation=repeatable%20read&deadlock_timeout=50ms",
+		config.WithRetryExec("{40001,40P01:12,5ms*2}"), config.WithObserver(counter))
+	ok, failed := runTransfers(t, h, d, 6, 6, 60, true)
+	assert.Zero(t, failed, "transfers failed")
+	assert.Equal(t, int64(360), ok)
+	t.Logf("%d transfers, %d retries under the default budget", ok, counter.retries.Load())
+}
+
+// runTransfers makes perWorker transfers of 1 from each of workers
+// goroutines between n accounts through h.InTx, and checks afterwards on
+// the server that no money was created or lost, that every committed
+// transfer has exactly one ledger row and that every balance is what the
+// ledger says. readFirst makes each transfer read the source balance and
+// write the new one back (a read-modify-write, as under REPEATABLE READ);
+// otherwise it debits in place. A failed transfer must not be a budget
+// refusal. It returns the transfers committed and failed.
+func runTransfers(t *testing.T, h Handle, d Database, n, workers, perWorker int, readFirst bool) (ok, failed int64) {
+	t.Helper()
+	db := h.DB()
+	accounts := create(t, db, "crl_acc", "id INT PRIMARY KEY, balance BIGINT NOT NULL")
+	ledger := create(t, db, "crl_ledger", "src INT NOT NULL, dst INT NOT NULL, amount BIGINT NOT NULL")
+	const initial = 1000
+	for i := 1; i <= n; i++ {
+		mustExec(t, db, fmt.Sprintf("INSERT INTO %s (id, balance) VALUES (%d, %d)", accounts, i, initial))
+	}
+	p := d.Placeholder
+	read := fmt.Sprintf("SELECT balance FROM %s WHERE id = %s", accounts, p(1))
+	set := fmt.Sprintf("UPDATE %s SET balance = %s WHERE id = %s", accounts, p(1), p(2))
+	debit := fmt.Sprintf("UPDATE %s SET balance = balance - %s WHERE id = %s", accounts, p(1), p(2))
+	credit := fmt.Sprintf("UPDATE %s SET balance = balance + %s WHERE id = %s", accounts, p(1), p(2))
+	record := fmt.Sprintf("INSERT INTO %s (src, dst, amount) VALUES (%s, %s, %s)", ledger, p(1), p(2), p(3))
+	transfer := func(src, dst int) error {
+		return h.InTx(context.Background(), func(tx Tx) error {
+			if readFirst {
+				balance, err := readInt(tx, read, src)
+				if err != nil {
+					return err
+				}
+				if err := tx.Exec(set, balance-1, src); err != nil {
+					return err
+				}
+			} else if err := tx.Exec(debit, 1, src); err != nil {
+				return err
+			}
+			time.Sleep(time.Millisecond) // widen the window for conflicts
+			if err := tx.Exec(credit, 1, dst); err != nil {
+				return err
+			}
+			return tx.Exec(record, src, dst, 1)
+		})
+	}
+	var okN, failedN atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perWorker; i++ {
+				src := rand.IntN(n) + 1
+				dst := (src+rand.IntN(n-1))%n + 1
+				if err := transfer(src, dst); err != nil {
+					failedN.Add(1)
+					assert.NotErrorIs(t, err, core.ErrRetryBudgetExceeded, "the default budget refused a contention retry")
+					continue
+				}
+				okN.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, int64(n*initial), queryInt(t, db, "SELECT SUM(balance) FROM "+accounts), "money created or lost")
+	assert.Equal(t, okN.Load(), queryInt(t, db, "SELECT COUNT(*) FROM "+ledger), "one ledger row per committed transfer")
+	for id := 1; id <= n; id++ {
+		balance := queryInt(t, db, fmt.Sprintf("SELECT balance FROM %s WHERE id = %d", accounts, id))
+		in := queryInt(t, db, fmt.Sprintf("SELECT COALESCE(SUM(amount), 0) FROM %s WHERE dst = %d", ledger, id))
+		out := queryInt(t, db, fmt.Sprintf("SELECT COALESCE(SUM(amount), 0) FROM %s WHERE src = %d", ledger, id))
+		assert.Equal(t, initial+in-out, balance, "account %d: the balance the ledger says", id)
+	}
+	return okN.Load(), failedN.Load()
+}
+
+// readInt reads one integer in tx, for a read-modify-write.
+func readInt(tx Tx, query string, args ...any) (int64, error) {
+	r, ok := tx.(ReadingTx)
+	if !ok {
+		return 0, fmt.Errorf("conformance: the adapter's Tx cannot read a value (ReadingTx)")
+	}
+	return r.ReadInt(query, args...)
+}
+
+// cutoffWhileReading is the post-mortem's slow query under the execution
+// cut-off: the server sends the result's header and then stops the
+// statement (MariaDB 1969, PostgreSQL 57014), so the error arrives while
+// the rows are read. Read through the adapter's whole-result reads
+// (ReadAll, ReadOne: sqlxcrl's Select and Get, GORM's Find), it is inside
+// the statement loop: the rule {timeout:1,0} retries it once and the loop
+// gives up with the server's error, the retry and the give-up observed.
+func cutoffWhileReading(t *testing.T, open Open) {
+	EachDatabase(t, func(t *testing.T, d Database) {
+		slow := "SELECT count(*) FROM seq_1_to_20000 a, seq_1_to_20000 b WHERE a.seq + b.seq = 7"
+		if d.Name == "postgres" {
+			slow = "SELECT count(*) FROM generate_series(1, 200000000) g"
+		}
+		for _, read := range []struct {
+			name string
+			run  func(h Handle) error
+		}{
+			{"ReadAll", func(h Handle) error { _, err := h.ReadAll(context.Background(), slow); return err }},
+			{"ReadOne", func(h Handle) error { _, err := h.ReadOne(context.Background(), slow); return err }},
+		} {
+			t.Run(read.name, func(t *testing.T) {
+				counter := &giveUpCounter{}
+				h := openReal(t, open, d, "", config.WithRetryExec("{timeout:1,0}"),
+					config.WithExecutionCutoff(200*time.Millisecond), config.WithObserver(counter))
+				start := time.Now()
+				err := read.run(h)
+				require.Error(t, err)
+				assert.True(t, core.IsTimeout(err), "err = %v, want the server's cut-off", err)
+				assert.ErrorIs(t, err, core.ErrRetriesExhausted, "retried once, then given up")
+				assert.Equal(t, int64(1), counter.retries.Load(), "retries")
+				assert.Equal(t, int64(1), counter.giveUps.Load(), "give-ups")
+				assert.Less(t, time.Since(start), 3*time.Second, "two cut-off attempts")
+			})
+		}
+	})
+}
+
+// giveUpCounter counts retries and give-ups.
+type giveUpCounter struct {
+	retryCounter
+	giveUps atomic.Int64
+}
+
+func (c *giveUpCounter) GaveUp(core.GaveUp) { c.giveUps.Add(1) }

@@ -33,9 +33,10 @@ func batchRisk(query string, r *Rule) string {
 
 // batchShape is what the loop needs to know of a statement text.
 type batchShape struct {
-	statements int  // statements in the text (empty ones between ';' not counted)
-	reads      int  // how many of them only read
-	procedure  bool // the text is one procedure call
+	statements int    // statements in the text (empty ones between ';' not counted)
+	reads      int    // how many of them only read
+	procedure  bool   // the text is one procedure call
+	keyword    string // the text's first keyword, as the query filter reads it (firstKeyword)
 }
 
 // shapeOf scans query twice, once with the quoting of SQL Server and
@@ -52,6 +53,7 @@ func shapeOf(query string) batchShape {
 		out = b
 	}
 	out.procedure = out.statements == 1 && (a.procedure || b.procedure || isProcName(query))
+	out.keyword = a.keyword // the query filter's reading (SQL Server's quoting)
 	return out
 }
 
@@ -64,73 +66,51 @@ type statementScan struct {
 	nonEmpty bool
 }
 
-// scanBatch counts the statements of q and its reads. mysql selects MySQL's
-// quoting. It never panics and does not allocate.
+// scanBatch counts the statements of q and its reads, through the one
+// scanner (lexer); mysql selects MySQL's quoting. It never panics and does
+// not allocate.
 func scanBatch(q string, mysql bool) batchShape {
 	var (
 		out batchShape
 		st  statementScan
 	)
 	end := func() {
-		if !st.nonEmpty {
-			st = statementScan{}
-			return
-		}
-		out.statements++
-		if st.isRead() {
-			out.reads++
-		}
-		if out.statements == 1 {
-			out.procedure = isProcKeyword(st.first)
+		if st.nonEmpty {
+			out.statements++
+			if st.isRead() {
+				out.reads++
+			}
+			if out.statements == 1 {
+				out.procedure = isProcKeyword(st.first)
+			}
 		}
 		st = statementScan{}
 	}
-	i := 0
-	for i < len(q) {
-		c := q[i]
-		switch {
-		case c == ';':
+	l := lexer{q: q, mysql: mysql}
+	leading := true // no token yet but '(' and ';'
+	for {
+		k, w := l.next()
+		if leading && k != tokOpen && k != tokSemi {
+			leading, out.keyword = false, w
+		}
+		switch k {
+		case tokEnd:
 			end()
-			i++
-		case c == '-' && i+1 < len(q) && q[i+1] == '-':
-			for i < len(q) && q[i] != '\n' {
-				i++
-			}
-		case c == '/' && i+1 < len(q) && q[i+1] == '*':
-			i = skipBlockComment(q, i, !mysql)
-		case c == '\'' || c == '"' || c == '`':
-			st.nonEmpty = true
-			i = skipQuoted(q, i, c, mysql && c != '`')
-		case c == '[':
-			st.nonEmpty = true
-			i = skipQuoted(q, i, ']', false)
-		case c == '$' && !mysql && dollarTag(q, i) > 0:
-			st.nonEmpty = true
-			i = skipDollar(q, i, dollarTag(q, i))
-		case isWordByte(c) || c >= 0x80:
-			j := i
-			for j < len(q) && (isWordByte(q[j]) || q[j] >= 0x80) {
-				j++
-			}
-			st.word(q[i:j])
-			i = j
-		case c == '(':
+			return out
+		case tokSemi:
+			end()
+		case tokWord:
+			st.word(w)
+		case tokOpen:
 			st.nonEmpty = true
 			st.depth++
-			i++
-		case c == ')':
+		case tokClose:
 			st.nonEmpty = true
 			st.depth--
-			i++
-		case isSpace(c):
-			i++
 		default:
 			st.nonEmpty = true
-			i++
 		}
 	}
-	end()
-	return out
 }
 
 // word notes one word of the statement.
@@ -203,83 +183,4 @@ func isProcName(q string) bool {
 		}
 	}
 	return true
-}
-
-func isSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
-}
-
-// skipBlockComment returns the index after the /* */ comment at i; nested
-// comments nest when nest is set. An unterminated comment runs to the end.
-func skipBlockComment(q string, i int, nest bool) int {
-	depth := 0
-	for i < len(q) {
-		switch {
-		case q[i] == '/' && i+1 < len(q) && q[i+1] == '*':
-			if depth == 0 || nest {
-				depth++
-			}
-			i += 2
-		case q[i] == '*' && i+1 < len(q) && q[i+1] == '/':
-			depth--
-			i += 2
-			if depth == 0 {
-				return i
-			}
-		default:
-			i++
-		}
-	}
-	return i
-}
-
-// skipQuoted returns the index after the quoted text whose opening quote
-// is at i and that ends with close (doubled, it stands for itself; with
-// backslash, a backslash escapes the next byte). An unterminated quote runs
-// to the end.
-func skipQuoted(q string, i int, close byte, backslash bool) int {
-	i++
-	for i < len(q) {
-		switch c := q[i]; {
-		case backslash && c == '\\':
-			i += 2
-		case c == close:
-			if i+1 < len(q) && q[i+1] == close {
-				i += 2
-				continue
-			}
-			return i + 1
-		default:
-			i++
-		}
-	}
-	return len(q)
-}
-
-// dollarTag returns the length of the PostgreSQL dollar-quote opener at i
-// ($$ or $tag$), or 0.
-func dollarTag(q string, i int) int {
-	j := i + 1
-	if j < len(q) && q[j] >= '0' && q[j] <= '9' {
-		return 0 // $1: a parameter
-	}
-	for j < len(q) && (isWordByte(q[j]) || q[j] >= 0x80) {
-		j++
-	}
-	if j < len(q) && q[j] == '$' {
-		return j + 1 - i
-	}
-	return 0
-}
-
-// skipDollar returns the index after the dollar-quoted string at i whose
-// opener is n bytes long.
-func skipDollar(q string, i, n int) int {
-	tag := q[i : i+n]
-	for j := i + n; j+n <= len(q); j++ {
-		if q[j:j+n] == tag {
-			return j + n
-		}
-	}
-	return len(q)
 }

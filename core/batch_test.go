@@ -53,7 +53,7 @@ func TestShapeOf(t *testing.T) {
 	}
 	for _, tc := range cases {
 		got := shapeOf(tc.query)
-		assert.Equal(t, batchShape{tc.statements, tc.reads, tc.procedure}, got, "%q", tc.query)
+		assert.Equal(t, batchShape{tc.statements, tc.reads, tc.procedure, firstKeyword(tc.query)}, got, "%q", tc.query)
 	}
 }
 

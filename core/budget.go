@@ -6,40 +6,56 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"unicode"
 )
 
 // The budget's defaults and the ranges of its settings (docs/semantics.md,
 // "The retry budget").
 const (
-	defaultBudgetMax         = 20
-	defaultBudgetEarn        = 0.1
-	defaultBudgetTimeoutCost = 2
+	defaultBudgetMax            = 20
+	defaultBudgetEarn           = 0.1
+	defaultBudgetContentionCost = 0.1
+	defaultBudgetOverloadCost   = 2
 
-	budgetMaxLow, budgetMaxHigh                 = 2, 1_000_000
-	budgetEarnLow, budgetEarnHigh               = 0.001, 1
-	budgetTimeoutCostLow, budgetTimeoutCostHigh = 1, 1000
+	budgetMaxLow, budgetMaxHigh   = 2, 1_000_000
+	budgetEarnLow, budgetEarnHigh = 0.001, 1
+	budgetCostLow, budgetCostHigh = 0.001, 1000
 )
 
 // BudgetSettings configures a retry budget. The zero value is the default
 // budget: 20 tokens, 0.1 token earned per attempt that did not fail with a
-// retryable error, and a failure after a timeout costs 2 tokens (any other
-// retryable failure costs 1). A retry runs only while at least half of Max
-// is left after its failure has paid. Nothing depends on time: the bound
-// on a retry storm is the same at 0.5 request/s as at 10,000/s.
+// retryable error, and a retryable failure costs by its class: 0.1 for
+// contention (deadlock victims, serialization failures), 2 for overload
+// (time-outs, throttling, too many connections, lock-wait time-outs,
+// resource errors), 1 for anything else. A retry runs only while at least
+// half of Max is left after its failure has paid. Nothing depends on time:
+// the bound on a retry storm is the same at 0.5 request/s as at 10,000/s.
 type BudgetSettings struct {
-	// Max is the capacity in tokens, from 2 to 1,000,000; the budget starts
-	// full. Zero means 20. It is also what a storm may spend before the
-	// budget stops retries: half of it.
+	// Max is the capacity in tokens, from 2 to 1,000,000, and at least
+	// twice every cost (so that every class can be retried at all); the
+	// budget starts full. Zero means 20. Half of it is what a storm may
+	// spend before the budget stops retries.
 	Max float64
 	// EarnPerAttempt is what each attempt earns that did not fail with a
-	// retryable error, from 0.001 to 1. Zero means 0.1: about one retry per
-	// ten successes once the budget is below full, so a storm runs at most
-	// about 1.1 executions per request.
+	// retryable error, from 0.001 to 1. Zero means 0.1: about one
+	// transient retry per ten successes once the budget is below full, so
+	// a storm runs at most about 1.1 executions per request.
 	EarnPerAttempt float64
-	// TimeoutCost is what a failure after a timeout costs, from 1 to 1000
-	// and at most Max/2 (so that a timeout can be retried at all); any
-	// other retryable failure costs 1. Zero means 2.
-	TimeoutCost float64
+	// ContentionCost is what a deadlock victim or a serialization failure
+	// costs, from 0.001 to 1000. Zero means 0.1: contention is retried
+	// while up to half of all attempts fail, and the budget absorbs
+	// bursts of 100 victims in a row.
+	ContentionCost float64
+	// OverloadCost is what a time-out, throttling, "too many connections",
+	// a lock-wait time-out or a resource error costs, from 0.001 to 1000.
+	// Zero means 2.
+	OverloadCost float64
+	// Contention, Overload and Transient move errors between the classes:
+	// each is a list of error tokens as rules write them (1205, 40P01,
+	// timeout, badconn), separated by '|' or white space, which then
+	// belong to that class whatever the builtin table says. Empty means
+	// the builtin table. A token may be in one list only.
+	Contention, Overload, Transient string
 }
 
 func (s BudgetSettings) normalised() BudgetSettings {
@@ -49,8 +65,11 @@ func (s BudgetSettings) normalised() BudgetSettings {
 	if s.EarnPerAttempt == 0 {
 		s.EarnPerAttempt = defaultBudgetEarn
 	}
-	if s.TimeoutCost == 0 {
-		s.TimeoutCost = defaultBudgetTimeoutCost
+	if s.ContentionCost == 0 {
+		s.ContentionCost = defaultBudgetContentionCost
+	}
+	if s.OverloadCost == 0 {
+		s.OverloadCost = defaultBudgetOverloadCost
 	}
 	return s
 }
@@ -59,26 +78,58 @@ func (s BudgetSettings) normalised() BudgetSettings {
 // configuration key and the range: "core: retry budget max=1e+09: expected
 // a number from 2 to 1000000". Zero fields are the defaults.
 func (s BudgetSettings) Validate() error {
+	_, err := s.compile()
+	return err
+}
+
+// compile validates s and returns its class overrides (nil when none).
+func (s BudgetSettings) compile() (map[token]budgetClass, error) {
 	n := s.normalised()
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"max", n.Max}, {"earn", n.EarnPerAttempt}, {"timeoutCost", n.TimeoutCost}} {
+	}{{"max", n.Max}, {"earn", n.EarnPerAttempt}, {"contentionCost", n.ContentionCost}, {"overloadCost", n.OverloadCost}} {
 		if err := CheckBudgetSetting(f.name, f.v); err != nil {
-			return fmt.Errorf("core: retry budget %s=%s: %w", f.name, formatNumber(f.v), err)
+			return nil, fmt.Errorf("core: retry budget %s=%s: %w", f.name, formatNumber(f.v), err)
 		}
 	}
-	if n.TimeoutCost*2 > n.Max {
-		return fmt.Errorf("core: retry budget max=%s with timeoutCost=%s: expected max of at least 2 × timeoutCost (%s), so that a timeout can be retried",
-			formatNumber(n.Max), formatNumber(n.TimeoutCost), formatNumber(n.TimeoutCost*2))
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"contentionCost", n.ContentionCost}, {"overloadCost", n.OverloadCost}} {
+		if f.v*2 > n.Max {
+			return nil, fmt.Errorf("core: retry budget max=%s with %s=%s: expected max of at least 2 × %s (%s), so that such a failure can be retried",
+				formatNumber(n.Max), f.name, formatNumber(f.v), f.name, formatNumber(f.v*2))
+		}
 	}
-	return nil
+	var overrides map[token]budgetClass
+	for _, l := range []struct {
+		class budgetClass
+		list  string
+	}{{classContention, s.Contention}, {classOverload, s.Overload}, {classTransient, s.Transient}} {
+		for _, word := range strings.FieldsFunc(l.list, func(r rune) bool { return r == '|' || unicode.IsSpace(r) }) {
+			t, err := parseToken(word)
+			if err != nil {
+				return nil, fmt.Errorf("core: retry budget %s=%q: %w", classNames[l.class], l.list, err)
+			}
+			if k, ok := overrides[t]; ok {
+				return nil, fmt.Errorf("core: retry budget: %s is in both %s= and %s=, expected one class for each error",
+					t, classNames[k], classNames[l.class])
+			}
+			if overrides == nil {
+				overrides = map[token]budgetClass{}
+			}
+			overrides[t] = l.class
+		}
+	}
+	return overrides, nil
 }
 
 // CheckBudgetSetting reports a value out of the range of the budget
-// setting name (max, earn or timeoutCost, case-insensitive) with an error
-// that says what is expected ("expected a number from 2 to 1000000"), so
-// that configuration readers name the value as it was written.
+// setting name (max, earn, contentionCost or overloadCost,
+// case-insensitive) with an error that says what is expected ("expected a
+// number from 2 to 1000000"), so that configuration readers name the value
+// as it was written.
 func CheckBudgetSetting(name string, v float64) error {
 	var low, high float64
 	switch strings.ToLower(name) {
@@ -86,10 +137,10 @@ func CheckBudgetSetting(name string, v float64) error {
 		low, high = budgetMaxLow, budgetMaxHigh
 	case "earn":
 		low, high = budgetEarnLow, budgetEarnHigh
-	case "timeoutcost":
-		low, high = budgetTimeoutCostLow, budgetTimeoutCostHigh
+	case "contentioncost", "overloadcost":
+		low, high = budgetCostLow, budgetCostHigh
 	default:
-		return fmt.Errorf("expected a budget setting: max, earn or timeoutCost, not %q", name)
+		return fmt.Errorf("expected a budget setting: max, earn, contentionCost or overloadCost, not %q", name)
 	}
 	if math.IsNaN(v) || v < low || v > high {
 		return fmt.Errorf("expected a number from %s to %s", strconv.FormatFloat(low, 'f', -1, 64), strconv.FormatFloat(high, 'f', -1, 64))
@@ -104,29 +155,35 @@ const budgetUnit = 1_000_000
 
 // Budget is a retry budget, one per database handle: a lock-free bucket of
 // tokens in the manner of gRPC's retry throttling. Every retryable failure
-// costs tokens, every other attempt earns a fraction of one, and a retry runs only while at least half the capacity is
-// left. In a storm, where every attempt fails, retries stop after about
-// Max/2 failures and then cost nothing more, whatever the request rate;
-// sporadic failures (up to EarnPerAttempt/(1+EarnPerAttempt) ≈ 9% of
-// attempts) leave the bucket full, so each is retried; after a storm,
-// retries return as successes refill the bucket (Max/2 ÷ EarnPerAttempt
-// successes, 100 by default), not after a fixed time.
+// costs tokens by its class (contention, overload or transient, see
+// BudgetSettings), every other attempt earns a fraction of one, and a
+// retry runs only while at least half the capacity is left. In a storm,
+// where every attempt fails, retries stop after Max/2 tokens' worth of
+// failures and then cost nothing more, whatever the request rate and
+// whatever the class; contention (deadlock victims at up to half of all
+// attempts) leaves the bucket full, so each victim is retried; sporadic
+// transient failures (up to EarnPerAttempt/(1+EarnPerAttempt) ≈ 9% of
+// attempts) are retried too; after a storm, retries return as successes
+// refill the bucket, not after a fixed time.
 type Budget struct {
-	max, half, gain, timeoutCost int64 // in budgetUnit
-	tokens                       atomic.Int64
+	max, half, gain int64                 // in budgetUnit
+	cost            [classCount]int64     // in budgetUnit, by class
+	overrides       map[token]budgetClass // BudgetSettings' lists; nil when none
+	tokens          atomic.Int64
 }
 
 // NewBudget returns a full budget, or the error of s.Validate.
 func NewBudget(s BudgetSettings) (*Budget, error) {
-	if err := s.Validate(); err != nil {
+	overrides, err := s.compile()
+	if err != nil {
 		return nil, err
 	}
 	s = s.normalised()
-	b := &Budget{
-		max:         int64(math.Round(s.Max * budgetUnit)),
-		gain:        int64(math.Round(s.EarnPerAttempt * budgetUnit)),
-		timeoutCost: int64(math.Round(s.TimeoutCost * budgetUnit)),
-	}
+	units := func(v float64) int64 { return int64(math.Round(v * budgetUnit)) }
+	b := &Budget{max: units(s.Max), gain: units(s.EarnPerAttempt), overrides: overrides}
+	b.cost[classTransient] = budgetUnit
+	b.cost[classContention] = units(s.ContentionCost)
+	b.cost[classOverload] = units(s.OverloadCost)
 	b.half = b.max / 2
 	b.tokens.Store(b.max)
 	return b, nil
@@ -159,22 +216,22 @@ func (b *Budget) refill() {
 	}
 }
 
-// withdraw charges a retryable failure that asks for a retry (TimeoutCost
-// after a timeout, otherwise 1) and reports whether the retry may run: at
-// least half the capacity is left after the charge. The charge is taken
-// either way, as in gRPC's retry throttling: failures are the signal.
-func (b *Budget) withdraw(afterTimeout bool) bool {
+// withdraw charges the retryable failure d decided on, which asks for a
+// retry, and reports whether the retry may run: at least half the
+// capacity is left after the charge. The charge is taken either way, as in
+// gRPC's retry throttling: failures are the signal.
+func (b *Budget) withdraw(d *Decision) bool {
 	if b == nil {
 		return true
 	}
-	return b.charge(afterTimeout) >= b.half
+	return b.charge(&d.blame) >= b.half
 }
 
 // settle tells the budget how a loop that gives up ended: an attempt that
 // did not fail with a retryable error earns, a retryable failure that is
 // not retried (its rule's retries are used up) costs, like withdraw
 // without asking.
-func (b *Budget) settle(d Decision) {
+func (b *Budget) settle(d *Decision) {
 	if b == nil {
 		return
 	}
@@ -182,16 +239,38 @@ func (b *Budget) settle(d Decision) {
 	case chargeEarn:
 		b.earn()
 	case chargeFail:
-		b.charge(d.timeout)
+		b.charge(&d.blame)
 	}
 }
 
-// charge takes the cost of a failure, down to zero, and returns what is left.
-func (b *Budget) charge(afterTimeout bool) int64 {
-	cost := int64(budgetUnit)
-	if afterTimeout {
-		cost = b.timeoutCost
+// classOf is the class of a failure: the settings' lists first (its
+// number or SQLSTATE, then the named conditions it meets), then the
+// builtin table.
+func (b *Budget) classOf(c *class) budgetClass {
+	if b.overrides != nil {
+		if t, ok := c.errorToken(); ok {
+			if k, ok := b.overrides[t]; ok {
+				return k
+			}
+		}
+		if c.state != 0 {
+			if k, ok := b.overrides[c.state]; ok {
+				return k
+			}
+		}
+		if k, ok := b.overrides[tokenTimeout]; ok && c.timeout {
+			return k
+		}
+		if k, ok := b.overrides[tokenBadConn]; ok && c.err != nil && c.badConn() {
+			return k
+		}
 	}
+	return c.builtinClass()
+}
+
+// charge takes the cost of a failure, down to zero, and returns what is left.
+func (b *Budget) charge(c *class) int64 {
+	cost := b.cost[b.classOf(c)]
 	for {
 		cur := b.tokens.Load()
 		next := max(cur-cost, 0)

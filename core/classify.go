@@ -153,7 +153,8 @@ type class struct {
 	hasNumber bool
 	state     token // 0 when none, or when it equals the number
 	timeout   bool
-	err       error // for badConn, asked last and only when a rule names badconn
+	family    errFamily // which database family the error's shape says it comes from
+	err       error     // for badConn, asked last and only when a rule names badconn
 }
 
 // badConn reports the named condition badconn (IsBadConn).
@@ -178,14 +179,20 @@ func (c *class) fill(err error, attemptTimedOut bool) {
 	var f chainFacts
 	walk(err, f.visit)
 	c.number, c.hasNumber = serverNumber(err)
-	if !c.hasNumber && f.isMySQL {
-		c.number, c.hasNumber = f.mysql, true
-	}
-	if !c.hasNumber {
+	c.family = familyNone
+	switch {
+	case c.hasNumber:
+		c.family = familySQLServer
+	case f.isMySQL:
+		c.number, c.hasNumber, c.family = f.mysql, true, familyMySQL
+	default:
 		c.number, c.hasNumber = socketNumber(err)
 	}
 	if f.state != "" {
 		c.state, _ = stateToken(f.state)
+		if c.family == familyNone && !c.hasNumber {
+			c.family = familyPostgres
+		}
 	}
 	c.timeout = attemptTimedOut || f.isMySQL && mysqlCutoff(f.mysql) || f.state == stateQueryCanceled || f.timeout
 	c.err = err

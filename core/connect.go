@@ -81,7 +81,7 @@ func (c *connectRun) run() error {
 		}
 		d := c.p.decideConnection(connectState{retry: retry, elapsed: c.r.clock.Now().Sub(c.op.started)}, err)
 		if d.Reason != nil {
-			c.r.budget.settle(d)
+			c.r.budget.settle(&d)
 			return c.giveUp(d, err)
 		}
 		if stop := c.r.schedule(&c.op, c.attempts, err, d.Wait, d); stop != nil {

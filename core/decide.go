@@ -26,7 +26,7 @@ type Decision struct {
 	Detail string
 
 	tok     token
-	timeout bool    // a failure after a time-out: the budget charges TimeoutCost
+	blame   class   // the failure, as the budget charges it (its class)
 	charge  charge  // what the budget is told when the loop gives up
 	verdict verdict // what the breaker is told when the loop gives up
 }
@@ -79,14 +79,14 @@ func (p *Policy) decide(kind Kind, query string, attempt int, err error, attempt
 	}
 	retry := attempt - 1
 	if retry >= rule.count {
-		return Decision{Reason: ErrRetriesExhausted, timeout: cl.timeout, charge: chargeFail, verdict: failedRun}
+		return Decision{Reason: ErrRetriesExhausted, blame: cl, charge: chargeFail, verdict: failedRun}
 	}
 	wait := rule.wait(retry)
 	if qt := p.QueryTimeout; qt != 0 && wait > max(qt, 0) {
 		return Decision{Reason: ErrInvalidRetryInterval, verdict: failedRun,
 			Detail: "wait " + wait.String() + " > queryTimeout " + max(qt, 0).String()}
 	}
-	return Decision{Wait: wait, tok: rule.tok, timeout: cl.timeout}
+	return Decision{Wait: wait, tok: rule.tok, blame: cl}
 }
 
 // connectState is what the connection loop's decision reads of its run.
@@ -107,12 +107,12 @@ func (p *Policy) decideConnection(s connectState, err error) Decision {
 	case !p.Connection.retryable(cl, isServerError(err)):
 		return Decision{Reason: ErrNotRetryable, charge: chargeEarn}
 	case s.retry >= count:
-		return Decision{Reason: ErrRetriesExhausted, timeout: cl.timeout, charge: chargeFail}
+		return Decision{Reason: ErrRetriesExhausted, blame: cl, charge: chargeFail}
 	case s.elapsed+interval >= login:
 		return Decision{Reason: ErrLoginTimeout,
 			Detail: "elapsed " + s.elapsed.String() + " + connectRetryInterval " + interval.String() + " ≥ loginTimeout " + login.String()}
 	}
-	return Decision{Wait: connectWait(s.retry, interval), timeout: cl.timeout}
+	return Decision{Wait: connectWait(s.retry, interval), blame: cl}
 }
 
 // decideLogin is the decision of JDBC's login loop (login()) after an
@@ -126,7 +126,7 @@ func (p *Policy) decideLogin(s connectState, err error, remaining, firstTry time
 		s.retry >= p.connectRetryCount() {
 		return Decision{}, false
 	}
-	return Decision{Wait: connectWait(s.retry, interval), timeout: classify(err, false).timeout}, true
+	return Decision{Wait: connectWait(s.retry, interval), blame: classify(err, false)}, true
 }
 
 // connectWait is the wait before retry (0-based) of either connection

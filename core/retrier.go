@@ -484,7 +484,7 @@ func (r *Retrier) retries(o *operation, p *Policy, call attemptFunc, b bound, n 
 // n failed with err: it charges the budget and returns err unchanged when
 // nothing was retried or refused, a *RetryError otherwise.
 func (r *Retrier) stop(o *operation, n int, err error, d Decision) error {
-	r.budget.settle(d)
+	r.budget.settle(&d)
 	switch {
 	case d.Reason == ErrCommitUnknown:
 		if r.observer != nil {
@@ -506,7 +506,7 @@ func (r *Retrier) schedule(o *operation, n int, err error, wait time.Duration, d
 	if dl, ok := o.ctx.Deadline(); ok && !r.clock.Now().Add(wait).Before(dl) {
 		return r.giveUp(o, n, ErrDeadline, err, nil, "wait "+wait.String())
 	}
-	if !r.budget.withdraw(d.timeout) {
+	if !r.budget.withdraw(&d) {
 		return r.giveUp(o, n, ErrRetryBudgetExceeded, err, nil, "")
 	}
 	if r.observer != nil {

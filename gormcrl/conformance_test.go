@@ -26,13 +26,13 @@ func (h gormHandle) Exec(ctx context.Context, query string, args ...any) error {
 
 func (h gormHandle) ReadAll(ctx context.Context, query string) ([]int64, error) {
 	var ns []int64
-	err := h.db.WithContext(ctx).Raw(query).Scan(&ns).Error
+	err := h.db.WithContext(ctx).Raw(query).Find(&ns).Error
 	return ns, err
 }
 
 func (h gormHandle) ReadOne(ctx context.Context, query string) (int64, error) {
 	var n int64
-	err := h.db.WithContext(ctx).Raw(query).Row().Scan(&n)
+	err := h.db.WithContext(ctx).Raw(query).Find(&n).Error
 	return n, err
 }
 
@@ -50,6 +50,12 @@ func (h gormHandle) Close() error { return h.DB().Close() }
 type gormTx struct{ tx *gorm.DB }
 
 func (t gormTx) Exec(query string, args ...any) error { return t.tx.Exec(query, args...).Error }
+
+func (t gormTx) ReadInt(query string, args ...any) (int64, error) {
+	var n int64
+	err := t.tx.Raw(query, args...).Find(&n).Error
+	return n, err
+}
 
 func (t gormTx) ReadAll(query string, args ...any) error {
 	rows, err := t.tx.Raw(query, args...).Rows()

@@ -155,7 +155,18 @@ func (c *conn) dispatch(m message) error {
 	if reply == nil {
 		reply = defaultReply(req)
 	}
-	return reply.answer(&exchange{c: c, req: req})
+	return reply.answer(&exchange{c: c, req: req, cmd: requestCommand(req)})
+}
+
+// requestCommand is the CurCmd of the statement a request runs: that of a
+// batch's or sp_executesql's text. Transaction manager requests report
+// none, and so do calls of other procedures (their text is a name, never a
+// verb).
+func requestCommand(req request) uint16 {
+	if req.kind == requestTransaction {
+		return cmdNone
+	}
+	return commandOf(req.text)
 }
 
 // write sends one server message, split into packets of the negotiated size.
@@ -164,6 +175,8 @@ func (c *conn) write(payload []byte) error {
 	return err
 }
 
+// writeAttentionAck confirms an ATTENTION in a message of its own: a DONE
+// with DONE_ATTN and nothing else.
 func (c *conn) writeAttentionAck() error {
 	t := &tokenWriter{}
 	t.done(tokenDone, doneAttn, cmdNone, 0)
@@ -183,6 +196,7 @@ func (c *conn) endTransaction(committed bool) {
 type exchange struct {
 	c   *conn
 	req request
+	cmd uint16 // CurCmd of the statement, for every DONE it gets
 }
 
 // endToken is DONEPROC for an RPC and DONE otherwise.
@@ -200,7 +214,7 @@ func (x *exchange) succeed(rs *resultSet, count int64, counted bool) error {
 		return x.transact()
 	}
 	t := &tokenWriter{}
-	status, cmd := doneFinal, cmdNone
+	status, cmd := doneFinal, x.cmd
 	if counted {
 		status |= doneCount
 	}
@@ -209,7 +223,11 @@ func (x *exchange) succeed(rs *resultSet, count int64, counted bool) error {
 		for _, row := range rs.rows {
 			t.nbcRow(*rs, row)
 		}
-		cmd = cmdSelect
+		// Rows come from a SELECT, or from the OUTPUT clause of a statement
+		// that changes data and keeps its own command.
+		if !dataChanging(cmd) {
+			cmd = cmdSelect
+		}
 	}
 	if x.req.kind == requestRPC {
 		t.returnStatus(0)
@@ -227,12 +245,13 @@ func (x *exchange) fail(e serverError) error {
 		t.envChangeTransaction(envRollbackTran, x.c.tx.descriptor)
 		x.c.endTransaction(false)
 	}
-	t.done(x.endToken(), doneError, cmdNone, 0)
+	t.done(x.endToken(), doneError, x.cmd, 0)
 	return x.c.write(t.buf)
 }
 
 // wait holds the reply for d (for ever when d < 0) or until the client
-// cancels with an ATTENTION, which it confirms; it reports the cancel.
+// cancels with an ATTENTION, which it answers as SQL Server does (see
+// cancelled); it reports the cancel.
 func (x *exchange) wait(d time.Duration) (cancelled bool, err error) {
 	var expired <-chan time.Time
 	if d >= 0 {
@@ -250,10 +269,26 @@ func (x *exchange) wait(d time.Duration) (cancelled bool, err error) {
 		if m.typ != packetAttention {
 			return false, fmt.Errorf("%w: packet type %#x while a reply is pending", errMalformed, m.typ)
 		}
-		return true, x.c.writeAttentionAck()
+		return true, x.cancelled()
 	case <-x.c.srv.closing:
 		return false, errServerClosed
 	}
+}
+
+// cancelled answers an ATTENTION that interrupted the request: first the
+// request's own response ends, with a DONE (DONEPROC for an RPC) whose
+// DONE_ERROR bit says the statement was interrupted (MS-TDS 2.2.7.6), then
+// a second message acknowledges the attention. Clients read both:
+// mssql-jdbc reads one more message after an interrupted response ends,
+// and go-mssqldb reads on to a second one when the first has no
+// DONE_ATTN, which is why the first must not carry it.
+func (x *exchange) cancelled() error {
+	t := &tokenWriter{}
+	t.done(x.endToken(), doneError, x.cmd, 0)
+	if err := x.c.write(t.buf); err != nil {
+		return err
+	}
+	return x.c.writeAttentionAck()
 }
 
 // transact carries out a transaction manager request.

@@ -3,7 +3,10 @@
 // github.com/microsoft/go-mssqldb driver to log in, run statements and
 // transactions, and get the replies a test scripted, so retry logic can be
 // tested against deadlocks, lock timeouts, failovers, hung statements and
-// dropped connections without a database.
+// dropped connections without a database. Where a client can tell, its
+// replies are the bytes SQL Server sends (the command in every DONE, the
+// two-message answer to an ATTENTION), and Microsoft's JDBC driver reads
+// them as go-mssqldb does; docs/testing.md says how both are tested.
 //
 // Start a server, script replies per statement, connect with its DSN:
 //

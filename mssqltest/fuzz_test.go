@@ -77,3 +77,25 @@ func FuzzDecodeRequest(f *testing.F) {
 		_, _ = readMessage(bytes.NewReader(payload))
 	})
 }
+
+// FuzzCommandOf feeds arbitrary statement text to the verb scanner, which
+// reads every statement a client sends. It must end, never panic, and
+// give a command that the verb table or the SELECT INTO case knows.
+func FuzzCommandOf(f *testing.F) {
+	for _, s := range []string{
+		"UPDATE t SET n = n + 1", "((select 1))", "WITH c AS (SELECT 1) DELETE t",
+		"SELECT a INTO b FROM c", "/* /* */ x", "'it''s'", "[a]]b] update", "-- x",
+		"CREATE OR ALTER PROC p AS SELECT 1", ")))select",
+	} {
+		f.Add(s)
+	}
+	known := map[uint16]bool{cmdNone: true, cmdSelectInto: true}
+	for _, cmd := range statementCommands {
+		known[cmd] = true
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		if cmd := commandOf(text); !known[cmd] {
+			t.Fatalf("commandOf(%q) = %#x, not a known command", text, cmd)
+		}
+	})
+}

@@ -76,8 +76,10 @@ func (r rowsReply) answer(x *exchange) error {
 }
 
 // Affected replies with success and a row count of n, which is what
-// sql.Result.RowsAffected returns. Affected answers a transaction request
-// by doing it.
+// sql.Result.RowsAffected returns. Its DONE names the statement's command
+// as SQL Server does (0xC5 for an UPDATE, for example), which is what
+// makes mssql-jdbc report n as the update count of an INSERT, UPDATE,
+// DELETE or MERGE. Affected answers a transaction request by doing it.
 func Affected(n int64) Reply { return affectedReply{n: n} }
 
 type affectedReply struct{ n int64 }
@@ -87,13 +89,16 @@ func (r affectedReply) answer(x *exchange) error {
 }
 
 // Hang never answers: the statement runs until the client cancels it (a
-// context deadline or cancel makes go-mssqldb send an ATTENTION), and the
-// server then confirms the cancel with a DONE carrying the attention bit.
-// The driver returns the context's error. Closing the server also ends it.
+// context deadline or cancel makes go-mssqldb send an ATTENTION, and so
+// does mssql-jdbc's queryTimeout). The server then answers as SQL Server
+// does: the statement's response ends with a DONE whose error bit marks it
+// interrupted, and a second message acknowledges the attention with a DONE
+// carrying the attention bit. The driver returns the context's error.
+// Closing the server also ends it.
 func Hang() Reply { return delayReply{d: -1} }
 
 // Delay waits d, then answers with r. If the client cancels first, the
-// server confirms the cancel instead and r is not sent.
+// server answers the cancel as Hang describes and r is not sent.
 func Delay(d time.Duration, r Reply) Reply {
 	if d < 0 {
 		d = 0

@@ -26,12 +26,6 @@ const (
 	doneAttn  uint16 = 0x20
 )
 
-// DONE CurCmd values SQL Server uses.
-const (
-	cmdNone   uint16 = 0x00
-	cmdSelect uint16 = 0xC1
-)
-
 // ENVCHANGE types (MS-TDS 2.2.7.9).
 const (
 	envDatabase       byte = 1

@@ -45,6 +45,12 @@ type sqlxTx struct {
 	tx  *sqlxcrl.Tx
 }
 
+func (t sqlxTx) ReadInt(query string, args ...any) (int64, error) {
+	var n int64
+	err := t.tx.GetContext(t.ctx, &n, query, args...)
+	return n, err
+}
+
 func (t sqlxTx) Exec(query string, args ...any) error {
 	_, err := t.tx.ExecContext(t.ctx, query, args...)
 	return err

@@ -3,7 +3,6 @@ package sqlxcrl
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
@@ -218,14 +217,14 @@ func (db *DB) queryRowx(ctx context.Context, query string, args []any) (*sqlx.Ro
 	}, errorRowx)
 }
 
-// GetContext runs a one-row query under the statement loop and scans it
-// into dest, like sqlx.GetContext. sql.ErrNoRows is returned unchanged.
+// GetContext runs a one-row query and scans it into dest, like
+// sqlx.GetContext, the query and the scan together under the statement
+// loop: an error met while the row is read is retried by the rules too.
+// sql.ErrNoRows is returned unchanged.
 func (db *DB) GetContext(ctx context.Context, dest any, query string, args ...any) error {
-	row, err := db.queryRowx(ctx, query, args)
-	if err != nil {
-		return err
-	}
-	return sqlx.GetContext(ctx, ranRow{row}, dest, query, args...)
+	return read(ctx, db.retrier, nil, query, dest, func(ctx context.Context) error {
+		return sqlx.GetContext(ctx, db.DB, dest, query, args...)
+	})
 }
 
 // Get is GetContext with context.Background().
@@ -233,11 +232,14 @@ func (db *DB) Get(dest any, query string, args ...any) error {
 	return db.GetContext(context.Background(), dest, query, args...)
 }
 
-// SelectContext runs a query under the statement loop and scans every row
-// into dest, like sqlx.SelectContext. An error while the rows are read is
-// not retried (dest already holds some rows).
+// SelectContext runs a query and scans every row into dest, like
+// sqlx.SelectContext, the query and the whole read together under the
+// statement loop: an error met while the rows are read is retried by the
+// rules too, after the rows of the failed attempt are dropped from dest.
 func (db *DB) SelectContext(ctx context.Context, dest any, query string, args ...any) error {
-	return sqlx.SelectContext(ctx, db, dest, query, args...)
+	return read(ctx, db.retrier, nil, query, dest, func(ctx context.Context) error {
+		return sqlx.SelectContext(ctx, db.DB, dest, query, args...)
+	})
 }
 
 // Select is SelectContext with context.Background().
@@ -358,31 +360,3 @@ func errorRowx(err error) *sqlx.Row {
 	defer adapter.CloseErrorDB(db)
 	return sqlx.NewDb(db, "").QueryRowxContext(context.Background(), "")
 }
-
-// ranRow hands a row that the statement loop already ran to
-// sqlx.GetContext, which then only scans it. It is one pointer, so
-// handing it over as an interface allocates nothing.
-type ranRow struct{ row *sqlx.Row }
-
-func (ranRow) QueryContext(context.Context, string, ...any) (*sql.Rows, error) {
-	return nil, errNotForScanning
-}
-func (ranRow) QueryxContext(context.Context, string, ...any) (*sqlx.Rows, error) {
-	return nil, errNotForScanning
-}
-func (q ranRow) QueryRowxContext(context.Context, string, ...any) *sqlx.Row { return q.row }
-
-// ranRows is ranRow for the rows that sqlx.SelectContext scans.
-type ranRows struct{ rows *sqlx.Rows }
-
-func (ranRows) QueryContext(context.Context, string, ...any) (*sql.Rows, error) {
-	return nil, errNotForScanning
-}
-func (q ranRows) QueryxContext(context.Context, string, ...any) (*sqlx.Rows, error) {
-	return q.rows, nil
-}
-func (ranRows) QueryRowxContext(context.Context, string, ...any) *sqlx.Row {
-	return nil
-}
-
-var errNotForScanning = errors.New("sqlxcrl: internal: a statement that already ran can only be scanned")

@@ -113,14 +113,13 @@ func (s *Stmt) QueryRowx(args ...any) *sqlx.Row {
 	return s.QueryRowxContext(context.Background(), args...)
 }
 
-// GetContext runs the statement as a one-row query under the statement
-// loop and scans the row into dest.
+// GetContext runs the statement as a one-row query and scans the row
+// into dest, the query and the scan together under the statement loop (see
+// DB.GetContext); a Tx's runs once, its failure recorded.
 func (s *Stmt) GetContext(ctx context.Context, dest any, args ...any) error {
-	row, err := s.queryRowx(ctx, args)
-	if err != nil {
-		return err
-	}
-	return sqlx.GetContext(ctx, ranRow{row}, dest, s.query, args...)
+	return read(ctx, s.retrier, s.rec, s.query, dest, func(ctx context.Context) error {
+		return s.Stmt.GetContext(ctx, dest, args...)
+	})
 }
 
 // Get is GetContext with context.Background().
@@ -128,14 +127,13 @@ func (s *Stmt) Get(dest any, args ...any) error {
 	return s.GetContext(context.Background(), dest, args...)
 }
 
-// SelectContext runs the statement as a query under the statement loop and
-// scans every row into dest; an error while the rows are read is not retried.
+// SelectContext runs the statement as a query and scans every row into
+// dest, the query and the whole read together under the statement loop
+// (see DB.SelectContext); a Tx's runs once, its failure recorded.
 func (s *Stmt) SelectContext(ctx context.Context, dest any, args ...any) error {
-	rows, err := s.QueryxContext(ctx, args...)
-	if err != nil {
-		return err
-	}
-	return sqlx.SelectContext(ctx, ranRows{rows}, dest, s.query)
+	return read(ctx, s.retrier, s.rec, s.query, dest, func(ctx context.Context) error {
+		return s.Stmt.SelectContext(ctx, dest, args...)
+	})
 }
 
 // Select is SelectContext with context.Background().
@@ -231,14 +229,13 @@ func (n *NamedStmt) QueryRowContext(ctx context.Context, arg any) *sqlx.Row {
 // QueryRow is QueryRowContext with context.Background().
 func (n *NamedStmt) QueryRow(arg any) *sqlx.Row { return n.QueryRowContext(context.Background(), arg) }
 
-// GetContext binds arg, runs a one-row query under the statement loop and
-// scans the row into dest.
+// GetContext binds arg, runs a one-row query and scans the row into dest,
+// the query and the scan together under the statement loop (see
+// DB.GetContext); a Tx's runs once, its failure recorded.
 func (n *NamedStmt) GetContext(ctx context.Context, dest any, arg any) error {
-	row, err := n.queryRowx(ctx, arg)
-	if err != nil {
-		return err
-	}
-	return sqlx.GetContext(ctx, ranRow{row}, dest, n.QueryString)
+	return read(ctx, n.retrier, n.rec, n.QueryString, dest, func(ctx context.Context) error {
+		return n.NamedStmt.GetContext(ctx, dest, arg)
+	})
 }
 
 // Get is GetContext with context.Background().
@@ -246,14 +243,13 @@ func (n *NamedStmt) Get(dest any, arg any) error {
 	return n.GetContext(context.Background(), dest, arg)
 }
 
-// SelectContext binds arg, runs the query under the statement loop and
-// scans every row into dest; an error while the rows are read is not retried.
+// SelectContext binds arg, runs the query and scans every row into dest,
+// the query and the whole read together under the statement loop (see
+// DB.SelectContext); a Tx's runs once, its failure recorded.
 func (n *NamedStmt) SelectContext(ctx context.Context, dest any, arg any) error {
-	rows, err := n.QueryxContext(ctx, arg)
-	if err != nil {
-		return err
-	}
-	return sqlx.SelectContext(ctx, ranRows{rows}, dest, n.QueryString)
+	return read(ctx, n.retrier, n.rec, n.QueryString, dest, func(ctx context.Context) error {
+		return n.NamedStmt.SelectContext(ctx, dest, arg)
+	})
 }
 
 // Select is SelectContext with context.Background().

@@ -106,9 +106,12 @@ func (tx *Tx) QueryRowx(query string, args ...any) *sqlx.Row {
 	return tx.QueryRowxContext(context.Background(), query, args...)
 }
 
-// GetContext runs a one-row query in the transaction and scans it.
+// GetContext runs a one-row query in the transaction and scans it, once;
+// a failure, one met while the row is read included, is recorded.
 func (tx *Tx) GetContext(ctx context.Context, dest any, query string, args ...any) error {
-	return sqlx.GetContext(ctx, tx, dest, query, args...)
+	return read(ctx, nil, tx.rec, query, dest, func(ctx context.Context) error {
+		return sqlx.GetContext(ctx, tx.Tx, dest, query, args...)
+	})
 }
 
 // Get is GetContext with context.Background().
@@ -116,9 +119,12 @@ func (tx *Tx) Get(dest any, query string, args ...any) error {
 	return tx.GetContext(context.Background(), dest, query, args...)
 }
 
-// SelectContext runs a query in the transaction and scans every row.
+// SelectContext runs a query in the transaction and scans every row,
+// once; a failure, one met while the rows are read included, is recorded.
 func (tx *Tx) SelectContext(ctx context.Context, dest any, query string, args ...any) error {
-	return sqlx.SelectContext(ctx, tx, dest, query, args...)
+	return read(ctx, nil, tx.rec, query, dest, func(ctx context.Context) error {
+		return sqlx.SelectContext(ctx, tx.Tx, dest, query, args...)
+	})
 }
 
 // Select is SelectContext with context.Background().
