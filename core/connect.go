@@ -38,7 +38,7 @@ import (
 // other failure is a *RetryError that unwraps to the last attempt's error
 // and to its reason (ErrLoginTimeout when loginTimeout ran out or leaves
 // no time for a retry).
-func (r *Retrier) Connect(ctx context.Context, fn func(ctx context.Context) error) error {
+func (r *Retrier) Connect(ctx context.Context, fn func(ctx context.Context) error) (err error) {
 	if r.refresh != nil {
 		r.refresh()
 	}
@@ -48,6 +48,10 @@ func (r *Retrier) Connect(ctx context.Context, fn func(ctx context.Context) erro
 	c := connectRun{r: r, p: r.policy.Load(), fn: fn}
 	c.op = operation{ctx: ctx, kind: KindConnection, started: r.clock.Now()}
 	c.deadline = c.op.started.Add(c.p.loginTimeout())
+	if r.ends != nil {
+		err = errRunning // until the loop returns: see ended
+		defer r.ended(&c.op, &err)
+	}
 	return c.run()
 }
 

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -11,7 +12,8 @@ import (
 //
 // No event of this interface is emitted on the success path of a first
 // attempt; an Observer that also implements OperationObserver is told of
-// every operation.
+// every operation's start, and one that implements EndObserver of every
+// operation's end, a panic included.
 //
 // The events of one operation share its Context and its Op.
 //
@@ -152,3 +154,71 @@ func (NopObserver) Succeeded(Succeeded) {}
 
 // RulesReloaded does nothing.
 func (NopObserver) RulesReloaded(RulesReloaded) {}
+
+// EndObserver is an optional interface of an Observer, found by type
+// assertion when the Retrier is built (NewRetrier). OperationEnded is
+// called once when the loop of an operation ends, whatever ended it: a
+// success, an error, or a panic (or runtime.Goexit) in the operation's
+// function, a hook or an observer, which then goes on. A hook that holds
+// state per operation (an open span) releases it there, and a metrics
+// hook times every operation with it.
+//
+// It covers the operations whose loop ran: a statement (Do, DoRows,
+// Retry, RetryRows), a transaction unit (DoTx, DoTxAdmitted) and a
+// connection (Connect). An operation the circuit breaker refused ends
+// with its GaveUp (ErrCircuitOpen) instead, and an Admission that is
+// Released never ran a loop.
+//
+// An Observer that implements it is told of every operation, so a
+// statement's first attempt no longer runs on the direct path: the cost
+// on the success path is the call, plus two clock reads unless
+// WantsElapsed (ElapsedObserver) reports false.
+type EndObserver interface {
+	OperationEnded(OperationEnded)
+}
+
+// OperationEnded describes how one operation ended.
+type OperationEnded struct {
+	Context context.Context
+	Op      uint64 // the Op of the operation's other events; 0 when it emitted none
+	Kind    Kind
+	Query   string        // as in GaveUp: for a transaction, the statement that failed last
+	Elapsed time.Duration // from the start of the operation to its end (0 as in RetryScheduled)
+	Err     error         // the error the operation returned; nil for a success and for a panic
+	// Panicked is true when a panic or runtime.Goexit ended the operation;
+	// after OperationEnded returns, the panic goes on with the same value.
+	Panicked bool
+	// Panic is the value the operation panicked with; nil when it did not
+	// panic or ended with runtime.Goexit.
+	Panic any
+}
+
+// errRunning is the error of a loop that OperationEnded watches until the
+// loop returns: still in place when ended runs, it means a panic (or
+// runtime.Goexit) ended the loop.
+var errRunning = errors.New("core: the operation is running")
+
+// ended emits OperationEnded for o, whose loop returned *err. The loops
+// defer it (it is the deferred function, so recover works in it): when
+// *err is still errRunning, a panic or runtime.Goexit ended the loop, and
+// ended recovers the panic to tell the observer, then panics again with
+// the same value (a Goexit goes on by itself).
+func (r *Retrier) ended(o *operation, err *error) {
+	e := OperationEnded{Context: o.ctx, Op: o.id, Kind: o.kind, Query: o.query, Elapsed: r.elapsed(o), Err: *err}
+	if *err != errRunning {
+		r.ends.OperationEnded(e)
+		return
+	}
+	e.Err, e.Panicked, e.Panic = nil, true, recover()
+	if e.Panic != nil {
+		defer panic(e.Panic) // also when the observer itself panics: the operation's panic is the one that goes on
+	}
+	r.ends.OperationEnded(e)
+}
+
+// StatementKeyword returns the first keyword of query as the query filter
+// reads it (after white space, comments and opening parentheses), in the
+// case it is written, or "" when there is none. It does not allocate.
+// Hooks name a statement's operation by it (db.operation.name), so that
+// they read a statement the way the rules do.
+func StatementKeyword(query string) string { return firstKeyword(query) }

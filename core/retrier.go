@@ -43,6 +43,7 @@ type Retrier struct {
 	random   func() float64
 	refresh  func()
 	ops      OperationObserver // observer, when it implements it
+	ends     EndObserver       // observer, when it implements it
 	timed    bool              // the observer reads Elapsed (ElapsedObserver): an operation notes its start
 	opBase   uint64            // random base of the Op numbers of events
 	opSeq    atomic.Uint64
@@ -63,11 +64,12 @@ func NewRetrier(p Policy, o Options) (*Retrier, error) {
 	}
 	if r.observer != nil {
 		r.ops, _ = r.observer.(OperationObserver)
+		r.ends, _ = r.observer.(EndObserver)
 		r.opBase = rand.Uint64()
 		eo, ok := r.observer.(ElapsedObserver)
 		r.timed = !ok || eo.WantsElapsed()
 	}
-	r.quiet = (r.observer == nil || !r.timed) && r.breaker == nil && r.refresh == nil
+	r.quiet = (r.observer == nil || !r.timed) && r.breaker == nil && r.refresh == nil && r.ends == nil
 	r.store(&p)
 	return r, nil
 }
@@ -348,8 +350,12 @@ func (a Admission) DoTx(ctx context.Context, fn func(ctx context.Context) (faile
 
 // run is the loop after admission. Whatever ends it, the outcome reaches
 // the breaker: a panic (or runtime.Goexit) in fn, a hook or an observer
-// counts as a failure, and goes on.
-func (r *Retrier) run(o *operation, pm permit, call attemptFunc, b bound) error {
+// counts as a failure, and goes on; an EndObserver is told how it ended.
+func (r *Retrier) run(o *operation, pm permit, call attemptFunc, b bound) (err error) {
+	if r.ends != nil {
+		err = errRunning // until the loop returns: see ended
+		defer r.ended(o, &err)
+	}
 	p := r.policy.Load()
 	if pm.b == nil { // no breaker: nothing to report
 		_, err := r.attempts(o, p, call, b)

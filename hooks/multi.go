@@ -6,19 +6,16 @@ import "github.com/crl-go/crl/core"
 // in order. Nil observers are skipped; with none left it returns nil, which
 // costs nothing, and with one left it returns that one. The result
 // implements core.OperationObserver when at least one of observers does,
-// and then hands Operation to those only.
+// and core.EndObserver when at least one does, and hands Operation and
+// OperationEnded to those only.
 func Multi(observers ...core.Observer) core.Observer {
 	var out multi
 	for _, o := range observers {
 		if o == nil {
 			continue
 		}
-		switch m := o.(type) {
-		case multi:
-			out = append(out, m...)
-			continue
-		case multiOps:
-			out = append(out, m.multi...)
+		if m, ok := o.(interface{ members() multi }); ok {
+			out = append(out, m.members()...)
 			continue
 		}
 		out = append(out, o)
@@ -30,18 +27,29 @@ func Multi(observers ...core.Observer) core.Observer {
 		return out[0]
 	}
 	var ops []core.OperationObserver
+	var ends []core.EndObserver
 	for _, o := range out {
 		if op, ok := o.(core.OperationObserver); ok {
 			ops = append(ops, op)
 		}
+		if e, ok := o.(core.EndObserver); ok {
+			ends = append(ends, e)
+		}
 	}
-	if len(ops) == 0 {
+	switch {
+	case len(ops) == 0 && len(ends) == 0:
 		return out
+	case len(ends) == 0:
+		return multiOps{out, ops}
+	case len(ops) == 0:
+		return multiEnds{out, ends}
 	}
-	return multiOps{out, ops}
+	return multiOpsEnds{multiOps{out, ops}, ends}
 }
 
 type multi []core.Observer
+
+func (m multi) members() multi { return m }
 
 // multiOps is a multi with members that count operations.
 type multiOps struct {
@@ -53,6 +61,43 @@ func (m multiOps) Operation(k core.Kind) {
 	for _, o := range m.ops {
 		o.Operation(k)
 	}
+}
+
+// multiEnds is a multi with members told how operations ended.
+type multiEnds struct {
+	multi
+	ends []core.EndObserver
+}
+
+func (m multiEnds) OperationEnded(e core.OperationEnded) { operationEnded(m.ends, e) }
+
+// multiOpsEnds is a multi with members of both kinds.
+type multiOpsEnds struct {
+	multiOps
+	ends []core.EndObserver
+}
+
+func (m multiOpsEnds) OperationEnded(e core.OperationEnded) { operationEnded(m.ends, e) }
+
+// operationEnded tells every one of ends, also when one before it panics:
+// an operation's end releases state in each (an open span), so one
+// member's panic must not leak another's. The first panic goes on after.
+func operationEnded(ends []core.EndObserver, e core.OperationEnded) {
+	var first any
+	for _, o := range ends {
+		if v := endOne(o, e); v != nil && first == nil {
+			first = v
+		}
+	}
+	if first != nil {
+		panic(first)
+	}
+}
+
+func endOne(o core.EndObserver, e core.OperationEnded) (v any) {
+	defer func() { v = recover() }()
+	o.OperationEnded(e)
+	return nil
 }
 
 func (m multi) RetryScheduled(e core.RetryScheduled) {

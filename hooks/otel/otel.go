@@ -1,53 +1,70 @@
-// Package otel reports the retry engine's events to OpenTelemetry: span
-// events on the caller's span, or a span per retried operation when the
-// caller has none, and the two counters of the post-mortem through a meter.
+// Package otel reports the retry engine's events to OpenTelemetry, after
+// the OpenTelemetry semantic conventions for database clients (semconv
+// v1.43.0): span events on the caller's span, or a span per retried
+// operation when the caller has none; the db.client.operation.duration
+// histogram of every operation crl ran; counters of retries and give-ups
+// by error type and reason; and the two counters of the post-mortem.
 //
-// One Observer is a core.Observer (and a core.OperationObserver); give it
-// to a database handle with config.WithObserver:
+// One Observer serves one database handle (a core.Observer, a
+// core.OperationObserver and a core.EndObserver); give it the handle's
+// driver name and DSN, so that its attributes say which database it is,
+// and hand it to the handle with config.WithObserver:
 //
-//	obs, err := crlotel.New(crlotel.Options{})
+//	obs, err := crlotel.New(crlotel.Options{Driver: "pgx", DSN: dsn})
 //	defer obs.Close()
-//	db, err := sqlxcrl.Open("sqlserver", dsn, config.WithObserver(obs))
+//	db, err := sqlxcrl.Open("pgx", dsn, config.WithObserver(obs))
 //
 // This package is a module of its own (github.com/crl-go/crl/hooks/otel),
 // so that the crl module requires no OpenTelemetry library.
+//
+// # Attributes
+//
+// Every span, span event and measurement carries db.system.name (from
+// Options.Driver: microsoft.sql_server, mysql, postgresql; Options.DBSystem
+// overrides it, say mariadb for MariaDB, which the MySQL driver serves
+// too), db.namespace, server.address and server.port where Options.DSN
+// says them, crl.kind (statement, transaction, connection) and
+// Options.Attributes. A statement carries db.operation.name, its first
+// keyword (SELECT, UPDATE...) when it is a known SQL verb. An error adds
+// db.response.status_code (the error number, when the error has one) and
+// error.type (the error number, else the rule token such as timeout or
+// badconn, else the Go type of the error; panic for a panic).
+// db.query.text only when Options.QueryText is set. crl's own, on spans
+// and span events: crl.operation.id (the events' Op), crl.retry.attempt
+// (the attempt that failed, 1-based), crl.retry.wait (seconds),
+// crl.retry.token (the token whose rule fired), crl.attempts, crl.elapsed
+// (seconds), crl.give_up.reason (hooks.Reason).
 //
 // # Traces
 //
 // When the operation's context holds a span (trace.SpanFromContext: the
 // caller's, sampled or not), each retry is an event "crl.retry" on it, and
-// the end of a retried operation an event "crl.succeeded" or
-// "crl.gave_up". Without one, the first retry of an operation starts a
-// span "crl.retry <kind>" (a child of whatever the context holds, so a
-// remote parent is kept), each retry is an event on it, and the span ends
-// when the operation succeeds (status unset) or gives up (status Error).
+// the end of a retried operation an event "crl.succeeded", "crl.gave_up"
+// or "crl.panicked". Without one, the first retry of an operation starts a
+// span "crl.retry <kind>" (kind client, a child of whatever the context
+// holds, so a remote parent is kept), each retry is an event on it, and
+// the span ends when the operation succeeds (status unset), gives up
+// (status Error) or panics (status Error and an "exception" event naming
+// the panic; the panic then goes on). core tells the hook how every
+// operation ended (core.EndObserver), so no span outlives its operation.
 // An operation that gives up without a retry (the budget, the breaker)
-// gets a span that starts and ends at that moment. A span holds no more
-// than the operation's own events, so one operation is one span whatever
-// runs around it.
-//
-// Attributes follow the OpenTelemetry database semantic conventions:
-// db.system.name (Options.DBSystem), db.response.status_code (the error
-// number, when the error has one), error.type (the error number, else the
-// rule token such as timeout or badconn, else the Go type of the error),
-// db.query.text only when Options.QueryText is set; and crl's own under
-// crl.*: crl.kind (statement, transaction, connection), crl.operation.id
-// (the events' Op), crl.retry.attempt (the attempt that failed, 1-based),
-// crl.retry.wait (seconds), crl.retry.token (the token whose rule fired),
-// crl.attempts, crl.elapsed (seconds), crl.give_up.reason (hooks.Reason).
+// gets a span that starts and ends at that moment.
 //
 // # Metrics
 //
-// Two asynchronous counters, each with the attribute crl.kind:
+//	db.client.operation.duration  s          every operation crl ran, from its start to its end, retries and waits included (histogram, the conventions' buckets)
+//	crl.retries                   {retry}    retries scheduled, with crl.retry.token and error.type
+//	crl.give_ups                  {operation} errors returned after a retryable failure and circuit-open refusals, with crl.give_up.reason and error.type
+//	database.total.requests       {request}  operations run: statements, transaction units, connections
+//	database.retry.requests       {request}  retries scheduled, one per retry
 //
-//	database.total.requests  {request}  operations run: statements, transaction units, connections
-//	database.retry.requests  {request}  retries scheduled, one per retry
-//
-// Through the OpenTelemetry Prometheus exporter they are
-// database_total_requests_total and database_retry_requests_total, the
-// post-mortem's names, so its alert works on them too. The hot path keeps
-// its own atomic counters (one atomic add per operation, no allocation, no
-// lock: BenchmarkDoSuccess); the meter reads them at collection.
+// The last two are the post-mortem's counters under OpenTelemetry names.
+// Through the OpenTelemetry Prometheus exporter (v0.69, default
+// translation) they become database_requests_total (the exporter drops the
+// inner "total") and database_retry_requests_total: for the post-mortem's
+// alert as written, use hooks/prometheus. They are kept in atomic counters that the meter reads at collection, so counting an
+// operation is one atomic add; its duration is one histogram record with
+// a precomputed attribute set (no allocation, TestDoSuccessWithTheHookAllocatesNothing).
 package otel
 
 import (
@@ -55,6 +72,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -62,7 +80,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
-	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/semconv/v1.43.0/dbconv"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/crl-go/crl/core"
@@ -72,26 +91,44 @@ import (
 // ScopeName is the instrumentation scope of the tracer and the meter.
 const ScopeName = "github.com/crl-go/crl/hooks/otel"
 
+// DurationBuckets are the bucket boundaries (seconds) of
+// db.client.operation.duration, those the conventions specify for it.
+func DurationBuckets() []float64 { return []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10} }
+
 // Options configures an Observer. The zero value is valid.
 type Options struct {
 	// TracerProvider makes the spans. Nil means otel.GetTracerProvider().
 	TracerProvider trace.TracerProvider
-	// MeterProvider makes the counters. Nil means otel.GetMeterProvider().
+	// MeterProvider makes the instruments. Nil means otel.GetMeterProvider().
 	MeterProvider metric.MeterProvider
-	// DBSystem is the db.system.name attribute. Empty means
-	// "microsoft.sql_server"; say "mysql" or "postgresql" for those.
+	// Driver is the database/sql driver name the handle was opened with:
+	// sqlserver, mssql or azuresql (db.system.name microsoft.sql_server),
+	// mysql (mysql), pgx, pgx/v5, postgres or postgresql (postgresql). Empty
+	// means the hook does not know: db.system.name is other_sql unless
+	// DBSystem says it. Another name is an error unless DBSystem is set.
+	Driver string
+	// DSN is the handle's DSN, in any form crl's adapters take for Driver;
+	// the hook reads db.namespace, server.address and server.port from it
+	// (what it says of them) and keeps nothing else, credentials
+	// included. Empty means none of the three. A DSN that does not parse
+	// is an error.
+	DSN string
+	// DBSystem is the db.system.name attribute, a value of the conventions
+	// (semconv.DBSystemName...). Empty means the one of Driver; set
+	// "mariadb" for a MariaDB server, which the mysql driver serves too.
 	DBSystem string
 	// QueryText records the statement text as db.query.text. False (the
 	// default) leaves it out: a statement written with literal values
 	// instead of parameters would put them in the traces.
 	QueryText bool
-	// Attributes are added to every span, span event and measurement, for
-	// example db.namespace. Nil means none.
+	// Attributes are added to every span, span event and measurement. Nil
+	// means none.
 	Attributes []attribute.KeyValue
 	// MaxOpenSpans bounds the spans of retried operations started for
-	// callers without a span and not ended yet (a statement function that
-	// panics after a retry never ends its span). Zero means 10,000; past
-	// it, such operations get no span.
+	// callers without a span and not ended yet. Zero means 10,000; past
+	// it, such operations get no span. Every operation's end ends its
+	// span, a panic's included, so it is only reached by that many
+	// operations retrying at once.
 	MaxOpenSpans int
 }
 
@@ -99,7 +136,7 @@ type Options struct {
 // Safe for concurrent use.
 type Observer struct {
 	tracer   trace.Tracer
-	base     []attribute.KeyValue // db.system.name + Options.Attributes
+	base     []attribute.KeyValue // db.system.name, the DSN's attributes, Options.Attributes
 	query    bool
 	maxOpen  int64
 	kindSets [3]attribute.Set
@@ -108,21 +145,48 @@ type Observer struct {
 	reg      metric.Registration
 	open     sync.Map // Op → trace.Span, retried operations without a caller span
 	nOpen    atomic.Int64
+
+	duration  metric.Float64Histogram
+	retryN    metric.Int64Counter
+	giveUpN   metric.Int64Counter
+	succeeded [3][]metric.RecordOption          // the duration's options of a success without an operation name, by kind
+	verbs     [len(verbs)][]metric.RecordOption // of a statement's success, by verb
 }
 
 var (
 	_ core.Observer          = (*Observer)(nil)
 	_ core.OperationObserver = (*Observer)(nil)
+	_ core.EndObserver       = (*Observer)(nil)
 )
 
 var kinds = [...]core.Kind{core.KindStatement, core.KindTransaction, core.KindConnection}
+
+// verbs are the statement keywords that become db.operation.name, as
+// written here whatever the statement's case: a bounded set, so the
+// attribute's cardinality is bounded too.
+var verbs = [...]string{"SELECT", "INSERT", "UPDATE", "DELETE", "MERGE", "UPSERT", "REPLACE",
+	"EXEC", "EXECUTE", "CALL", "CREATE", "ALTER", "DROP", "TRUNCATE", "GRANT", "REVOKE",
+	"BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "SET", "SHOW", "USE", "COPY", "LOCK", "VALUES",
+	"EXPLAIN", "ANALYZE", "VACUUM", "DECLARE", "PREPARE", "DO"}
+
+// verbIndex is the index in verbs of query's first keyword, -1 when it is
+// none of them. It does not allocate.
+func verbIndex(query string) int {
+	w := core.StatementKeyword(query)
+	for i, v := range verbs {
+		if len(v) == len(w) && strings.EqualFold(v, w) {
+			return i
+		}
+	}
+	return -1
+}
 
 // KindKey is the attribute that says which loop an event or a count comes
 // from: statement, transaction or connection.
 const KindKey = attribute.Key("crl.kind")
 
-// New returns an Observer with its counters registered with the meter
-// provider; Close unregisters them.
+// New returns an Observer with its instruments made by the meter
+// provider; Close unregisters the counters' callback.
 func New(o Options) (*Observer, error) {
 	tp, mp := o.TracerProvider, o.MeterProvider
 	if tp == nil {
@@ -131,12 +195,24 @@ func New(o Options) (*Observer, error) {
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
-	system := semconv.DBSystemNameMicrosoftSQLServer
+	if o.MaxOpenSpans < 0 {
+		return nil, fmt.Errorf("otel: MaxOpenSpans %d: expected 0 (the default) or more", o.MaxOpenSpans)
+	}
+	fam, known := families[strings.ToLower(o.Driver)]
+	if !known && o.Driver != "" && o.DBSystem == "" {
+		return nil, fmt.Errorf("otel: Driver %q: expected sqlserver, mssql, azuresql, mysql, pgx, pgx/v5, postgres or postgresql, or DBSystem set", o.Driver)
+	}
+	system := fam.system()
 	if o.DBSystem != "" {
 		system = semconv.DBSystemNameKey.String(o.DBSystem)
 	}
-	if o.MaxOpenSpans < 0 {
-		return nil, fmt.Errorf("otel: MaxOpenSpans %d: expected 0 (the default) or more", o.MaxOpenSpans)
+	base := []attribute.KeyValue{system}
+	if o.DSN != "" && known {
+		ep, err := readDSN(fam, o.Driver, o.DSN)
+		if err != nil {
+			return nil, err
+		}
+		base = append(base, ep.attributes()...)
 	}
 	maxOpen := int64(o.MaxOpenSpans)
 	if maxOpen == 0 {
@@ -144,40 +220,66 @@ func New(o Options) (*Observer, error) {
 	}
 	obs := &Observer{
 		tracer:  tp.Tracer(ScopeName),
-		base:    append([]attribute.KeyValue{system}, o.Attributes...),
+		base:    append(base, o.Attributes...),
 		query:   o.QueryText,
 		maxOpen: maxOpen,
 	}
 	for _, k := range kinds {
 		obs.kindSets[k] = attribute.NewSet(append([]attribute.KeyValue{KindKey.String(k.String())}, obs.base...)...)
+		obs.succeeded[k] = []metric.RecordOption{metric.WithAttributeSet(obs.kindSets[k])}
 	}
-	meter := mp.Meter(ScopeName)
-	total, err := meter.Int64ObservableCounter("database.total.requests", metric.WithUnit("{request}"),
-		metric.WithDescription("Database operations run through crl: statements, transaction units, connections (however many attempts each took)."))
-	if err != nil {
-		return nil, fmt.Errorf("otel: counter database.total.requests: %w", err)
+	for i, v := range verbs {
+		set := attribute.NewSet(append([]attribute.KeyValue{KindKey.String(core.KindStatement.String()), semconv.DBOperationName(v)}, obs.base...)...)
+		obs.verbs[i] = []metric.RecordOption{metric.WithAttributeSet(set)}
 	}
-	retries, err := meter.Int64ObservableCounter("database.retry.requests", metric.WithUnit("{request}"),
-		metric.WithDescription("Retries scheduled by crl, one per retry, by loop kind."))
-	if err != nil {
-		return nil, fmt.Errorf("otel: counter database.retry.requests: %w", err)
-	}
-	obs.reg, err = meter.RegisterCallback(func(_ context.Context, m metric.Observer) error {
-		for _, k := range kinds {
-			set := metric.WithAttributeSet(obs.kindSets[k])
-			m.ObserveInt64(total, obs.ops[k].Load(), set)
-			m.ObserveInt64(retries, obs.retries[k].Load(), set)
-		}
-		return nil
-	}, total, retries)
-	if err != nil {
-		return nil, fmt.Errorf("otel: register the counters' callback: %w", err)
+	if err := obs.instruments(mp.Meter(ScopeName)); err != nil {
+		return nil, err
 	}
 	return obs, nil
 }
 
-// Close unregisters the counters from the meter provider. Spans still open
-// stay open.
+// instruments makes the meter's instruments and registers the callback of
+// the asynchronous counters.
+func (o *Observer) instruments(meter metric.Meter) error {
+	d, err := dbconv.NewClientOperationDuration(meter, metric.WithExplicitBucketBoundaries(DurationBuckets()...))
+	if err != nil {
+		return fmt.Errorf("otel: histogram %s: %w", d.Name(), err)
+	}
+	o.duration = d.Inst()
+	if o.retryN, err = meter.Int64Counter("crl.retries", metric.WithUnit("{retry}"),
+		metric.WithDescription("Retries scheduled by crl, by loop kind, the rule token that fired and the error type.")); err != nil {
+		return fmt.Errorf("otel: counter crl.retries: %w", err)
+	}
+	if o.giveUpN, err = meter.Int64Counter("crl.give_ups", metric.WithUnit("{operation}"),
+		metric.WithDescription("Errors crl returned after a retryable failure, and operations the circuit breaker refused, by loop kind, reason and error type.")); err != nil {
+		return fmt.Errorf("otel: counter crl.give_ups: %w", err)
+	}
+	total, err := meter.Int64ObservableCounter("database.total.requests", metric.WithUnit("{request}"),
+		metric.WithDescription("Database operations run through crl: statements, transaction units, connections (however many attempts each took)."))
+	if err != nil {
+		return fmt.Errorf("otel: counter database.total.requests: %w", err)
+	}
+	retries, err := meter.Int64ObservableCounter("database.retry.requests", metric.WithUnit("{request}"),
+		metric.WithDescription("Retries scheduled by crl, one per retry, by loop kind."))
+	if err != nil {
+		return fmt.Errorf("otel: counter database.retry.requests: %w", err)
+	}
+	o.reg, err = meter.RegisterCallback(func(_ context.Context, m metric.Observer) error {
+		for _, k := range kinds {
+			set := metric.WithAttributeSet(o.kindSets[k])
+			m.ObserveInt64(total, o.ops[k].Load(), set)
+			m.ObserveInt64(retries, o.retries[k].Load(), set)
+		}
+		return nil
+	}, total, retries)
+	if err != nil {
+		return fmt.Errorf("otel: register the counters' callback: %w", err)
+	}
+	return nil
+}
+
+// Close unregisters the counters' callback from the meter provider. Spans
+// still open stay open.
 func (o *Observer) Close() error {
 	if err := o.reg.Unregister(); err != nil {
 		return fmt.Errorf("otel: unregister the counters: %w", err)
@@ -194,7 +296,9 @@ func (o *Observer) Operation(k core.Kind) {
 
 // RetryScheduled counts a retry and records it as a span event.
 func (o *Observer) RetryScheduled(e core.RetryScheduled) {
-	o.countRetry(e.Kind)
+	if int(e.Kind) < len(o.retries) {
+		o.retries[e.Kind].Add(1)
+	}
 	attrs := o.attrs(e.Kind, e.Op, e.Query,
 		attribute.Int("crl.retry.attempt", e.Attempt),
 		attribute.Float64("crl.retry.wait", e.Wait.Seconds()))
@@ -204,6 +308,8 @@ func (o *Observer) RetryScheduled(e core.RetryScheduled) {
 		attrs = append(attrs, attribute.String("crl.retry.token", e.Token))
 	}
 	attrs = appendError(attrs, e.Err, e.Token)
+	o.retryN.Add(ctxOf(e.Context), 1, metric.WithAttributes(o.metricAttrs(e.Kind, e.Err, e.Token,
+		attribute.String("crl.retry.token", e.Token))...))
 	o.retry(e.Context, e.Kind, e.Op, attrs)
 }
 
@@ -222,10 +328,12 @@ func (o *Observer) Succeeded(e core.Succeeded) {
 	}
 }
 
-// GaveUp ends the operation's span with an error status, or adds an event
-// to the caller's span.
+// GaveUp counts the give-up and ends the operation's span with an error
+// status, or adds an event to the caller's span.
 func (o *Observer) GaveUp(e core.GaveUp) {
 	reason := hooks.Reason(e.Reason)
+	o.giveUpN.Add(ctxOf(e.Context), 1, metric.WithAttributes(o.metricAttrs(e.Kind, e.Err, "",
+		attribute.String("crl.give_up.reason", reason))...))
 	attrs := o.attrs(e.Kind, e.Op, e.Query,
 		attribute.Int("crl.attempts", e.Attempts),
 		attribute.String("crl.give_up.reason", reason))
@@ -246,14 +354,95 @@ func (o *Observer) GaveUp(e core.GaveUp) {
 	span.End()
 }
 
+// OperationEnded records the operation's duration and ends its span if
+// one is still open: with an error status and an exception event when it
+// panicked (the panic then goes on, core sees to it).
+func (o *Observer) OperationEnded(e core.OperationEnded) {
+	o.recordDuration(e)
+	if e.Op == 0 && !e.Panicked { // no earlier event: no span of its own, nothing on the caller's
+		return
+	}
+	if !e.Panicked {
+		// Succeeded or GaveUp ended the span; one still open (an end those
+		// did not tell) ends here, so that none outlives its operation.
+		if span, ok := o.take(e.Op); ok {
+			if e.Err != nil {
+				span.SetStatus(codes.Error, "crl: "+e.Err.Error())
+				span.RecordError(e.Err)
+			}
+			span.End()
+		}
+		return
+	}
+	exc := panicAttributes(e.Panic)
+	if span := trace.SpanFromContext(e.Context); span.SpanContext().IsValid() {
+		span.AddEvent("crl.panicked", trace.WithAttributes(append(o.attrs(e.Kind, e.Op, e.Query), exc...)...))
+		return
+	}
+	span, ok := o.take(e.Op)
+	if !ok {
+		return
+	}
+	span.SetAttributes(semconv.ErrorTypeKey.String("panic"))
+	span.AddEvent(semconv.ExceptionEventName, trace.WithAttributes(exc...))
+	span.SetStatus(codes.Error, "crl: the operation panicked")
+	span.End()
+}
+
+// panicAttributes are the exception.* attributes of a panic's value (a
+// runtime.Goexit has none).
+func panicAttributes(v any) []attribute.KeyValue {
+	switch v := v.(type) {
+	case nil:
+		return []attribute.KeyValue{semconv.ExceptionMessage("runtime.Goexit")}
+	case error:
+		return []attribute.KeyValue{semconv.ExceptionType(fmt.Sprintf("%T", v)), semconv.ExceptionMessage(v.Error())}
+	}
+	return []attribute.KeyValue{semconv.ExceptionType(fmt.Sprintf("%T", v)), semconv.ExceptionMessage(fmt.Sprint(v))}
+}
+
+// recordDuration records db.client.operation.duration: a success with its
+// precomputed attribute set, anything else with the error's attributes.
+func (o *Observer) recordDuration(e core.OperationEnded) {
+	if int(e.Kind) >= len(o.succeeded) {
+		return
+	}
+	ctx, secs := ctxOf(e.Context), e.Elapsed.Seconds()
+	verb := -1
+	if e.Kind == core.KindStatement {
+		verb = verbIndex(e.Query)
+	}
+	if e.Err == nil && !e.Panicked {
+		if verb >= 0 {
+			o.duration.Record(ctx, secs, o.verbs[verb]...)
+		} else {
+			o.duration.Record(ctx, secs, o.succeeded[e.Kind]...)
+		}
+		return
+	}
+	var extra []attribute.KeyValue
+	if verb >= 0 {
+		extra = append(extra, semconv.DBOperationName(verbs[verb]))
+	}
+	a := o.metricAttrs(e.Kind, e.Err, "", extra...)
+	if e.Panicked {
+		a = append(a, semconv.ErrorTypeKey.String("panic"))
+	}
+	o.duration.Record(ctx, secs, metric.WithAttributes(a...))
+}
+
+// metricAttrs are a measurement's attributes: the base, crl.kind, extra
+// and the error's (see appendError).
+func (o *Observer) metricAttrs(k core.Kind, err error, token string, extra ...attribute.KeyValue) []attribute.KeyValue {
+	a := make([]attribute.KeyValue, 0, len(o.base)+len(extra)+3)
+	a = append(a, o.base...)
+	a = append(a, KindKey.String(k.String()))
+	a = append(a, extra...)
+	return appendError(a, err, token)
+}
+
 // RulesReloaded does nothing: a reload belongs to no operation.
 func (o *Observer) RulesReloaded(core.RulesReloaded) {}
-
-func (o *Observer) countRetry(k core.Kind) {
-	if int(k) < len(o.retries) {
-		o.retries[k].Add(1)
-	}
-}
 
 // retry records one retry on the caller's span, or on the operation's own.
 func (o *Observer) retry(ctx context.Context, k core.Kind, op uint64, attrs []attribute.KeyValue) {
@@ -270,7 +459,7 @@ func (o *Observer) retry(ctx context.Context, k core.Kind, op uint64, attrs []at
 		return
 	}
 	_, span := o.tracer.Start(ctxOf(ctx), spanName(k), trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(o.base...))
+		trace.WithAttributes(o.base...), trace.WithAttributes(KindKey.String(k.String())))
 	span.AddEvent("crl.retry", trace.WithAttributes(attrs...))
 	o.open.Store(op, span)
 }
@@ -289,6 +478,11 @@ func (o *Observer) attrs(k core.Kind, op uint64, query string, extra ...attribut
 	a := make([]attribute.KeyValue, 0, len(o.base)+len(extra)+5)
 	a = append(a, o.base...)
 	a = append(a, KindKey.String(k.String()), attribute.String("crl.operation.id", strconv.FormatUint(op, 10)))
+	if k == core.KindStatement {
+		if v := verbIndex(query); v >= 0 {
+			a = append(a, semconv.DBOperationName(verbs[v]))
+		}
+	}
 	if o.query && query != "" {
 		a = append(a, semconv.DBQueryTextKey.String(query))
 	}

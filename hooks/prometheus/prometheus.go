@@ -23,9 +23,13 @@
 //	crl_give_ups_total{kind,reason}           errors returned after a retryable failure, and circuit-open refusals
 //	crl_recovered_total{kind}                 operations that succeeded after retries
 //	crl_properties_reloads_total{result}      properties-file reloads, result ok or error
+//	crl_operation_duration_seconds{kind,outcome}  every operation crl ran, from its start to its end, retries and waits included (histogram)
+//	crl_breaker_open                          1 while the watched circuit breaker is open or half-open, else 0 (WatchBreaker)
 //
 // kind is statement, transaction or connection; reason is one of
-// hooks.Reasons. The two database_ counters have the same labels (kind,
+// hooks.Reasons; outcome is one of Outcomes. Options.Namespace prefixes
+// the crl_ names (Namespace "shop": shop_crl_retries_total), never the
+// two database_ names. The two database_ counters have the same labels (kind,
 // and Options.ConstLabels) so that dividing one by the other matches
 // series one to one; the token breakdown is crl_retries_total's. No label
 // holds statement text or an error message: the cardinality is bounded by
@@ -35,15 +39,20 @@
 // is built, so that rate() and increase() see the first event: both
 // database_ counters, crl_recovered_total and the wait histogram for each
 // kind, crl_give_ups_total for each reason a kind can give up with,
-// crl_properties_reloads_total for ok and error, and crl_retries_total for
-// Options.Tokens.
+// crl_properties_reloads_total for ok and error, crl_retries_total for
+// Options.Tokens, and the duration histogram for each kind and outcome.
 //
-// Counting operations costs one atomic add on the success path, and no
-// allocation (BenchmarkDoSuccess in this package).
+// On the success path the hook costs one atomic add, two clock reads and
+// one histogram observation, and allocates nothing (BenchmarkDoSuccess in
+// this package).
+//
+// alerts.yml and dashboard.json beside this file are the rules and the
+// Grafana board for these names; docs/operations.md says how to load them.
 package prometheus
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	prom "github.com/prometheus/client_golang/prometheus"
 
@@ -53,8 +62,9 @@ import (
 
 // Options configures Metrics. The zero value is valid.
 type Options struct {
-	// Namespace prefixes the names of the crl_ metrics. Empty means "crl".
-	// The two database_ metrics keep their names whatever it is: the
+	// Namespace prefixes the names of the crl_ metrics: "shop" makes
+	// crl_retries_total shop_crl_retries_total. Empty means no prefix. The
+	// two database_ metrics keep their names whatever it is: the
 	// post-mortem's alert names them.
 	Namespace string
 	// ConstLabels are added to every metric, for example {"db": "orders"}
@@ -63,6 +73,10 @@ type Options struct {
 	// WaitBuckets are the histogram buckets of the waits, in seconds. Nil
 	// means 0.01 s to about 164 s in powers of 4.
 	WaitBuckets []float64
+	// DurationBuckets are the histogram buckets of the operations'
+	// durations, in seconds. Nil means DurationBuckets(), those of the
+	// OpenTelemetry conventions' db.client.operation.duration.
+	DurationBuckets []float64
 	// Tokens are the error tokens whose crl_retries_total series (for
 	// statements and transactions) are created at 0, normally the tokens
 	// your retryExec rules name. Nil means DefaultTokens; an empty non-nil
@@ -75,6 +89,42 @@ type Options struct {
 // (1213) and PostgreSQL (40P01), which the shipped alerts.yml watches.
 func DefaultTokens() []string { return []string{"1205", "1213", "40P01"} }
 
+// DurationBuckets are the default buckets (seconds) of
+// crl_operation_duration_seconds: those the OpenTelemetry semantic
+// conventions give db.client.operation.duration.
+func DurationBuckets() []float64 { return []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10} }
+
+// Outcomes are the values of the outcome label of
+// crl_operation_duration_seconds: success (the first attempt succeeded),
+// recovered (it succeeded after retries), error (the first attempt failed
+// with an error no rule retries), gave_up (an error returned after a
+// retryable failure), panic (a panic or runtime.Goexit ended it).
+func Outcomes() []string { return []string{"success", "recovered", "error", "gave_up", "panic"} }
+
+const (
+	outcomeSuccess = iota
+	outcomeRecovered
+	outcomeError
+	outcomeGaveUp
+	outcomePanic
+)
+
+// outcome is the index in Outcomes of how e ended. An operation that
+// emitted another event carries its Op: it retried or gave up.
+func outcome(e core.OperationEnded) int {
+	switch {
+	case e.Panicked:
+		return outcomePanic
+	case e.Err == nil && e.Op == 0:
+		return outcomeSuccess
+	case e.Err == nil:
+		return outcomeRecovered
+	case e.Op == 0:
+		return outcomeError
+	}
+	return outcomeGaveUp
+}
+
 // Metrics is a core.Observer that counts the events. Safe for concurrent use.
 type Metrics struct {
 	total     [3]prom.Counter // by core.Kind, resolved once: Operation is one atomic add
@@ -86,11 +136,16 @@ type Metrics struct {
 	giveUps   *prom.CounterVec
 	recovered *prom.CounterVec
 	reloads   *prom.CounterVec
+	durations *prom.HistogramVec
+	duration  [3][5]prom.Observer // by core.Kind and outcome, resolved once
+	breaker   prom.GaugeFunc
+	watched   atomic.Pointer[core.Breaker]
 }
 
 var (
 	_ core.Observer          = (*Metrics)(nil)
 	_ core.OperationObserver = (*Metrics)(nil)
+	_ core.EndObserver       = (*Metrics)(nil)
 	_ prom.Collector         = (*Metrics)(nil)
 )
 
@@ -111,13 +166,14 @@ func giveUpReasons(k core.Kind) []string {
 // New returns Metrics and registers them with reg (nil means do not
 // register; register the returned Metrics, a prom.Collector, yourself).
 func New(reg prom.Registerer, o Options) (*Metrics, error) {
-	ns := o.Namespace
-	if ns == "" {
-		ns = "crl"
-	}
+	ns, sub := o.Namespace, "crl"
 	buckets := o.WaitBuckets
 	if buckets == nil {
 		buckets = prom.ExponentialBuckets(0.01, 4, 8)
+	}
+	durationBuckets := o.DurationBuckets
+	if durationBuckets == nil {
+		durationBuckets = DurationBuckets()
 	}
 	tokens := o.Tokens
 	if tokens == nil {
@@ -128,23 +184,30 @@ func New(reg prom.Registerer, o Options) (*Metrics, error) {
 			Help: "Database operations run through crl: statements, transaction units, connections (however many attempts each took)."}, []string{"kind"}),
 		retryVec: prom.NewCounterVec(prom.CounterOpts{Name: "database_retry_requests_total", ConstLabels: o.ConstLabels,
 			Help: "Retries scheduled by crl, one per retry, by loop kind."}, []string{"kind"}),
-		retries: prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Name: "retries_total", ConstLabels: o.ConstLabels,
+		retries: prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Subsystem: sub, Name: "retries_total", ConstLabels: o.ConstLabels,
 			Help: "Retries scheduled, by loop kind and the error token whose rule fired."}, []string{"kind", "token"}),
-		waits: prom.NewHistogramVec(prom.HistogramOpts{Namespace: ns, Name: "retry_wait_seconds", ConstLabels: o.ConstLabels, Buckets: buckets,
+		waits: prom.NewHistogramVec(prom.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "retry_wait_seconds", ConstLabels: o.ConstLabels, Buckets: buckets,
 			Help: "Waits before retries, jitter applied."}, []string{"kind"}),
-		giveUps: prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Name: "give_ups_total", ConstLabels: o.ConstLabels,
+		giveUps: prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Subsystem: sub, Name: "give_ups_total", ConstLabels: o.ConstLabels,
 			Help: "Errors returned after a retryable failure, and operations the circuit breaker refused, by loop kind and reason."}, []string{"kind", "reason"}),
-		recovered: prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Name: "recovered_total", ConstLabels: o.ConstLabels,
+		recovered: prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Subsystem: sub, Name: "recovered_total", ConstLabels: o.ConstLabels,
 			Help: "Operations that succeeded after at least one retry."}, []string{"kind"}),
-		reloads: prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Name: "properties_reloads_total", ConstLabels: o.ConstLabels,
+		reloads: prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Subsystem: sub, Name: "properties_reloads_total", ConstLabels: o.ConstLabels,
 			Help: "Reloads of the properties file, by result (ok, error)."}, []string{"result"}),
+		durations: prom.NewHistogramVec(prom.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "operation_duration_seconds", ConstLabels: o.ConstLabels, Buckets: durationBuckets,
+			Help: "Operations crl ran, from their start to their end (retries and waits included), by loop kind and outcome."}, []string{"kind", "outcome"}),
 	}
+	m.breaker = prom.NewGaugeFunc(prom.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "breaker_open", ConstLabels: o.ConstLabels,
+		Help: "1 while the circuit breaker is open or half-open (refusing operations), else 0; 0 when none is watched."}, m.breakerOpen)
 	for _, k := range kinds {
 		kind := k.String()
 		m.total[k] = m.totalVec.WithLabelValues(kind)
 		m.retryReqs[k] = m.retryVec.WithLabelValues(kind)
 		m.waits.WithLabelValues(kind)
 		m.recovered.WithLabelValues(kind)
+		for i, out := range Outcomes() {
+			m.duration[k][i] = m.durations.WithLabelValues(kind, out)
+		}
 		for _, reason := range giveUpReasons(k) {
 			m.giveUps.WithLabelValues(kind, reason)
 		}
@@ -165,7 +228,7 @@ func New(reg prom.Registerer, o Options) (*Metrics, error) {
 }
 
 func (m *Metrics) collectors() []prom.Collector {
-	return []prom.Collector{m.totalVec, m.retryVec, m.retries, m.waits, m.giveUps, m.recovered, m.reloads}
+	return []prom.Collector{m.totalVec, m.retryVec, m.retries, m.waits, m.giveUps, m.recovered, m.reloads, m.durations, m.breaker}
 }
 
 // Describe implements prom.Collector.
@@ -190,10 +253,31 @@ func (m *Metrics) Operation(k core.Kind) {
 	}
 }
 
-// WantsElapsed reports false: the metrics count, they do not time, so
-// the loops read no clock for them and the success path costs the one
-// atomic add of Operation (core.ElapsedObserver).
-func (m *Metrics) WantsElapsed() bool { return false }
+// WantsElapsed reports true (core.ElapsedObserver): the duration
+// histogram reads the Elapsed of every operation's end.
+func (m *Metrics) WantsElapsed() bool { return true }
+
+// OperationEnded observes the operation's duration by kind and outcome
+// (core.EndObserver).
+func (m *Metrics) OperationEnded(e core.OperationEnded) {
+	if int(e.Kind) < len(m.duration) {
+		m.duration[e.Kind][outcome(e)].Observe(e.Elapsed.Seconds())
+	}
+}
+
+// WatchBreaker makes crl_breaker_open report b, the circuit breaker of
+// the handle these Metrics observe (sqlxcrl's db.Retrier().Breaker(); nil
+// when the handle has none, and then the gauge is 0). The handle is built
+// with the Metrics as its observer, so its breaker can only be watched
+// after.
+func (m *Metrics) WatchBreaker(b *core.Breaker) { m.watched.Store(b) }
+
+func (m *Metrics) breakerOpen() float64 {
+	if m.watched.Load().Open() { // Open is false on a nil breaker
+		return 1
+	}
+	return 0
+}
 
 // RetryScheduled counts a retry and its wait.
 func (m *Metrics) RetryScheduled(e core.RetryScheduled) {

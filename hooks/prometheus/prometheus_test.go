@@ -133,13 +133,15 @@ func TestSeriesCreatedAtZero(t *testing.T) {
 		}
 	}
 	assert.Equal(t, map[string]int{
-		"database_total_requests_total": 3,
-		"database_retry_requests_total": 3,
-		"crl_recovered_total":           3,
-		"crl_retry_wait_seconds":        3,
-		"crl_retries_total":             4,         // 2 tokens × statement, transaction
-		"crl_give_ups_total":            7 + 7 + 5, // the reasons each kind can give up with
-		"crl_properties_reloads_total":  2,
+		"database_total_requests_total":  3,
+		"database_retry_requests_total":  3,
+		"crl_recovered_total":            3,
+		"crl_retry_wait_seconds":         3,
+		"crl_retries_total":              4,         // 2 tokens × statement, transaction
+		"crl_give_ups_total":             7 + 7 + 5, // the reasons each kind can give up with
+		"crl_properties_reloads_total":   2,
+		"crl_operation_duration_seconds": 3 * 5, // each kind × each outcome
+		"crl_breaker_open":               1,
 	}, got)
 	// Every reason hooks.Reason names (but "other") has its series.
 	reasons := map[string]bool{}
@@ -161,9 +163,9 @@ func TestSeriesCreatedAtZero(t *testing.T) {
 }
 
 // BenchmarkDoSuccess is the success path of the statement loop with the
-// hook off (no observer) and on (Metrics counts the operation): both
-// allocate nothing; on costs one atomic add and the clock read that
-// Succeeded.Elapsed needs.
+// hook off (no observer) and on (Metrics counts and times the
+// operation): both allocate nothing; on costs one atomic add, the two
+// clock reads of the operation's duration and its observation.
 func BenchmarkDoSuccess(b *testing.B) {
 	m, err := crlprom.New(prom.NewRegistry(), crlprom.Options{})
 	require.NoError(b, err)
@@ -182,15 +184,14 @@ func TestDoSuccessWithMetricsAllocatesNothing(t *testing.T) {
 	assert.Zero(t, allocs)
 }
 
-// TestMetricsKeepTheDirectPath: the metrics count and do not time
-// (WantsElapsed is false), so Do runs a statement's first attempt on the
-// direct path, where the count is the one cost the hook adds
-// (BenchmarkDoSuccess); every operation is still counted once.
-func TestMetricsKeepTheDirectPath(t *testing.T) {
+// TestMetricsCountEveryOperationOnce: the metrics time every operation
+// (WantsElapsed is true, and the end of each is told), and still count
+// each one once, however many attempts it took.
+func TestMetricsCountEveryOperationOnce(t *testing.T) {
 	reg := prom.NewPedanticRegistry()
 	m, err := crlprom.New(reg, crlprom.Options{})
 	require.NoError(t, err)
-	assert.False(t, m.WantsElapsed())
+	assert.True(t, m.WantsElapsed())
 	rules, err := core.ParseStatementRules("{1205:2,1}")
 	require.NoError(t, err)
 	r, err := core.NewRetrier(core.Policy{Statement: rules}, core.Options{Observer: m, Clock: coretest.NewClock(time.Time{})})

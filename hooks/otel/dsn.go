@@ -1,0 +1,203 @@
+package otel
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/microsoft/go-mssqldb/msdsn"
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+
+	"github.com/crl-go/crl/config"
+)
+
+// family is what the hook knows of a database/sql driver name: the
+// db.system.name its handles get and how its DSN is read.
+type family uint8
+
+const (
+	familyNone family = iota
+	familySQLServer
+	familyMySQL
+	familyPostgres
+)
+
+// families maps the driver names crl's config reads DSNs for (see
+// config.ParseDSN) to their family.
+var families = map[string]family{
+	"sqlserver": familySQLServer, "mssql": familySQLServer, "azuresql": familySQLServer,
+	"mysql": familyMySQL,
+	"pgx":   familyPostgres, "pgx/v5": familyPostgres, "postgres": familyPostgres, "postgresql": familyPostgres,
+}
+
+// system is the db.system.name of the family's handles. MySQL's driver
+// serves MariaDB too, which it cannot tell apart: Options.DBSystem says
+// mariadb.
+func (f family) system() attribute.KeyValue {
+	switch f {
+	case familySQLServer:
+		return semconv.DBSystemNameMicrosoftSQLServer
+	case familyMySQL:
+		return semconv.DBSystemNameMySQL
+	case familyPostgres:
+		return semconv.DBSystemNamePostgreSQL
+	}
+	return semconv.DBSystemNameOtherSQL
+}
+
+// endpoint is what a DSN says of where the handle connects.
+type endpoint struct {
+	host     string
+	port     int    // 0: not said
+	instance string // SQL Server's named instance
+	database string
+}
+
+// attributes are db.namespace, server.address and server.port, each when
+// the DSN says it. db.namespace is the database name; for a SQL Server
+// named instance it is {instance}|{database}, as the conventions spell it.
+func (e endpoint) attributes() []attribute.KeyValue {
+	var a []attribute.KeyValue
+	switch {
+	case e.instance != "" && e.database != "":
+		a = append(a, semconv.DBNamespace(e.instance+"|"+e.database))
+	case e.database != "":
+		a = append(a, semconv.DBNamespace(e.database))
+	}
+	if e.host != "" {
+		a = append(a, semconv.ServerAddress(e.host))
+		if e.port > 0 {
+			a = append(a, semconv.ServerPort(e.port))
+		}
+	}
+	return a
+}
+
+// readDSN reads the endpoint from dsn, a DSN of driverName as crl's
+// adapters take it: crl's own keys are removed first (config.ParseDSN),
+// then the driver's own parser reads it where the driver exports one.
+// Neither the user nor the password is kept.
+func readDSN(f family, driverName, dsn string) (endpoint, error) {
+	_, driverDSN, err := config.ParseDSN(driverName, dsn)
+	if err != nil {
+		return endpoint{}, dsnError(driverName, err)
+	}
+	switch f {
+	case familySQLServer:
+		c, err := msdsn.Parse(driverDSN)
+		if err != nil {
+			return endpoint{}, dsnError(driverName, err)
+		}
+		return endpoint{host: c.Host, port: int(c.Port), instance: c.Instance, database: c.Database}, nil
+	case familyMySQL:
+		c, err := mysql.ParseDSN(driverDSN)
+		if err != nil {
+			return endpoint{}, dsnError(driverName, err)
+		}
+		e := endpoint{database: c.DBName}
+		if c.Net == "unix" {
+			e.host = c.Addr // the socket's path is the address
+			return e, nil
+		}
+		e.host, e.port = splitHostPort(c.Addr)
+		return e, nil
+	case familyPostgres:
+		return readPostgresDSN(driverName, driverDSN)
+	}
+	return endpoint{}, nil
+}
+
+// readPostgresDSN reads the URL forms (postgres://, postgresql://) and the
+// keyword/value form (host=… port=… dbname=…) that pgx and lib/pq take.
+// Of several hosts, the first is the address.
+func readPostgresDSN(driverName, dsn string) (endpoint, error) {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return endpoint{}, dsnError(driverName, err)
+		}
+		host, _, _ := strings.Cut(u.Host, ",")
+		e := endpoint{database: strings.TrimPrefix(u.Path, "/")}
+		e.host, e.port = splitHostPort(host)
+		if h := u.Query().Get("host"); e.host == "" && h != "" {
+			e.host = h
+		}
+		return e, nil
+	}
+	var e endpoint
+	for k, v := range keywordValues(dsn) {
+		switch k {
+		case "host":
+			e.host, _, _ = strings.Cut(v, ",")
+		case "port":
+			p, _, _ := strings.Cut(v, ",")
+			e.port, _ = strconv.Atoi(p)
+		case "dbname":
+			e.database = v
+		}
+	}
+	return e, nil
+}
+
+// keywordValues yields the pairs of a libpq keyword/value string:
+// key=value separated by white space, a value optionally in single quotes
+// with \' and \\ escapes.
+func keywordValues(s string) func(yield func(k, v string) bool) {
+	return func(yield func(k, v string) bool) {
+		for s = strings.TrimLeft(s, " \t\n\r"); s != ""; s = strings.TrimLeft(s, " \t\n\r") {
+			k, rest, ok := strings.Cut(s, "=")
+			if !ok {
+				return
+			}
+			k = strings.TrimSpace(k)
+			rest = strings.TrimLeft(rest, " \t")
+			var v strings.Builder
+			if strings.HasPrefix(rest, "'") {
+				i := 1
+				for ; i < len(rest) && rest[i] != '\''; i++ {
+					if rest[i] == '\\' && i+1 < len(rest) {
+						i++
+					}
+					v.WriteByte(rest[i])
+				}
+				s = rest[min(i+1, len(rest)):]
+			} else {
+				end := strings.IndexAny(rest, " \t\n\r")
+				if end < 0 {
+					end = len(rest)
+				}
+				v.WriteString(rest[:end])
+				s = rest[end:]
+			}
+			if !yield(k, v.String()) {
+				return
+			}
+		}
+	}
+}
+
+// splitHostPort splits host:port, [v6]:port or a bare host; a port that is
+// not a number is left out.
+func splitHostPort(hp string) (string, int) {
+	host, port, err := net.SplitHostPort(hp)
+	if err != nil {
+		return strings.Trim(hp, "[]"), 0
+	}
+	p, _ := strconv.Atoi(port)
+	return host, p
+}
+
+// dsnError is the error of a DSN that does not parse. A *url.Error is
+// replaced by its cause: it quotes the URL, password included.
+func dsnError(driverName string, err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return fmt.Errorf("otel: DSN of driver %q: %w", driverName, err)
+}
