@@ -70,7 +70,7 @@ type Config struct {
 	// Jitter randomises statement waits. Zero: none (the JDBC schedule).
 	Jitter core.Jitter
 	// Clock is the time source of the loops and of the refresh. Nil means
-	// core.SystemClock. Only code sets it.
+	// the real clock. Only code sets it.
 	Clock core.Clock
 	// Observer receives the loops' events and the reload events. Nil means
 	// none. Only code sets it.

@@ -20,9 +20,10 @@ import (
 // concurrent use.
 type Runtime struct {
 	retrier  *core.Retrier
-	fixed    Config // code over DSN: what the file cannot override
-	defaults Config // below the file: the JDBC driver's Azure connectRetryCount, when the DSN names an Azure endpoint
-	budget   Config // the budget and breaker fields in effect, which only a restart changes
+	breaker  *core.Breaker // nil when off
+	fixed    Config        // code over DSN: what the file cannot override
+	defaults Config        // below the file: the JDBC driver's Azure connectRetryCount, when the DSN names an Azure endpoint
+	budget   Config        // the budget and breaker fields in effect, which only a restart changes
 	cutoff   time.Duration
 	path     string // absolute; "" when there is no file
 	clock    core.Clock
@@ -77,9 +78,6 @@ func New(driverName, dsn string, opts ...Option) (*Runtime, string, error) {
 	if n := azureConnectRetryCount(driverName, driverDSN); n > 0 {
 		r.defaults = Config{ConnectRetryCount: n}
 	}
-	if r.clock == nil {
-		r.clock = core.SystemClock{}
-	}
 	path, err := findProperties(r.fixed.PropertiesPath, driverName)
 	if err != nil {
 		return nil, "", err
@@ -113,12 +111,13 @@ func New(driverName, dsn string, opts ...Option) (*Runtime, string, error) {
 	if o.Breaker, err = core.NewBreaker(merged.Breaker, r.clock); err != nil {
 		return nil, "", fmt.Errorf("config: %w", err)
 	}
+	r.breaker = o.Breaker
 	if path != "" && merged.RefreshInterval() > 0 {
 		o.Refresh = r.refresh
 	}
 	r.cutoff = merged.Cutoff()
 	r.current.Store(&merged)
-	r.setInterval(merged.RefreshInterval(), r.clock.Now())
+	r.setInterval(merged.RefreshInterval(), r.now())
 	if r.retrier, err = core.NewRetrier(policy, o); err != nil {
 		return nil, "", fmt.Errorf("config: %w", err)
 	}
@@ -133,6 +132,11 @@ func (r *Runtime) ExecutionCutoff() time.Duration { return r.cutoff }
 // Retrier returns the retrier that the adapters run statements and
 // connections with. Its policy changes when the properties file does.
 func (r *Runtime) Retrier() *core.Retrier { return r.retrier }
+
+// Breaker returns the handle's circuit breaker, nil when it is off (the
+// default), for a hook that shows its state (hooks/prometheus's
+// WatchBreaker).
+func (r *Runtime) Breaker() *core.Breaker { return r.breaker }
 
 // PropertiesPath returns the absolute path of the properties file in use,
 // or "" when there is none.
@@ -166,7 +170,7 @@ func (r *Runtime) Reload() error {
 // allocation. The goroutine that wins the compare-and-swap on the next
 // check time looks at the file; the others go on with the rules in effect.
 func (r *Runtime) refresh() {
-	now := r.clock.Now().UnixNano()
+	now := r.now().UnixNano()
 	next := r.nextCheck.Load()
 	if now < next {
 		return
@@ -258,7 +262,7 @@ func (r *Runtime) apply(file Config) error {
 		return &FileError{Path: r.path, Err: err}
 	}
 	r.current.Store(&merged)
-	r.setInterval(merged.RefreshInterval(), r.clock.Now())
+	r.setInterval(merged.RefreshInterval(), r.now())
 	return nil
 }
 
@@ -298,4 +302,13 @@ func addSaturating(a, b int64) int64 {
 		return math.MaxInt64
 	}
 	return a + b
+}
+
+// now is the time by the handle's clock: code's (WithClock), else the
+// real time.
+func (r *Runtime) now() time.Time {
+	if r.clock == nil {
+		return time.Now()
+	}
+	return r.clock.Now()
 }

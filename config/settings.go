@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/crl-go/crl/core"
+	"github.com/crl-go/crl/internal/limits"
 )
 
 // setting is everything this package knows about one setting of Config:
@@ -314,7 +315,7 @@ func (c *Config) validate(source string) error {
 // overloadCost=2 (timeoutCost is overloadCost's former name), and the
 // class lists contention=, overload=, transient= (error tokens separated
 // by '|'), any subset, each name case-insensitive, each value within its
-// range (core.CheckBudgetSetting), max at least 2 × each cost.
+// range (limits.BudgetSetting), max at least 2 × each cost.
 func parseBudget(v string) (core.BudgetSettings, bool, error) {
 	switch strings.ToLower(v) {
 	case "off", "none", "false":
@@ -356,7 +357,7 @@ func parseBudget(v string) (core.BudgetSettings, bool, error) {
 		if err != nil || strings.ContainsFunc(val, func(r rune) bool { return !strings.ContainsRune("0123456789.eE+-", r) }) {
 			return errorf("%s=%q: expected a number, %s", name, val, want)
 		}
-		if err := core.CheckBudgetSetting(name, f); err != nil {
+		if err := limits.BudgetSetting(name, f); err != nil {
 			return &reasonError{reason: name + "=" + val + ": " + err.Error(), cause: err}
 		}
 		*field = f

@@ -112,7 +112,7 @@ type Breaker struct {
 
 // NewBreaker returns a closed breaker, or nil when s is off (Failures 0).
 // Settings out of range (see Validate) are an error, never a default. A
-// nil clock means SystemClock.
+// nil clock means systemClock.
 func NewBreaker(s BreakerSettings, clock Clock) (*Breaker, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -124,7 +124,7 @@ func NewBreaker(s BreakerSettings, clock Clock) (*Breaker, error) {
 		s.OpenFor = defaultOpenFor
 	}
 	if clock == nil {
-		clock = SystemClock{}
+		clock = systemClock{}
 	}
 	return &Breaker{failures: uint64(s.Failures), openFor: s.OpenFor, clock: clock}, nil
 }

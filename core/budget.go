@@ -7,19 +7,17 @@ import (
 	"strings"
 	"sync/atomic"
 	"unicode"
+
+	"github.com/crl-go/crl/internal/limits"
 )
 
-// The budget's defaults and the ranges of its settings (docs/semantics.md,
-// "The retry budget").
+// The budget's defaults (docs/semantics.md, "The retry budget"); the
+// ranges of its settings are internal/limits'.
 const (
 	defaultBudgetMax            = 20
 	defaultBudgetEarn           = 0.1
 	defaultBudgetContentionCost = 0.1
 	defaultBudgetOverloadCost   = 2
-
-	budgetMaxLow, budgetMaxHigh   = 2, 1_000_000
-	budgetEarnLow, budgetEarnHigh = 0.001, 1
-	budgetCostLow, budgetCostHigh = 0.001, 1000
 )
 
 // BudgetSettings configures a retry budget. The zero value is the default
@@ -89,7 +87,7 @@ func (s BudgetSettings) compile() (map[token]budgetClass, error) {
 		name string
 		v    float64
 	}{{"max", n.Max}, {"earn", n.EarnPerAttempt}, {"contentionCost", n.ContentionCost}, {"overloadCost", n.OverloadCost}} {
-		if err := CheckBudgetSetting(f.name, f.v); err != nil {
+		if err := limits.BudgetSetting(f.name, f.v); err != nil {
 			return nil, fmt.Errorf("core: retry budget %s=%s: %w", f.name, formatNumber(f.v), err)
 		}
 	}
@@ -123,29 +121,6 @@ func (s BudgetSettings) compile() (map[token]budgetClass, error) {
 		}
 	}
 	return overrides, nil
-}
-
-// CheckBudgetSetting reports a value out of the range of the budget
-// setting name (max, earn, contentionCost or overloadCost,
-// case-insensitive) with an error that says what is expected ("expected a
-// number from 2 to 1000000"), so that configuration readers name the value
-// as it was written.
-func CheckBudgetSetting(name string, v float64) error {
-	var low, high float64
-	switch strings.ToLower(name) {
-	case "max":
-		low, high = budgetMaxLow, budgetMaxHigh
-	case "earn":
-		low, high = budgetEarnLow, budgetEarnHigh
-	case "contentioncost", "overloadcost":
-		low, high = budgetCostLow, budgetCostHigh
-	default:
-		return fmt.Errorf("expected a budget setting: max, earn, contentionCost or overloadCost, not %q", name)
-	}
-	if math.IsNaN(v) || v < low || v > high {
-		return fmt.Errorf("expected a number from %s to %s", strconv.FormatFloat(low, 'f', -1, 64), strconv.FormatFloat(high, 'f', -1, 64))
-	}
-	return nil
 }
 
 func formatNumber(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/core/coretest"
+	"github.com/crl-go/crl/internal/limits"
 )
 
 // The rates of the acceptance line, in requests per second per handle.
@@ -374,7 +375,7 @@ func TestBudgetSettingsRanges(t *testing.T) {
 		{EarnPerAttempt: 0.001}, {Contention: " 1205 | 40P01 timeout", Transient: "badconn"}} {
 		assert.NoError(t, s.Validate(), "%+v", s)
 	}
-	assert.ErrorContains(t, core.CheckBudgetSetting("refill", 1), "max, earn, contentionCost or overloadCost")
+	assert.ErrorContains(t, limits.BudgetSetting("refill", 1), "max, earn, contentionCost or overloadCost")
 }
 
 // defaultBudget is the budget the config package gives every handle.

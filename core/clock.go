@@ -17,15 +17,15 @@ type Clock interface {
 	Sleep(ctx context.Context, d time.Duration) error
 }
 
-// SystemClock is the real clock: time.Now, and a timer raced against the
+// systemClock is the real clock: time.Now, and a timer raced against the
 // context's Done channel (never time.Sleep, so a cancelled wait ends at once).
-type SystemClock struct{}
+type systemClock struct{}
 
 // Now returns time.Now().
-func (SystemClock) Now() time.Time { return time.Now() }
+func (systemClock) Now() time.Time { return time.Now() }
 
 // Sleep waits d or until ctx is done.
-func (SystemClock) Sleep(ctx context.Context, d time.Duration) error {
+func (systemClock) Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
@@ -49,7 +49,7 @@ func (SystemClock) Sleep(ctx context.Context, d time.Duration) error {
 // is a timerClock, the queryTimeout of a statement whose rows are read
 // after it returns (RetryRows) also ends when the clock's time reaches it,
 // so a test that moves a virtual clock past the queryTimeout sees the rows
-// end exactly then. SystemClock is not one: its time is the real time.
+// end exactly then. systemClock is not one: its time is the real time.
 // The method's signature is written out (no named Timer type) so that a
 // clock outside core needs nothing of core's to be one.
 type timerClock interface {

@@ -73,8 +73,9 @@ func statementFailingOnce() func(context.Context) error {
 
 // An observer that counts operations (OperationObserver) and does not read
 // the events' Elapsed (ElapsedObserver) adds one call to the success path:
-// no clock is read for it. This is how hooks/prometheus counts
-// database_total_requests_total.
+// no clock is read for it: a counter of requests needs no more (a hook
+// that also times operations, as hooks/prometheus's duration histogram
+// does, reads the clock).
 func ExampleElapsedObserver() {
 	rules, _ := core.ParseStatementRules("{1205:3,0}")
 	counter := &requestCounter{}

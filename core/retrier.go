@@ -10,7 +10,7 @@ import (
 // Options are the collaborators of a Retrier. The zero value is valid: the
 // system clock, no observer, no retry budget, no circuit breaker.
 type Options struct {
-	// Clock is the time source. Nil means SystemClock.
+	// Clock is the time source. Nil means systemClock.
 	Clock Clock
 	// Observer receives events. Nil means none, at no cost.
 	Observer Observer
@@ -57,7 +57,7 @@ func NewRetrier(p Policy, o Options) (*Retrier, error) {
 	}
 	r := &Retrier{clock: o.Clock, observer: o.Observer, budget: o.Budget, breaker: o.Breaker, random: o.Random, refresh: o.Refresh}
 	if r.clock == nil {
-		r.clock = SystemClock{}
+		r.clock = systemClock{}
 	}
 	if r.random == nil {
 		r.random = rand.Float64

@@ -97,7 +97,7 @@ func TestRowsQueryTimeoutOnTheRealTime(t *testing.T) {
 	for name, clock := range map[string]core.Clock{
 		"virtual clock":        coretest.NewClock(time.Time{}),
 		"clock without timers": struct{ core.Clock }{coretest.NewClock(time.Time{})}, // Now and Sleep only
-		"system clock":         core.SystemClock{},
+		"system clock (nil)":   nil,
 	} {
 		_, rows, _ := queryRows(t, context.Background(), rowsRetrier(t, time.Millisecond, clock))
 		require.True(t, ended(t, rows), "%s: rows still open after the attempt's deadline", name)

@@ -88,7 +88,7 @@ func run(ctx context.Context, dsn, addr string, ready func(url string)) error {
 		return err
 	}
 	defer db.Close()
-	metrics.WatchBreaker(db.Retrier().Breaker())
+	metrics.WatchBreaker(db.Runtime().Breaker())
 	if err := workload(ctx, db); err != nil {
 		return err
 	}

@@ -129,7 +129,7 @@ func TestBreakerGauge(t *testing.T) {
 	require.NoError(t, err)
 	r, err := core.NewRetrier(core.Policy{Statement: rules}, core.Options{Observer: m, Clock: clock, Breaker: b})
 	require.NoError(t, err)
-	m.WatchBreaker(r.Breaker())
+	m.WatchBreaker(b)
 	assert.Zero(t, gauge())
 	require.Error(t, r.Do(context.Background(), "update t", func(context.Context) error { return deadlock{} }))
 	assert.Equal(t, 1.0, gauge(), "open")

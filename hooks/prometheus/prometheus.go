@@ -266,7 +266,7 @@ func (m *Metrics) OperationEnded(e core.OperationEnded) {
 }
 
 // WatchBreaker makes crl_breaker_open report b, the circuit breaker of
-// the handle these Metrics observe (sqlxcrl's db.Retrier().Breaker(); nil
+// the handle these Metrics observe (db.Runtime().Breaker() of a sqlxcrl or gormcrl handle; nil
 // when the handle has none, and then the gauge is 0). The handle is built
 // with the Metrics as its observer, so its breaker can only be watched
 // after.
