@@ -1,6 +1,10 @@
 package core
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/crl-go/crl/internal/sqlscan"
+)
 
 // Batches and procedure calls.
 //
@@ -67,7 +71,7 @@ type statementScan struct {
 }
 
 // scanBatch counts the statements of q and its reads, through the one
-// scanner (lexer); mysql selects MySQL's quoting. It never panics and does
+// scanner (internal/sqlscan); mysql selects MySQL's quoting. It never panics and does
 // not allocate.
 func scanBatch(q string, mysql bool) batchShape {
 	var (
@@ -86,25 +90,25 @@ func scanBatch(q string, mysql bool) batchShape {
 		}
 		st = statementScan{}
 	}
-	l := lexer{q: q, mysql: mysql}
+	l := sqlscan.New(q, mysql)
 	leading := true // no token yet but '(' and ';'
 	for {
-		k, w := l.next()
-		if leading && k != tokOpen && k != tokSemi {
+		k, w := l.Next()
+		if leading && k != sqlscan.Open && k != sqlscan.Semi {
 			leading, out.keyword = false, w
 		}
 		switch k {
-		case tokEnd:
+		case sqlscan.End:
 			end()
 			return out
-		case tokSemi:
+		case sqlscan.Semi:
 			end()
-		case tokWord:
+		case sqlscan.Word:
 			st.word(w)
-		case tokOpen:
+		case sqlscan.Open:
 			st.nonEmpty = true
 			st.depth++
-		case tokClose:
+		case sqlscan.Close:
 			st.nonEmpty = true
 			st.depth--
 		default:

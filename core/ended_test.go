@@ -159,16 +159,3 @@ func TestOperationEndedOnAPanicInAConnection(t *testing.T) {
 	assert.True(t, ends[0].Panicked)
 	assert.Equal(t, "driver", ends[0].Panic)
 }
-
-func TestStatementKeyword(t *testing.T) {
-	for q, want := range map[string]string{
-		"select 1":                    "select",
-		"  /* a */ -- b\n (UPDATE t)": "UPDATE",
-		"\xEF\xBB\xBFInsert into t":   "Insert",
-		"":                            "",
-		"((":                          "",
-		"exec dbo.p @a = 1; select 1": "exec",
-	} {
-		assert.Equal(t, want, core.StatementKeyword(q), "%q", q)
-	}
-}

@@ -215,10 +215,3 @@ func (r *Retrier) ended(o *operation, err *error) {
 	}
 	r.ends.OperationEnded(e)
 }
-
-// StatementKeyword returns the first keyword of query as the query filter
-// reads it (after white space, comments and opening parentheses), in the
-// case it is written, or "" when there is none. It does not allocate.
-// Hooks name a statement's operation by it (db.operation.name), so that
-// they read a statement the way the rules do.
-func StatementKeyword(query string) string { return firstKeyword(query) }

@@ -2,7 +2,8 @@ package mssqltest
 
 import (
 	"strings"
-	"unicode"
+
+	"github.com/crl-go/crl/internal/sqlscan"
 )
 
 // CurCmd values SQL Server puts in DONE, DONEPROC and DONEINPROC. MS-TDS
@@ -74,7 +75,7 @@ func dataChanging(cmd uint16) bool {
 // introduces, SELECT ... INTO is a SELECT INTO, and CREATE, ALTER and DROP
 // are told apart by the kind of object. Unknown verbs get cmdNone.
 func commandOf(text string) uint16 {
-	s := &sqlScanner{text: text}
+	s := newSQLScanner(text)
 	verb := s.word()
 	switch verb {
 	case "with":
@@ -128,98 +129,41 @@ func selectsInto(s *sqlScanner) bool {
 	}
 }
 
-// sqlScanner reads the words of T-SQL text that stand outside parentheses,
-// skipping comments, string literals and quoted identifiers. It knows
-// just enough T-SQL to find a statement's verb.
+// sqlScanner reads the words of T-SQL text that stand outside
+// parentheses, through crl's one SQL scanner (internal/sqlscan: comments,
+// string literals, quoted identifiers and a byte order mark are skipped as
+// crl's rules skip them). It knows just enough T-SQL to find a
+// statement's verb.
 type sqlScanner struct {
-	text    string
-	pos     int
+	lex     sqlscan.Lexer
 	depth   int  // open parentheses
 	started bool // a word was read; parentheses before it only group
+	done    bool // the first statement ended
 }
+
+func newSQLScanner(text string) *sqlScanner { return &sqlScanner{lex: sqlscan.New(text, false)} }
 
 // word returns the next lower-cased keyword or identifier at parenthesis
 // depth zero, or "" at the end of the first statement or the text.
 func (s *sqlScanner) word() string {
-	for s.pos < len(s.text) {
-		c := s.text[s.pos]
-		switch {
-		case c == '-' && strings.HasPrefix(s.text[s.pos:], "--"):
-			if end := strings.IndexByte(s.text[s.pos:], '\n'); end >= 0 {
-				s.pos += end + 1
-			} else {
-				s.pos = len(s.text)
-			}
-		case c == '/' && strings.HasPrefix(s.text[s.pos:], "/*"):
-			s.skipBlockComment()
-		case c == '\'' || c == '"':
-			s.skipQuoted(c)
-		case c == '[':
-			s.skipQuoted(']')
-		case c == '(':
+	for !s.done {
+		switch k, w := s.lex.Next(); k {
+		case sqlscan.End:
+			s.done = true
+		case sqlscan.Semi:
+			s.done = s.depth == 0 // a verb belongs to the first statement only
+		case sqlscan.Open:
 			if s.started {
 				s.depth++
 			}
-			s.pos++
-		case c == ')':
+		case sqlscan.Close:
 			s.depth = max(s.depth-1, 0)
-			s.pos++
-		case c == ';' && s.depth == 0:
-			s.pos = len(s.text) // a verb belongs to the first statement only
-		case isWordByte(c):
-			start := s.pos
-			for s.pos < len(s.text) && isWordByte(s.text[s.pos]) {
-				s.pos++
-			}
+		case sqlscan.Word:
 			if s.depth == 0 {
 				s.started = true
-				return strings.ToLower(s.text[start:s.pos])
+				return strings.ToLower(w)
 			}
-		default:
-			s.pos++
 		}
 	}
 	return ""
-}
-
-// skipBlockComment skips a /* */ comment; T-SQL nests them.
-func (s *sqlScanner) skipBlockComment() {
-	nesting := 0
-	for s.pos < len(s.text) {
-		switch {
-		case strings.HasPrefix(s.text[s.pos:], "/*"):
-			nesting++
-			s.pos += 2
-		case strings.HasPrefix(s.text[s.pos:], "*/"):
-			nesting--
-			s.pos += 2
-			if nesting == 0 {
-				return
-			}
-		default:
-			s.pos++
-		}
-	}
-}
-
-// skipQuoted skips a literal or quoted identifier up to its closing
-// character; a doubled closing character stands for itself.
-func (s *sqlScanner) skipQuoted(close byte) {
-	s.pos++ // the opening character
-	for s.pos < len(s.text) {
-		if s.text[s.pos] != close {
-			s.pos++
-			continue
-		}
-		s.pos++
-		if s.pos < len(s.text) && s.text[s.pos] == close {
-			s.pos++
-			continue
-		}
-		return
-	}
-}
-
-func isWordByte(c byte) bool {
-	return c == '_' || c == '@' || c == '#' || c >= 0x80 || unicode.IsLetter(rune(c)) || unicode.IsDigit(rune(c))
 }

@@ -86,6 +86,7 @@ import (
 
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/hooks"
+	"github.com/crl-go/crl/internal/sqlscan"
 )
 
 // ScopeName is the instrumentation scope of the tracer and the meter.
@@ -172,7 +173,7 @@ var verbs = [...]string{"SELECT", "INSERT", "UPDATE", "DELETE", "MERGE", "UPSERT
 // verbIndex is the index in verbs of query's first keyword, -1 when it is
 // none of them. It does not allocate.
 func verbIndex(query string) int {
-	w := core.StatementKeyword(query)
+	w := sqlscan.FirstKeyword(query) // the keyword as crl's rules read it
 	for i, v := range verbs {
 		if len(v) == len(w) && strings.EqualFold(v, w) {
 			return i
