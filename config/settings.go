@@ -7,6 +7,7 @@ import (
 
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/internal/limits"
+	"github.com/crl-go/crl/internal/sqlscan"
 )
 
 // setting is everything this package knows about one setting of Config:
@@ -260,7 +261,7 @@ func (s *setting) valueError(source, value string, err error) error {
 // where the value comes from, for errors.
 func (c *Config) setValue(i int, value, source string) error {
 	s := &settings[i]
-	if err := s.parse(c, strings.TrimSpace(value)); err != nil {
+	if err := s.parse(c, sqlscan.TrimSpace(value)); err != nil {
 		return s.valueError(source, value, err)
 	}
 	c.set |= 1 << i

@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"unicode"
 
 	"github.com/crl-go/crl/internal/limits"
 )
@@ -105,7 +104,7 @@ func (s BudgetSettings) compile() (map[token]budgetClass, error) {
 		class budgetClass
 		list  string
 	}{{classContention, s.Contention}, {classOverload, s.Overload}, {classTransient, s.Transient}} {
-		for _, word := range strings.FieldsFunc(l.list, func(r rune) bool { return r == '|' || unicode.IsSpace(r) }) {
+		for _, word := range strings.FieldsFunc(l.list, func(r rune) bool { return r == '|' || r < 0x80 && isSpace(byte(r)) }) {
 			t, err := parseToken(word)
 			if err != nil {
 				return nil, fmt.Errorf("core: retry budget %s=%q: %w", classNames[l.class], l.list, err)

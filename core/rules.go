@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/crl-go/crl/internal/sqlscan"
 )
 
 // MaxRetryCount is the largest retryCount (and connectRetryCount) accepted.
@@ -257,17 +259,17 @@ func parseStatementRule(raw, body string) (Rule, []token, error) {
 	r := Rule{op: '+', change: defaultChange}
 	timings := strings.Split(sections[1], ",")
 	if len(timings) > 2 {
-		return Rule{}, nil, numberError(raw, strings.TrimSpace(sections[1]),
+		return Rule{}, nil, numberError(raw, sqlscan.TrimSpace(sections[1]),
 			"has "+strconv.Itoa(len(timings)-1)+" commas, expected count[,initial[op change]] with at most one comma")
 	}
-	countTok := strings.TrimSpace(timings[0])
+	countTok := sqlscan.TrimSpace(timings[0])
 	n, convErr := strconv.Atoi(countTok)
 	if !isDigits(countTok) || convErr != nil || n > MaxRetryCount {
 		return Rule{}, nil, numberError(raw, countTok, "is not a retry count, expected a whole number from 0 to 255")
 	}
 	r.count = n
 	if len(timings) == 2 {
-		if err := parseTimings(raw, strings.TrimSpace(timings[1]), &r); err != nil {
+		if err := parseTimings(raw, sqlscan.TrimSpace(timings[1]), &r); err != nil {
 			return Rule{}, nil, err
 		}
 	}
@@ -296,8 +298,8 @@ func parseTimings(raw, t string, r *Rule) error {
 	if strings.Count(t, "*")+strings.Count(t, "+") > 1 {
 		return numberError(raw, t, "has more than one operator, expected initial, initial+change or initial*factor")
 	}
-	initTok := strings.TrimSpace(t[:opAt])
-	changeTok := strings.TrimSpace(t[opAt+1:])
+	initTok := sqlscan.TrimSpace(t[:opAt])
+	changeTok := sqlscan.TrimSpace(t[opAt+1:])
 	d, err := ParseTime(initTok)
 	if err != nil {
 		return numberError(raw, initTok, err.Error())
@@ -330,7 +332,7 @@ func parseTimings(raw, t string, r *Rule) error {
 }
 
 func parseFilter(raw, f string) ([]string, error) {
-	if t := strings.TrimSpace(f); t == "0" && f != "0" {
+	if t := sqlscan.TrimSpace(f); t == "0" && f != "0" {
 		// JDBC reads only a bare 0 as "no filter"; "{1205:3: 0}" keeps the
 		// filter " 0", which matches almost no statement. Neither meaning
 		// is safe to guess.
@@ -338,14 +340,14 @@ func parseFilter(raw, f string) ([]string, error) {
 			Reason: strconv.Quote(f) + " is 0 with white space, which the JDBC driver reads as the filter " +
 				strconv.Quote(f) + ", expected 0 (no filter) or keywords such as select,update"}
 	}
-	f = strings.TrimSpace(f)
+	f = sqlscan.TrimSpace(f)
 	if f == "" || f == "0" { // JDBC writes an omitted filter as 0
 		return nil, nil
 	}
 	words := strings.Split(f, ",")
 	out := make([]string, 0, len(words))
 	for _, w := range words {
-		w = strings.TrimSpace(w)
+		w = sqlscan.TrimSpace(w)
 		ok := w != ""
 		for i := 0; i < len(w); i++ {
 			if !isWordByte(w[i]) {
@@ -364,13 +366,13 @@ func parseFilter(raw, f string) ([]string, error) {
 // parseTokens reads a comma-separated error list. For a connection rule a
 // leading '+' is allowed and reported.
 func parseTokens(raw, list string, conn bool) ([]token, error) {
-	list = strings.TrimSpace(list)
+	list = sqlscan.TrimSpace(list)
 	parts := strings.Split(list, ",")
 	out := make([]token, 0, len(parts))
 	for i, p := range parts {
-		p = strings.TrimSpace(p)
+		p = sqlscan.TrimSpace(p)
 		if conn && i == 0 && strings.HasPrefix(p, "+") {
-			p = strings.TrimSpace(p[1:])
+			p = sqlscan.TrimSpace(p[1:])
 		}
 		t, err := parseToken(p)
 		if err != nil {
@@ -393,8 +395,8 @@ func splitRules(s string) []string {
 	parts := strings.Split(s, ";")
 	out := parts[:0]
 	for _, p := range parts {
-		if strings.TrimSpace(p) != "" {
-			out = append(out, strings.TrimSpace(p))
+		if sqlscan.TrimSpace(p) != "" {
+			out = append(out, sqlscan.TrimSpace(p))
 		}
 	}
 	return out
@@ -445,14 +447,14 @@ func abbreviate(s string) string {
 // (a list may be wrapped whole, so "{1205:3;1222:2}" splits into "{1205:3"
 // and "1222:2}"). A brace anywhere else is an error.
 func ruleBody(raw string) (string, error) {
-	b := strings.TrimSpace(raw)
+	b := sqlscan.TrimSpace(raw)
 	b = strings.TrimPrefix(b, "{")
 	b = strings.TrimSuffix(b, "}")
 	if strings.ContainsAny(b, "{}") {
 		return "", &RuleError{Rule: raw, Err: ErrInvalidRuleFormat,
 			Reason: "a brace inside a rule, expected braces only around a rule or around the whole list"}
 	}
-	return strings.TrimSpace(b), nil
+	return sqlscan.TrimSpace(b), nil
 }
 
 // ConnectionRules is a compiled retryConn value: the errors that the

@@ -434,3 +434,20 @@ func TestDefaultChangeWithUnits(t *testing.T) {
 		t.Errorf("waits %v and %v", a.WaitTimes(), b.WaitTimes())
 	}
 }
+
+// A no-break space is not white space to the rules (nor to the JDBC
+// driver): a filter of 0 followed by one is an error, never a rule without
+// a filter, which would retry every statement (jdbcdiff found crl reading
+// it as no filter, where JDBC keeps a filter that matches almost nothing).
+func TestNoBreakSpaceIsNotWhiteSpace(t *testing.T) {
+	for _, s := range []string{"{10054,1222:5,1+0:0}\u00a0", "{1222:5,1+0:0\u00a0}", "\u00a0{1222:5,1}", "{1222:5,1+0:select\u00a0}"} {
+		_, err := core.ParseStatementRules(s)
+		require.Error(t, err, "%q", s)
+		assert.ErrorIs(t, err, core.ErrInvalidRuleFormat, "%q", s)
+	}
+	r, err := core.ParseStatementRules(" {1222:5,1+0:0}\t")
+	require.NoError(t, err, "ASCII white space is")
+	rule, ok := r.Lookup(1222)
+	require.True(t, ok)
+	assert.Empty(t, rule.Filter())
+}

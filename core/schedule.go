@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/crl-go/crl/internal/sqlscan"
 )
 
 // MaxWait is the ceiling at which computed waits saturate instead of
@@ -121,7 +123,7 @@ const (
 
 // ParseJitter reads "none", "full" or "equal" (case-insensitive; "" is none).
 func ParseJitter(s string) (Jitter, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
+	switch strings.ToLower(sqlscan.TrimSpace(s)) {
 	case "", "none":
 		return JitterNone, nil
 	case "full":

@@ -134,6 +134,23 @@ func IsSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
 }
 
+// TrimSpace returns s without the ASCII white space (IsSpace) around it.
+// crl's readers of rules and settings trim with it, not with
+// strings.TrimSpace: a no-break space (U+00A0) or another Unicode space
+// is part of the value, as it is for the JDBC driver, whose String.trim
+// removes only characters up to U+0020, so a value JDBC keeps is never
+// read as a shorter one.
+func TrimSpace(s string) string {
+	i, j := 0, len(s)
+	for i < j && IsSpace(s[i]) {
+		i++
+	}
+	for j > i && IsSpace(s[j-1]) {
+		j--
+	}
+	return s[i:j]
+}
+
 // EqualFold compares a keyword with a lower-case word, ASCII
 // case-insensitively, without allocating.
 func EqualFold(s, lower string) bool {
