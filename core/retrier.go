@@ -23,9 +23,11 @@ type Options struct {
 	Breaker *Breaker
 	// Random returns a value in [0, 1) for jitter. Nil means math/rand/v2.
 	Random func() float64
-	// Refresh, when set, is called at the start of every operation; the
-	// config package uses it for the lazy hot reload of a properties file.
-	// It must be cheap when there is nothing to do.
+	// Refresh, when set, is called at the start of every operation, before
+	// its policy is read; the config package uses it for the lazy hot
+	// reload of a properties file (it may call SetPolicy). It must be
+	// cheap when there is nothing to do: it does not take a statement's
+	// first attempt off the direct path.
 	Refresh func()
 }
 
@@ -35,7 +37,7 @@ type Options struct {
 type Retrier struct {
 	policy   atomic.Pointer[Policy]
 	direct   atomic.Pointer[Policy] // the policy when a first attempt may run directly, else nil (see statement)
-	quiet    bool                   // no breaker or refresh, and no observer but one that only counts: a first attempt has nobody to ask or tell
+	quiet    bool                   // no breaker, and no observer but one that only counts: a first attempt has nobody to ask or tell (a refresh runs before it)
 	clock    Clock
 	observer Observer
 	budget   *Budget
@@ -69,7 +71,7 @@ func NewRetrier(p Policy, o Options) (*Retrier, error) {
 		eo, ok := r.observer.(ElapsedObserver)
 		r.timed = !ok || eo.WantsElapsed()
 	}
-	r.quiet = (r.observer == nil || !r.timed) && r.breaker == nil && r.refresh == nil && r.ends == nil
+	r.quiet = (r.observer == nil || !r.timed) && r.breaker == nil && r.ends == nil
 	r.store(&p)
 	return r, nil
 }
@@ -146,6 +148,9 @@ func (r *Retrier) Do(ctx context.Context, query string, fn func(ctx context.Cont
 // queryTimeout bounds the attempt, fn runs directly and a success costs
 // one atomic load of the budget (and the observer's count).
 func (r *Retrier) statement(ctx context.Context, query string, fn func(ctx context.Context) error, b bound) error {
+	if r.refresh != nil {
+		r.refresh() // may swap the policy: load it after
+	}
 	if p := r.direct.Load(); p != nil {
 		if err := fn(ctx); err != nil {
 			return r.statementFailed(ctx, p, query, fn, b, err)
@@ -185,6 +190,9 @@ func (r *Retrier) statementLoop(ctx context.Context, query string, fn func(ctx c
 // ErrCommitUnknown is never retried. Attempts are not bounded by
 // QueryTimeout (the statements inside are, by the adapter).
 func (r *Retrier) DoTx(ctx context.Context, fn func(ctx context.Context) (failedQuery string, err error)) error {
+	if r.refresh != nil {
+		r.refresh()
+	}
 	return r.loop(ctx, KindTransaction, "", fn, boundNone)
 }
 
@@ -206,6 +214,9 @@ func RetryRows[T any](ctx context.Context, r *Retrier, query string, fn func(ctx
 
 // retry is Retry and RetryRows, with statement's direct first attempt.
 func retry[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error), b bound) (T, error) {
+	if r.refresh != nil {
+		r.refresh() // may swap the policy: load it after
+	}
 	if p := r.direct.Load(); p != nil {
 		v, err := fn(ctx)
 		if err == nil {
@@ -254,12 +265,9 @@ const (
 	boundKeep                // bounded by QueryTimeout, released when the rows are done
 )
 
-// loop runs a statement or transaction loop from the start: refresh,
-// count, ask the breaker, then the attempts.
+// loop runs a statement or transaction loop from the start, its caller
+// having refreshed the policy: count, ask the breaker, then the attempts.
 func (r *Retrier) loop(ctx context.Context, kind Kind, query string, call attemptFunc, b bound) error {
-	if r.refresh != nil {
-		r.refresh()
-	}
 	var o operation // fields set one by one: a literal is built aside and copied, which stalls
 	o.ctx, o.kind, o.query = ctx, kind, query
 	r.begin(&o)
