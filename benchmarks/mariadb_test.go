@@ -55,12 +55,12 @@ const (
 
 // mariaPolicies are the rows of the post-mortem's table, scaled to the
 // benchmark's 500 ms client time-out, beside crl's: each retries a
-// time-out up to 3 times. Without full, the smoke run of CI: no retry,
+// time-out up to 3 times (immediately: "0+0", see StormPolicies). Without full, the smoke run of CI: no retry,
 // the JDBC schedule without a budget and crl's default.
 func mariaPolicies(full bool) []RetryPolicy {
 	all := []RetryPolicy{
 		{Name: "no retry"},
-		{Name: "immediate retries", Rules: "{timeout:3,0}"},
+		{Name: "immediate retries", Rules: "{timeout:3,0+0}"},
 		{Name: "fixed interval", Rules: "{timeout:3,50ms+0}"},
 		{Name: "exponential backoff", Rules: "{timeout:3,50ms*2}"},
 		{Name: "exponential + full jitter + budget", Rules: "{timeout:3,50ms*2}", Jitter: core.JitterFull, Budget: true},

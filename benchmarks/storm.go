@@ -64,13 +64,15 @@ type RetryPolicy struct {
 }
 
 // StormPolicies are the policies of the post-mortem's table and crl's: each
-// retries a time-out up to 3 times.
+// retries a time-out up to 3 times. Immediate retries are "0+0": a bare
+// "0" waits 0, 2 s, 4 s, since JDBC's default change is +2 s.
 var StormPolicies = []RetryPolicy{
 	{Name: "no retry"},
-	{Name: "immediate", Rules: "{timeout:3,0}"},
+	{Name: "immediate", Rules: "{timeout:3,0+0}"},
 	{Name: "fixed delay", Rules: "{timeout:3,100ms+0}"},
 	{Name: "exponential", Rules: "{timeout:3,100ms*2}"},
 	{Name: "exponential + full jitter", Rules: "{timeout:3,100ms*2}", Jitter: core.JitterFull},
+	{Name: "exponential + full jitter + budget", Rules: "{timeout:3,100ms*2}", Jitter: core.JitterFull, Budget: true},
 	{Name: "JDBC CRL, no budget", Rules: "{timeout:3,1*2}"},
 	{Name: "crl default", Rules: "{timeout:3,1*2}", Budget: true},
 	{Name: "crl + breaker", Rules: "{timeout:3,1*2}", Budget: true, Breaker: core.BreakerSettings{Failures: 5, OpenFor: 5 * time.Second}},

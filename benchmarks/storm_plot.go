@@ -79,6 +79,7 @@ var palette = []color.Color{
 	color.RGBA{213, 94, 0, 255},    // vermillion
 	color.RGBA{0, 158, 115, 255},   // bluish green
 	color.RGBA{0, 114, 178, 255},   // blue
+	color.RGBA{128, 0, 0, 255},     // dark red
 }
 
 // Series is one line of PlotSeries: a value per bucket.
