@@ -183,7 +183,7 @@ func BenchmarkContention(b *testing.B) {
 				b.ReportMetric(res.StormAmplification(), "executions/transaction")
 			}
 		})
-		low := "—"
+		low := "no budget"
 		if res.MinBudget >= 0 {
 			low = fmt.Sprintf("%.1f", res.MinBudget)
 		}
@@ -195,7 +195,7 @@ func BenchmarkContention(b *testing.B) {
 			}
 			continue
 		}
-		after := "—"
+		after := "never refused"
 		if res.AfterAllowanceRequests > 0 {
 			after = fmt.Sprintf("%.3f", res.AfterAllowanceAmplification())
 		}

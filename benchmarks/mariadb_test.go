@@ -371,7 +371,7 @@ func BenchmarkStormMariaDB(b *testing.B) {
 	fmt.Fprintf(&table, "\n%d round(s); median [min–max]\n\n", rounds)
 	table.WriteString("| policy | rule | load amplification (executions/request while degraded, server count) | mariadbd CPU at peak (% of a core, /proc) | the run's statements on the server, peak (PROCESSLIST) | pool occupancy, peak (in use ÷ 30) | self-healing (recovery after the capacity returns) | failed requests |\n|---|---|---|---|---|---|---|---|\n")
 	for _, row := range rows {
-		fmt.Fprintf(&table, "| %s | `%s` | %s | %s | %s | %s | %s | %s |\n", row.policy, row.rule,
+		fmt.Fprintf(&table, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", row.policy, row.rule,
 			row.amplification.format("%.2f", "×"), row.cpu.format("%.0f", " %"), row.running.format("%.0f", ""),
 			row.pool.format("%.2f", ""), row.recovery.format("%.1f", " s")+row.unrecovered(), row.failed.format("%.0f", ""))
 	}
@@ -440,9 +440,9 @@ func summariseMaria(policies []RetryPolicy, results []mariaResult) []mariaRow {
 	var rows []mariaRow
 	for _, p := range policies {
 		var amp, cpu, running, pool, rec, failed []float64
-		row := mariaRow{policy: p.Name, rule: p.Rules}
+		row := mariaRow{policy: p.Name, rule: "`" + p.Rules + "`"}
 		if p.Rules == "" {
-			row.rule = "—"
+			row.rule = "no rule"
 		}
 		if p.Budget {
 			row.rule += " + budget"

@@ -109,7 +109,7 @@ func BenchmarkStorm(b *testing.B) {
 				b.ReportMetric(-1, "recovery-s")
 			}
 		})
-		rec, ratio, peak := "none within 30 s", "—", fmt.Sprint(res.PeakQueue)
+		rec, ratio, peak := "none within 30 s", "no recovery", fmt.Sprint(res.PeakQueue)
 		if res.Recovered {
 			rec = fmt.Sprintf("%.1f s", res.Recovery.Seconds())
 			ratio = fmt.Sprintf("%.2f", res.Recovery.Seconds()/baseline.Seconds())
