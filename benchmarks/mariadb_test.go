@@ -281,7 +281,7 @@ func (m *mariaServer) settle(ctx context.Context) {
 // capacity returns. With CRL_STORM_FULL=1 it runs every row of the
 // post-mortem's table (mariaPolicies) in 3 rounds, each round every policy
 // one after another in a rotated order, and reports the median and the
-// range of each column (about 6 minutes); without it, one round of no
+// range of each column (about 5 minutes); without it, one round of no
 // retry, the JDBC schedule and crl's default (under a minute), the smoke
 // run of CI. -storm.mariadb.plot=prefix draws the series over time.
 func BenchmarkStormMariaDB(b *testing.B) {
