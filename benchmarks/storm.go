@@ -53,21 +53,26 @@ func DefaultStorm(handles int) Storm {
 
 // RetryPolicy is one client-side retry policy of the comparison.
 type RetryPolicy struct {
-	Name    string
-	Rules   string // retryExec rules for the timeout token; "" retries nothing
-	Budget  bool   // crl's default retry budget
-	Jitter  core.Jitter
-	Breaker core.BreakerSettings
+	Name   string
+	Rules  string // retryExec rules for the timeout token; "" retries nothing
+	Budget bool   // a crl retry budget, fresh for each handle
+	// BudgetSettings are the budget's settings when Budget is set; the
+	// zero value is crl's default.
+	BudgetSettings core.BudgetSettings
+	Jitter         core.Jitter
+	Breaker        core.BreakerSettings
 }
 
 // StormPolicies are the policies of the post-mortem's table and crl's: each
-// retries a time-out up to 3 times.
+// retries a time-out up to 3 times. Immediate retries are "0+0": a bare
+// "0" waits 0, 2 s, 4 s, since JDBC's default change is +2 s.
 var StormPolicies = []RetryPolicy{
 	{Name: "no retry"},
-	{Name: "immediate", Rules: "{timeout:3,0}"},
+	{Name: "immediate", Rules: "{timeout:3,0+0}"},
 	{Name: "fixed delay", Rules: "{timeout:3,100ms+0}"},
 	{Name: "exponential", Rules: "{timeout:3,100ms*2}"},
 	{Name: "exponential + full jitter", Rules: "{timeout:3,100ms*2}", Jitter: core.JitterFull},
+	{Name: "exponential + full jitter + budget", Rules: "{timeout:3,100ms*2}", Jitter: core.JitterFull, Budget: true},
 	{Name: "JDBC CRL, no budget", Rules: "{timeout:3,1*2}"},
 	{Name: "crl default", Rules: "{timeout:3,1*2}", Budget: true},
 	{Name: "crl + breaker", Rules: "{timeout:3,1*2}", Budget: true, Breaker: core.BreakerSettings{Failures: 5, OpenFor: 5 * time.Second}},
@@ -322,7 +327,7 @@ func (e *events) Pop() any {
 }
 
 // retrier returns a Retrier that runs p: base with p's rules and jitter,
-// and o with p's budget (crl's default one, fresh) and breaker (on o's
+// and o with p's budget (fresh, of p.BudgetSettings) and breaker (on o's
 // clock).
 func (p RetryPolicy) retrier(base core.Policy, o core.Options) (*core.Retrier, error) {
 	if p.Rules != "" {
@@ -334,7 +339,7 @@ func (p RetryPolicy) retrier(base core.Policy, o core.Options) (*core.Retrier, e
 	}
 	base.Jitter = p.Jitter
 	if p.Budget {
-		b, err := core.NewBudget(core.BudgetSettings{}) // the default the config package gives a handle
+		b, err := core.NewBudget(p.BudgetSettings) // zero: the default the config package gives a handle
 		if err != nil {
 			return nil, fmt.Errorf("policy %s: %w", p.Name, err)
 		}

@@ -3,6 +3,7 @@ package benchmarks
 import (
 	"fmt"
 	"image/color"
+	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -78,4 +79,63 @@ var palette = []color.Color{
 	color.RGBA{213, 94, 0, 255},    // vermillion
 	color.RGBA{0, 158, 115, 255},   // bluish green
 	color.RGBA{0, 114, 178, 255},   // blue
+	color.RGBA{128, 0, 0, 255},     // dark red
+}
+
+// Series is one line of PlotSeries: a value per bucket.
+type Series struct {
+	Name   string
+	Values []float64
+	Bold   bool // drawn wider (the policies with crl's budget)
+}
+
+// PlotSeries draws lines over time, a value per bucket of width bucket,
+// with a dotted vertical line at each of marks (the degradation's start
+// and end), as a PNG (or SVG, by path's extension) at path.
+func PlotSeries(title, yLabel string, bucket time.Duration, marks []time.Duration, lines []Series, path string) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "time (s)"
+	p.Y.Label.Text = yLabel
+	// Top left, above the lines: before the degradation they all lie low.
+	p.Legend.Top, p.Legend.Left = true, true
+	p.Legend.XOffs = vg.Points(10)
+	p.Add(plotter.NewGrid())
+	top, width := 0.0, 0
+	for _, s := range lines {
+		width = max(width, len(s.Values))
+		for _, v := range s.Values {
+			top = max(top, v)
+		}
+	}
+	for _, m := range marks {
+		l, err := plotter.NewLine(plotter.XYs{{X: m.Seconds(), Y: 0}, {X: m.Seconds(), Y: top * 1.05}})
+		if err != nil {
+			return err
+		}
+		l.Color = color.Gray{Y: 140}
+		l.Width = vg.Points(1.5)
+		l.Dashes = []vg.Length{vg.Points(2), vg.Points(3)}
+		p.Add(l)
+	}
+	for i, s := range lines {
+		xy := make(plotter.XYs, len(s.Values))
+		for j, v := range s.Values {
+			xy[j] = plotter.XY{X: (float64(j) + 0.5) * bucket.Seconds(), Y: v}
+		}
+		l, err := plotter.NewLine(xy)
+		if err != nil {
+			return err
+		}
+		l.Color = palette[i%len(palette)]
+		l.Width = vg.Points(1.5)
+		if s.Bold {
+			l.Width = vg.Points(3)
+		}
+		p.Add(l)
+		p.Legend.Add(s.Name, l)
+	}
+	p.Y.Min, p.Y.Max = 0, top*1.3 // room for the legend
+	p.X.Min, p.X.Max = 0, float64(width)*bucket.Seconds()
+	return p.Save(12*vg.Inch, 6*vg.Inch, path)
 }
