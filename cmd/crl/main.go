@@ -22,6 +22,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -29,6 +30,7 @@ import (
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/internal/mssqldsn"
+	"github.com/crl-go/crl/internal/redact"
 )
 
 const help = `crl checks Configurable Retry Logic settings (the retryExec and retryConn
@@ -119,6 +121,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	o, err := parseFlags(cmd, args[1:])
+	// Every message quotes the DSN redacted; a message of the driver or of
+	// a library that quotes a piece of it is scrubbed too.
+	stdout, stderr = scrub(stdout, o.dsn), scrub(stderr, o.dsn)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, help)
 		return 0
@@ -183,6 +188,8 @@ func parseFlags(cmd string, args []string) (options, error) {
 		args = fs.Args()[1:]
 	}
 	switch {
+	case o.driver != "" && !knownDriver(o.driver):
+		return o, fmt.Errorf("-driver %q is not a driver whose DSN crl reads: expected sqlserver, mysql or pgx", o.driver)
 	case len(rules) > 1:
 		return o, fmt.Errorf("one RULES argument expected, got %d: %q (quote the rules; join several with ';')", len(rules), rules)
 	case len(rules) == 1 && o.exec != "":
@@ -243,7 +250,16 @@ func inferDriver(dsn string) (string, error) {
 	case strings.Contains(s, ";"):
 		return "sqlserver", nil
 	}
-	return "", fmt.Errorf("crl: cannot tell the driver of DSN %q from its form: give -driver sqlserver, mysql or pgx", abbreviate(dsn))
+	return "", fmt.Errorf("crl: cannot tell the driver of DSN %q from its form: give -driver sqlserver, mysql or pgx", abbreviate(redact.DSN(dsn)))
+}
+
+// knownDriver reports a driver name whose DSN config.ParseDSN reads.
+func knownDriver(name string) bool {
+	switch strings.ToLower(name) {
+	case "sqlserver", "mssql", "azuresql", "mysql", "pgx", "pgx/v5", "postgres", "postgresql":
+		return true
+	}
+	return false
 }
 
 // hasKey reports whether a key=value list separated by sep has a key
@@ -267,6 +283,7 @@ func isPgxKey(key string) bool {
 	return false
 }
 
+// abbreviate cuts a long value for a message. A DSN is redacted first.
 func abbreviate(s string) string {
 	if len(s) > 60 {
 		return s[:57] + "..."
@@ -397,4 +414,37 @@ func orDefault(d, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+// scrubber replaces the secrets of a DSN in everything written through
+// it.
+type scrubber struct {
+	w       io.Writer
+	secrets *strings.Replacer
+}
+
+// scrub returns w, or when dsn has secrets a writer that masks them.
+func scrub(w io.Writer, dsn string) io.Writer {
+	secrets := redact.Secrets(dsn)
+	// The longest first: the replacer tries its pairs in order.
+	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
+	var pairs []string
+	for _, s := range secrets {
+		if len(s) >= 3 { // a shorter one would mask ordinary text; quoting sites redact it anyway
+			pairs = append(pairs, s, redact.Mask)
+		}
+	}
+	if len(pairs) == 0 {
+		return w
+	}
+	return scrubber{w: w, secrets: strings.NewReplacer(pairs...)}
+}
+
+// Write writes p with the secrets masked. It reports len(p) written when
+// the masked text is, as the caller's bytes are all accounted for.
+func (s scrubber) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(s.w, s.secrets.Replace(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
