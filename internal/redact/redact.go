@@ -24,12 +24,12 @@ type Form int
 
 // The forms of a DSN. FormGuess tells the form from the text.
 const (
-	FormGuess Form = iota
-	FormURL        // scheme://user:pass@host/path?key=value&key=value
-	FormADO        // key=value;key="value";…  (go-mssqldb)
-	FormODBC       // odbc:key=value;key={value};…
-	FormMySQL      // user:pass@tcp(host)/db?key=value&…
-	FormKeyValue   // key=value key='value' …  (libpq, pgx)
+	FormGuess    Form = iota
+	FormURL           // scheme://user:pass@host/path?key=value&key=value
+	FormADO           // key=value;key="value";…  (go-mssqldb)
+	FormODBC          // odbc:key=value;key={value};…
+	FormMySQL         // user:pass@tcp(host)/db?key=value&…
+	FormKeyValue      // key=value key='value' …  (libpq, pgx)
 )
 
 // DSN returns dsn with its secrets replaced by Mask. It never fails:
