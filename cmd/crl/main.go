@@ -68,7 +68,8 @@ Commands:
            Methods that run no statement (db.DB.Stats(), SetMaxOpenConns) are
            fine. Exits 1 when it finds one.
              crl vet ./...
-  help     Prints this text (as do crl -h and crl with no command).
+  help     Prints this text (as does crl -h; crl with no command prints it
+           to stderr and exits 2).
 
 Flags:
   -conn RULES          retryConn rules, e.g. '{+4060}'
@@ -97,8 +98,10 @@ type options struct {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stdout, help)
-		return 0
+		// As go does: no command is a command line that cannot be
+		// understood, and the help goes where errors go.
+		fmt.Fprint(stderr, help)
+		return 2
 	}
 	cmd := args[0]
 	switch cmd {
@@ -152,6 +155,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if cmd == "check" {
 		fmt.Fprintf(stdout, "ok: %d statement rule(s), connection rules %s\n", policy.Statement.Len(), connSummary(policy.Connection))
+		fmt.Fprintln(stdout, connectionLine(policy))
 		return 0
 	}
 	explain(stdout, policy)
@@ -343,6 +347,11 @@ func connSummary(c core.ConnectionRules) string {
 // explain prints the wait table of the statement rules and the connection
 // loop's settings.
 func explain(w io.Writer, p core.Policy) {
+	if p.Statement.Len() == 0 {
+		fmt.Fprintln(w, "statement rules: none, so no statement is retried (give RULES, -exec, a DSN's retryExec or a properties file's)")
+		fmt.Fprintln(w, connectionLine(p))
+		return
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "token\tretry\twait\telapsed\tfilter\tnote")
 	for _, r := range p.Statement.Rules() {
@@ -372,7 +381,13 @@ func explain(w io.Writer, p core.Policy) {
 		}
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "connection: %s; connectRetryCount %s, connectRetryInterval %v, loginTimeout %v\n",
+	fmt.Fprintln(w, connectionLine(p))
+}
+
+// connectionLine tells the connection loop's settings in effect, the
+// defaults filled in: what check and explain both print.
+func connectionLine(p core.Policy) string {
+	return fmt.Sprintf("connection: %s; connectRetryCount %s, connectRetryInterval %v, loginTimeout %v",
 		connSummary(p.Connection), retryCount(p.ConnectRetryCount), orDefault(p.ConnectRetryInterval, core.DefaultConnectRetryInterval),
 		orDefault(p.LoginTimeout, core.DefaultLoginTimeout))
 }
