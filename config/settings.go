@@ -24,8 +24,8 @@ type setting struct {
 	// properties line is reported (ErrRestartRequired) and applies at the
 	// next start.
 	startOnly bool
-	values string // the values the key takes: the "range / values" cell of docs/configuration.md's key table
-	want   string // what a malformed value is told it should be, when parse says no more
+	values    string // the values the key takes: the "range / values" cell of docs/configuration.md's key table
+	want      string // what a malformed value is told it should be, when parse says no more
 
 	isSet func(c *Config) bool   // the field is not its zero value
 	take  func(dst, src *Config) // copies the field from src to dst
