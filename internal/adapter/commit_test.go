@@ -21,8 +21,10 @@ type fakeConn struct {
 	blockOnExec bool
 }
 
-func (c *fakeConn) BeginTx(context.Context, driver.TxOptions) (driver.Tx, error) { return fakeTx{c}, nil }
-func (c *fakeConn) Close() error                                                  { return nil }
+func (c *fakeConn) BeginTx(context.Context, driver.TxOptions) (driver.Tx, error) {
+	return fakeTx{c}, nil
+}
+func (c *fakeConn) Close() error { return nil }
 
 func (c *fakeConn) ExecContext(ctx context.Context, query string, _ []driver.NamedValue) (driver.Result, error) {
 	c.execs = append(c.execs, query)
