@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,8 +38,12 @@ const (
 	slack    = 500 * time.Millisecond
 	accounts = 4
 	initial  = 1000
-	// rules retries a whole transaction that broke before its COMMIT.
-	rules = "{badconn,timeout:2,50ms}"
+	// rules retries a whole transaction that broke before its COMMIT, or
+	// could not connect (10061: refused): after 50, 100 and 200 ms.
+	rules = "{badconn,timeout,10061:3,50ms*2}"
+	// blip is how long a fault injected in the middle of a transaction
+	// lasts: the retries outlast it, well within the deadline.
+	blip = 100 * time.Millisecond
 )
 
 // database is a real server named by an environment variable.
@@ -51,21 +56,21 @@ var databases = []database{
 	{"postgres", "CRL_POSTGRES_DSN", "pgx"},
 }
 
-// fault is a failure of the link injected right before COMMIT: inject
-// starts it on proxy, and the returned func ends it.
+// fault is a failure of the link: inject starts it on proxy, and the
+// returned func ends it (it may run on another goroutine than the test's).
 type fault struct {
 	name   string
-	inject func(t *testing.T, p *toxiproxy.Proxy) (heal func())
+	inject func(t *testing.T, p *toxiproxy.Proxy) (heal func() error)
 }
 
 // toxic adds one toxic to p and returns what removes it.
-func toxic(kind, stream string, attrs string) func(t *testing.T, p *toxiproxy.Proxy) func() {
-	return func(t *testing.T, p *toxiproxy.Proxy) func() {
+func toxic(kind, stream string, attrs string) func(t *testing.T, p *toxiproxy.Proxy) func() error {
+	return func(t *testing.T, p *toxiproxy.Proxy) func() error {
 		name := kind + "_" + stream
 		_, err := p.Toxics.AddToxicJson(strings.NewReader(fmt.Sprintf(
 			`{"name":%q,"type":%q,"stream":%q,"toxicity":1,"attributes":%s}`, name, kind, stream, attrs)))
 		require.NoError(t, err, "add toxic %s", name)
-		return func() { require.NoError(t, p.Toxics.RemoveToxic(context.Background(), name)) }
+		return func() error { return p.Toxics.RemoveToxic(context.Background(), name) }
 	}
 }
 
@@ -81,9 +86,9 @@ var faults = []fault{
 	{"latency", toxic("latency", "downstream", `{"latency":2500,"jitter":300}`)},
 	// A full outage: every connection closes, and no new one is accepted
 	// until the proxy starts again.
-	{"outage", func(t *testing.T, p *toxiproxy.Proxy) func() {
+	{"outage", func(t *testing.T, p *toxiproxy.Proxy) func() error {
 		p.Stop()
-		return func() { require.NoError(t, p.Start()) }
+		return p.Start
 	}},
 }
 
@@ -149,13 +154,13 @@ func runLedger(t *testing.T, db database, dsn, via string) {
 
 	run, closeHandle, inUse := open(t, db, via, proxied)
 	next := int64(1)
-	// do runs one transfer under the deadline; beforeCommit, when not nil,
-	// runs once its statements have run, right before the adapter commits.
-	do := func(tr transfer, beforeCommit func()) {
+	// do runs one transfer under the deadline, calling at (when not nil)
+	// at each point of each attempt.
+	do := func(tr transfer, at func(point)) {
 		callCtx, cancel := context.WithTimeout(ctx, deadline)
 		defer cancel()
 		start := time.Now()
-		err := run(callCtx, l, tr, beforeCommit)
+		err := run(callCtx, l, tr, at)
 		elapsed := time.Since(start)
 		l.outcomes[tr.id] = err
 		assert.LessOrEqual(t, elapsed, deadline+slack, "transfer %d returned %v after it began (deadline %v): %v", tr.id, elapsed, deadline, err)
@@ -167,17 +172,28 @@ func runLedger(t *testing.T, db database, dsn, via string) {
 		return tr
 	}
 
+	healthy := func(f fault) {
+		// The link is healthy again: the next transfers succeed.
+		for range 2 {
+			tr := newTransfer()
+			do(tr, nil)
+			assert.NoError(t, l.outcomes[tr.id], "%s healed: transfer %d", f.name, tr.id)
+		}
+	}
+
+	// Each fault right before COMMIT: the outcome of every COMMIT is
+	// unknown, and none is retried.
 	for _, f := range faults {
 		for range 2 {
 			tr := newTransfer()
-			var heal func()
-			do(tr, func() {
-				if heal == nil { // a retried attempt does not inject it twice
+			var heal func() error
+			do(tr, func(p point) {
+				if p == beforeCommit && heal == nil { // a retried attempt does not inject it twice
 					heal = f.inject(t, proxy)
 				}
 			})
 			require.NotNil(t, heal, "%s: the closure ran to its end, so the fault was injected", f.name)
-			heal()
+			require.NoError(t, heal())
 			err := l.outcomes[tr.id]
 			assert.Error(t, err, "%s: transfer %d: a COMMIT that failed on the wire is no success", f.name, tr.id)
 			if f.name != "outage" || !errors.Is(err, core.ErrCommitUnknown) {
@@ -185,13 +201,43 @@ func runLedger(t *testing.T, db database, dsn, via string) {
 				// outage, which may close the connection before it is sent.
 				assert.ErrorIs(t, err, core.ErrCommitUnknown, "%s: transfer %d", f.name, tr.id)
 			}
-			// The link is healthy again: the next transfers succeed.
-			for range 2 {
-				tr := newTransfer()
-				do(tr, nil)
-				assert.NoError(t, l.outcomes[tr.id], "%s healed: transfer %d", f.name, tr.id)
-			}
+			healthy(f)
 		}
+	}
+
+	// Each fault in the middle of a transaction, between its INSERT and
+	// the read of every balance (limit_data cuts that result short), for
+	// a blip that the transaction's retries outlast: no COMMIT was sent,
+	// so every outcome is known, and a transfer retried after a broken
+	// connection is applied once.
+	for _, f := range faults {
+		tr := newTransfer()
+		var (
+			healed = make(chan error, 1)
+			once   sync.Once
+		)
+		do(tr, func(p point) {
+			if p == midTransaction {
+				once.Do(func() {
+					heal := f.inject(t, proxy)
+					time.AfterFunc(blip, func() { healed <- heal() })
+				})
+			}
+		})
+		require.NoError(t, <-healed, "%s: heal", f.name)
+		err := l.outcomes[tr.id]
+		assert.NotErrorIs(t, err, core.ErrCommitUnknown, "%s mid-transaction: transfer %d: no COMMIT was sent", f.name, tr.id)
+		switch f.name {
+		case "reset_peer", "limit_data", "outage":
+			// The connection broke at once: the transaction is retried on a
+			// new one once the blip is over.
+			assert.NoError(t, err, "%s mid-transaction: transfer %d is retried", f.name, tr.id)
+		default:
+			// A silent or slow link holds the statement to the deadline
+			// (or not, once the blip is over): either outcome is known.
+			t.Logf("%s mid-transaction: transfer %d: %v", f.name, tr.id, err)
+		}
+		healthy(f)
 	}
 
 	assert.Eventually(t, func() bool { return inUse() == 0 }, 2*time.Second, 20*time.Millisecond, "no connection left in use")
@@ -263,24 +309,30 @@ func check(t *testing.T, raw *sql.DB, l *ledger) {
 }
 
 // open opens the handle of via on dsn, and returns how to run a transfer
-// in a transaction on it (beforeCommit, when not nil, runs right before
-// the adapter commits), how to close it, and its connections in use.
-func open(t *testing.T, db database, via, dsn string) (run func(context.Context, *ledger, transfer, func()) error, closeHandle func(), inUse func() int) {
+// in a transaction on it (at, when not nil, is called at every point of
+// every attempt), how to close it, and its connections in use.
+func open(t *testing.T, db database, via, dsn string) (run func(context.Context, *ledger, transfer, func(point)) error, closeHandle func(), inUse func() int) {
 	t.Helper()
 	switch via {
 	case "sqlxcrl":
 		h, err := sqlxcrl.Open(db.driver, dsn, sqlxcrl.WithRetryExec(rules))
 		require.NoError(t, err)
-		run = func(ctx context.Context, l *ledger, tr transfer, beforeCommit func()) error {
+		run = func(ctx context.Context, l *ledger, tr transfer, at func(point)) error {
 			return h.RunInTx(ctx, nil, func(tx *sqlxcrl.Tx) error {
-				for _, s := range tr.statements(l) {
+				call(at, attemptBegins)
+				for i, s := range tr.statements(l) {
+					if i == 1 {
+						call(at, midTransaction)
+						var balances []int64
+						if err := tx.SelectContext(ctx, &balances, "SELECT balance FROM "+l.accountsTable+" ORDER BY id"); err != nil {
+							return err
+						}
+					}
 					if _, err := tx.ExecContext(ctx, tx.Rebind(s.query), s.args...); err != nil {
 						return err
 					}
 				}
-				if beforeCommit != nil {
-					beforeCommit()
-				}
+				call(at, beforeCommit)
 				return nil
 			})
 		}
@@ -294,20 +346,43 @@ func open(t *testing.T, db database, via, dsn string) (run func(context.Context,
 		require.NoError(t, err)
 		sqlDB, err := g.DB()
 		require.NoError(t, err)
-		run = func(ctx context.Context, l *ledger, tr transfer, beforeCommit func()) error {
+		run = func(ctx context.Context, l *ledger, tr transfer, at func(point)) error {
 			return gormcrl.Transaction(g.WithContext(ctx), func(tx *gorm.DB) error {
-				for _, s := range tr.statements(l) {
+				call(at, attemptBegins)
+				for i, s := range tr.statements(l) {
+					if i == 1 {
+						call(at, midTransaction)
+						var balances []int64
+						if err := tx.Raw("SELECT balance FROM " + l.accountsTable + " ORDER BY id").Scan(&balances).Error; err != nil {
+							return err
+						}
+					}
 					if err := tx.Exec(s.query, s.args...).Error; err != nil {
 						return err
 					}
 				}
-				if beforeCommit != nil {
-					beforeCommit()
-				}
+				call(at, beforeCommit)
 				return nil
 			})
 		}
 		return run, func() { require.NoError(t, sqlDB.Close()) }, func() int { return sqlDB.Stats().InUse }
+	}
+}
+
+// point is a point of a transfer's transaction attempt where a fault may
+// be injected or healed.
+type point int
+
+const (
+	attemptBegins  point = iota // the closure starts (again, when retried)
+	midTransaction              // after the INSERT, before the read of every balance
+	beforeCommit                // the closure returns: the adapter commits next
+)
+
+// call calls at with p, when at is not nil.
+func call(at func(point), p point) {
+	if at != nil {
+		at(p)
 	}
 }
 
