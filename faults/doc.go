@@ -2,8 +2,9 @@
 // in process, between crl's adapters (sqlxcrl, gormcrl) and real MariaDB
 // and PostgreSQL servers, injecting connection resets, silent links,
 // streams cut short, latency with jitter and a full outage right before
-// COMMIT, under a ledger workload whose every write is checked on the
-// server afterwards.
+// COMMIT and in the middle of a transaction, and a 2 s outage under load,
+// with a ledger workload whose every write is checked on the server
+// afterwards.
 //
 // It is a module of its own so that toxiproxy's dependencies (a metrics
 // client, a logger, an HTTP router) never reach crl's go.mod. It runs with

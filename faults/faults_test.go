@@ -44,6 +44,8 @@ const (
 	// blip is how long a fault injected in the middle of a transaction
 	// lasts: the retries outlast it, well within the deadline.
 	blip = 100 * time.Millisecond
+	// outage is how long the full outage under load lasts.
+	outage = 2 * time.Second
 )
 
 // database is a real server named by an environment variable.
@@ -105,7 +107,11 @@ type transfer struct {
 	from, to, amt int
 }
 
-func TestFaultsBeforeCommit(t *testing.T) {
+// TestFaults runs the ledger workload on every database through both
+// adapters, with every fault right before COMMIT, then in the middle of a
+// transaction, then a full outage under load, and checks the ledger on
+// the server.
+func TestFaults(t *testing.T) {
 	for _, db := range databases {
 		t.Run(db.name, func(t *testing.T) {
 			dsn := os.Getenv(db.env)
@@ -239,6 +245,21 @@ func runLedger(t *testing.T, db database, dsn, via string) {
 		}
 		healthy(f)
 	}
+
+	// A full outage of outage under a steady load: no call outlives its
+	// deadline by more than slack (the connection loop's attempts end with
+	// the caller's context), and transfers succeed again once it is over.
+	p := proxy
+	p.Stop()
+	restarted := make(chan error, 1)
+	time.AfterFunc(outage, func() { restarted <- p.Start() })
+	for end := time.Now().Add(outage + time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		do(newTransfer(), nil)
+	}
+	require.NoError(t, <-restarted)
+	tr := newTransfer()
+	do(tr, nil)
+	assert.NoError(t, l.outcomes[tr.id], "after the outage: transfer %d", tr.id)
 
 	assert.Eventually(t, func() bool { return inUse() == 0 }, 2*time.Second, 20*time.Millisecond, "no connection left in use")
 	closeHandle()
