@@ -75,7 +75,8 @@ Flags:
   -conn RULES          retryConn rules, e.g. '{+4060}'
   -dsn DSN             a DSN whose retry settings to read (its driver is inferred
                        from its form: sqlserver://, server=…;, odbc: → sqlserver;
-                       user@tcp(host)/db → mysql; postgres://, host=… → pgx)
+                       user@tcp(host)/db → mysql; postgres://, host=… → pgx);
+                       crl prints it with its password and tokens masked
   -driver NAME         the DSN's driver when its form does not tell: sqlserver,
                        mysql or pgx (default: inferred; sqlserver without -dsn)
   -file PATH           the properties file (mssql-jdbc.properties) to read
