@@ -153,18 +153,22 @@ type txContextTx struct {
 }
 
 // Commit commits under the transaction's context.
-func (t *txContextTx) Commit() error { return t.end("COMMIT", t.tx.Commit) }
+func (t *txContextTx) Commit() error { return t.end(true) }
 
 // Rollback rolls back under the transaction's context.
-func (t *txContextTx) Rollback() error { return t.end("ROLLBACK", t.tx.Rollback) }
+func (t *txContextTx) Rollback() error { return t.end(false) }
 
-// end runs stmt through the driver's context-aware ExecContext, whose own
-// cancellation closes the connection when ctx ends, so a stall on the wire
-// returns at the deadline with ctx's error: for COMMIT an outcome unknown
-// (CommitOutcome), never a hang or a success it cannot know. A context that
-// ends nothing, or a driver without ExecContext, takes the driver's own
-// path (plain).
-func (t *txContextTx) end(stmt string, plain func() error) error {
+// end runs COMMIT (commit) or ROLLBACK through the driver's
+// context-aware ExecContext, whose own cancellation closes the connection
+// when ctx ends, so a stall on the wire returns at the deadline with ctx's
+// error: for COMMIT an outcome unknown (CommitOutcome), never a hang or a
+// success it cannot know. A context that ends nothing, or a driver without
+// ExecContext, takes the driver's own path.
+func (t *txContextTx) end(commit bool) error {
+	stmt, plain := "ROLLBACK", t.tx.Rollback
+	if commit {
+		stmt, plain = "COMMIT", t.tx.Commit
+	}
 	ex, ok := t.conn.Conn.(driver.ExecerContext)
 	if t.ctx.Done() == nil || !ok {
 		return plain()
