@@ -264,8 +264,8 @@ func (r *Runtime) apply(file Config) error {
 	r.current.Store(&merged)
 	r.setInterval(merged.RefreshInterval(), r.clock.Now())
 	if keys := changedStartOnly(r.start, wanted); len(keys) > 0 {
-		return &FileError{Path: r.path, Err: fmt.Errorf("%s changed, but is read only at start: %w; the other settings were applied",
-			strings.Join(keys, ", "), ErrRestartRequired)}
+		return &FileError{Path: r.path, Err: fmt.Errorf("%w: %s changed, but is read only at start; the other settings were applied",
+			ErrRestartRequired, strings.Join(keys, ", "))}
 	}
 	return nil
 }

@@ -33,6 +33,8 @@ func TestStartOnlyKeyEditIsReported(t *testing.T) {
 			assert.ErrorContains(t, ev[0].Err, tc.key)
 			assert.ErrorContains(t, ev[0].Err, "restart to apply")
 			assert.ErrorContains(t, ev[0].Err, f.file.path)
+			assert.Equal(t, "config: "+f.file.path+": restart to apply: "+tc.key+" changed, but is read only at start; the other settings were applied",
+				ev[0].Err.Error())
 			assert.Equal(t, f.file.path, ev[0].Path)
 
 			// What the handle runs with is still what it read at start.

@@ -258,7 +258,8 @@ func inferDriver(dsn string) (string, error) {
 	return "", fmt.Errorf("crl: cannot tell the driver of DSN %q from its form: give -driver sqlserver, mysql or pgx", abbreviate(redact.DSN(dsn)))
 }
 
-// knownDriver reports a driver name whose DSN config.ParseDSN reads.
+// knownDriver reports a driver name whose DSN config.ParseDSN reads, so
+// that a misspelt -driver is an error rather than a DSN read as nobody's.
 func knownDriver(name string) bool {
 	switch strings.ToLower(name) {
 	case "sqlserver", "mssql", "azuresql", "mysql", "pgx", "pgx/v5", "postgres", "postgresql":
@@ -288,7 +289,8 @@ func isPgxKey(key string) bool {
 	return false
 }
 
-// abbreviate cuts a long value for a message. A DSN is redacted first.
+// abbreviate cuts a long value for a message (a DSN is redacted before it
+// is cut, so no cut leaves part of a secret).
 func abbreviate(s string) string {
 	if len(s) > 60 {
 		return s[:57] + "..."
