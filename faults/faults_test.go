@@ -128,7 +128,7 @@ func TestFaults(t *testing.T) {
 func runLedger(t *testing.T, db database, dsn, via string) {
 	raw, err := sql.Open(db.driver, dsn)
 	require.NoError(t, err)
-	defer raw.Close()
+	t.Cleanup(func() { raw.Close() }) // after the cleanups registered below, which use it
 	ctx := context.Background()
 
 	tag := fmt.Sprintf("faults_%s_%s_%d", db.name, via, rand.IntN(1<<20))
@@ -496,7 +496,10 @@ func identify(t *testing.T, raw *sql.DB, db database, dsn, tag string) (string, 
 		_, err := raw.ExecContext(ctx, s)
 		require.NoError(t, err, s)
 	}
-	t.Cleanup(func() { _, _ = raw.ExecContext(ctx, fmt.Sprintf("DROP USER IF EXISTS '%s'@'%%'", user)) })
+	t.Cleanup(func() {
+		_, err := raw.ExecContext(ctx, fmt.Sprintf("DROP USER IF EXISTS '%s'@'%%'", user))
+		assert.NoError(t, err, "drop the workload's user")
+	})
 	cfg.User, cfg.Passwd = user, ""
 	return cfg.FormatDSN(), count("SELECT COUNT(*) FROM information_schema.processlist WHERE user = ?", user)
 }
