@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/crl-go/crl/internal/redact"
 )
 
 // ParseDSN reads the retry settings of a DSN and returns them, with the
@@ -248,7 +250,7 @@ func ourADOValue(s string, i int, name string) (string, int, bool, error) {
 		end, ok := closingBrace(s, j)
 		if !ok {
 			return "", 0, false, &dsnError{err: ErrMalformed, reason: name + ": the brace opened at " +
-				strconv.Quote(abbreviate(s[j:])) + " is not closed, expected a value such as {1205:3;1222:2}"}
+				quotePiece(s[j:], redact.FormADO) + " is not closed, expected a value such as {1205:3;1222:2}"}
 		}
 		v, j = s[j+1:end], end+1
 	case j < len(s) && s[j] == '"':
@@ -279,7 +281,7 @@ func ourADOValue(s string, i int, name string) (string, int, bool, error) {
 	}
 	j = skipSpace(s, j)
 	if j < len(s) && s[j] != ';' {
-		return "", 0, false, &dsnError{err: ErrMalformed, reason: name + ": " + strconv.Quote(abbreviate(s[j:])) +
+		return "", 0, false, &dsnError{err: ErrMalformed, reason: name + ": " + quotePiece(s[j:], redact.FormADO) +
 			" follows the closing brace or quote, expected ';'"}
 	}
 	return v, j, false, nil
@@ -310,11 +312,15 @@ func skipSpace(s string, i int) int {
 	return i
 }
 
-func abbreviate(s string) string {
+// quotePiece quotes the start of a piece of a DSN of form f for an
+// error, its secrets hidden first: the piece runs to the DSN's end, and a
+// password may follow the value at fault.
+func quotePiece(s string, f redact.Form) string {
+	s = redact.In(s, f)
 	if len(s) > 20 {
-		return s[:20] + "…"
+		s = s[:20] + "…"
 	}
-	return s
+	return strconv.Quote(s)
 }
 
 // stripURLQuery reads the query of a URL DSN (sqlserver://, postgres://,
@@ -448,7 +454,7 @@ func stripKeywordValue(s string) ([]param, string, error) {
 		if !closed {
 			what := "the quote is not closed"
 			if s[i] == '{' {
-				what = "the brace opened at " + strconv.Quote(abbreviate(s[i:])) + " is not closed"
+				what = "the brace opened at " + quotePiece(s[i:], redact.FormKeyValue) + " is not closed"
 			}
 			return nil, "", &dsnError{err: ErrMalformed, reason: settings[k].key + ": " + what}
 		}

@@ -22,6 +22,12 @@ var (
 	// single-valued setting given twice in one properties file.
 	ErrDuplicateKey = errors.New("config: duplicate key")
 
+	// ErrRestartRequired reports an edit of the properties file that
+	// changes a key read only at start (retryBudget, retryBreaker,
+	// executionCutoff): the reload applied the other keys, and that one
+	// takes effect at the next start.
+	ErrRestartRequired = errors.New("config: restart to apply")
+
 	// ErrMalformed reports a DSN or a properties line whose shape is
 	// wrong: an unterminated brace or quote, text after a closing brace.
 	ErrMalformed = errors.New("config: malformed")

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"math"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,7 +24,7 @@ type Runtime struct {
 	breaker  *core.Breaker // nil when off
 	fixed    Config        // code over DSN: what the file cannot override
 	defaults Config        // below the file: the JDBC driver's Azure connectRetryCount, when the DSN names an Azure endpoint
-	budget   Config        // the budget and breaker fields in effect, which only a restart changes
+	start    Config        // the settings read only at start (startOnly), as in effect: only a restart changes them
 	cutoff   time.Duration
 	path     string // absolute; "" when there is no file
 	clock    core.Clock
@@ -99,9 +100,7 @@ func New(driverName, dsn string, opts ...Option) (*Runtime, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	r.budget = Config{Budget: merged.Budget, NoBudget: merged.NoBudget, Breaker: merged.Breaker}
-	r.budget.mark(keyRetryBudget)
-	r.budget.mark(keyRetryBreaker)
+	r.start = startOnlyOf(merged)
 	o := core.Options{Clock: r.clock, Observer: r.observer}
 	if !merged.NoBudget {
 		if o.Budget, err = core.NewBudget(merged.Budget); err != nil {
@@ -149,7 +148,9 @@ func (r *Runtime) Config() Config { return *r.current.Load() }
 // Reload reads the properties file now, whatever its content and
 // retryRefresh (a file without a final line end included), and swaps its
 // rules in; on failure it keeps the last good
-// rules and returns the error. Either way it emits core.RulesReloaded. It
+// rules and returns the error. A file that changes a key read only at
+// start is applied but for that key, and the error matches
+// ErrRestartRequired. Either way it emits core.RulesReloaded. It
 // is for a SIGHUP handler or a test; without it, the file is looked at
 // lazily.
 func (r *Runtime) Reload() error {
@@ -249,11 +250,14 @@ func endsWithLineEnd(data []byte) bool {
 	return last == '\n' || last == '\r'
 }
 
-// apply swaps in the policy of fixed over file. The retry budget and the
-// circuit breaker are built once, at start: a changed retryBudget or
-// retryBreaker line takes effect at the next start.
+// apply swaps in the policy of fixed over file. The settings read only at
+// start (the retry budget and the circuit breaker are built once; the
+// execution cut-off is set on each new connection from the value read at
+// start) keep their values: a changed line of one of them is reported as
+// ErrRestartRequired, naming the keys, once the other keys are applied.
 func (r *Runtime) apply(file Config) error {
-	merged := r.budget.over(r.fixed.over(file).over(r.defaults))
+	wanted := r.fixed.over(file).over(r.defaults)
+	merged := r.start.over(wanted)
 	policy, err := merged.Policy()
 	if err == nil {
 		err = r.retrier.SetPolicy(policy)
@@ -263,7 +267,42 @@ func (r *Runtime) apply(file Config) error {
 	}
 	r.current.Store(&merged)
 	r.setInterval(merged.RefreshInterval(), r.now())
+	if keys := changedStartOnly(r.start, wanted); len(keys) > 0 {
+		return &FileError{Path: r.path, Err: fmt.Errorf("%w: %s changed, but is read only at start; the other settings were applied",
+			ErrRestartRequired, strings.Join(keys, ", "))}
+	}
 	return nil
+}
+
+// startOnlyOf returns the settings of c that are read only at start, each
+// marked set, so that they take precedence over any other source.
+func startOnlyOf(c Config) Config {
+	var out Config
+	for i := range settings {
+		if settings[i].startOnly {
+			settings[i].take(&out, &c)
+			out.set |= 1 << i
+		}
+	}
+	return out
+}
+
+// changedStartOnly returns the keys read only at start whose value in
+// wanted differs from the value in effect.
+func changedStartOnly(inEffect, wanted Config) []string {
+	var keys []string
+	for i := range settings {
+		if !settings[i].startOnly {
+			continue
+		}
+		var a, b Config
+		settings[i].take(&a, &inEffect)
+		settings[i].take(&b, &wanted)
+		if a != b {
+			keys = append(keys, settings[i].key)
+		}
+	}
+	return keys
 }
 
 // setInterval sets how often the file is looked at, from now on.

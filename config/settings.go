@@ -22,8 +22,12 @@ type setting struct {
 	code   bool   // only code sets it (no DSN or file key)
 	inFile bool   // the properties file accepts it
 	addsUp bool   // several lines of it in a properties file add up, joined by ';'
-	values string // the values the key takes: the "range / values" cell of docs/configuration.md's key table
-	want   string // what a malformed value is told it should be, when parse says no more
+	// startOnly: it is read once, when the handle is built; an edit of its
+	// properties line is reported (ErrRestartRequired) and applies at the
+	// next start.
+	startOnly bool
+	values    string // the values the key takes: the "range / values" cell of docs/configuration.md's key table
+	want      string // what a malformed value is told it should be, when parse says no more
 
 	isSet func(c *Config) bool   // the field is not its zero value
 	take  func(dst, src *Config) // copies the field from src to dst
@@ -129,7 +133,7 @@ var settings = [...]setting{
 			map[string]time.Duration{"off": -1}),
 	}),
 	{
-		key: keyRetryBudget, inFile: true,
+		key: keyRetryBudget, inFile: true, startOnly: true,
 		values: "`off`, `on`, or any of `max=` (2..1000000, ≥ 2 × each cost), `earn=` (0.001..1), `contentionCost=`, `overloadCost=` (0.001..1000), `contention=`, `overload=`, `transient=` (error tokens separated by a vertical bar) separated by `,`",
 		isSet:  func(c *Config) bool { return c.NoBudget || c.Budget != core.BudgetSettings{} },
 		take:   func(dst, src *Config) { dst.Budget, dst.NoBudget = src.Budget, src.NoBudget },
@@ -154,7 +158,7 @@ var settings = [...]setting{
 		},
 	}),
 	single(func(c *Config) *core.BreakerSettings { return &c.Breaker }, setting{
-		key: keyRetryBreaker, inFile: true,
+		key: keyRetryBreaker, inFile: true, startOnly: true,
 		values: "`off`, or `failures=N[,open=T]` (N 1..1073741823; T a time > 0 up to 24 h, default 30 s)",
 		parse: func(c *Config, v string) (err error) {
 			c.Breaker, err = parseBreaker(v)
@@ -165,7 +169,7 @@ var settings = [...]setting{
 		},
 	}),
 	single(func(c *Config) *time.Duration { return &c.ExecutionCutoff }, setting{
-		key: keyExecutionCutoff, inFile: true,
+		key: keyExecutionCutoff, inFile: true, startOnly: true,
 		values: "`off`, `on` (the queryTimeout), or a time > 0",
 		want:   "expected off, on (the queryTimeout), or a time greater than zero such as 30 (seconds) or 500ms",
 		parse: timeParser(func(c *Config) *time.Duration { return &c.ExecutionCutoff }, 1, maxDuration,

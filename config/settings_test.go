@@ -17,31 +17,32 @@ import (
 )
 
 // docsKeyTable returns the rows of the key table of docs/configuration.md:
-// key → its "range / values" cell.
-func docsKeyTable(t *testing.T) map[string]string {
+// key → its "range / values" cell, and key → its "hot reload" cell.
+func docsKeyTable(t *testing.T) (map[string]string, map[string]string) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "docs", "configuration.md"))
 	require.NoError(t, err)
-	_, table, ok := strings.Cut(string(data), "\n| key | default | range / values | meaning |\n|---|---|---|---|\n")
+	_, table, ok := strings.Cut(string(data), "\n| key | default | range / values | hot reload | meaning |\n|---|---|---|---|---|\n")
 	require.True(t, ok, "docs/configuration.md has no key table")
-	rows := map[string]string{}
+	rows, reloads := map[string]string{}, map[string]string{}
 	for _, line := range strings.Split(table, "\n") {
 		if !strings.HasPrefix(line, "| `") {
 			break // the end of the table
 		}
 		cells := strings.Split(strings.Trim(line, "|"), " | ")
-		require.Len(t, cells, 4, "row %q: expected key | default | range / values | meaning", line)
+		require.Len(t, cells, 5, "row %q: expected key | default | range / values | hot reload | meaning", line)
 		key := strings.SplitN(cells[0], "`", 3)[1]
 		rows[key] = strings.TrimSpace(cells[2])
+		reloads[key] = strings.TrimSpace(cells[3])
 	}
-	return rows
+	return rows, reloads
 }
 
 // The docs list every key of the table, with the values the table gives
 // it, and no other: a setting cannot be added, renamed or have its range
 // changed without docs/configuration.md following.
 func TestDocsListEveryKey(t *testing.T) {
-	rows := docsKeyTable(t)
+	rows, reloads := docsKeyTable(t)
 	for _, s := range settings {
 		if s.code {
 			assert.NotContains(t, rows, s.key, "%s is set only in code, yet the key table lists it", s.key)
@@ -49,6 +50,14 @@ func TestDocsListEveryKey(t *testing.T) {
 		}
 		if assert.Contains(t, rows, s.key, "docs/configuration.md's key table does not list %s", s.key) {
 			assert.Equal(t, s.values, rows[s.key], "the range / values of %s in docs/configuration.md", s.key)
+			reload := "yes"
+			switch {
+			case !s.inFile:
+				reload = "— (not in the file)"
+			case s.startOnly:
+				reload = "no: restart to apply"
+			}
+			assert.Equal(t, reload, reloads[s.key], "whether %s reloads, in docs/configuration.md", s.key)
 		}
 	}
 	assert.ElementsMatch(t, Keys(), keysOf(rows), "the keys of docs/configuration.md's key table")

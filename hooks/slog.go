@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 
+	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 )
 
@@ -14,8 +15,9 @@ import (
 // retries at Info, giving up at Warn, a COMMIT of unknown
 // outcome (core.ErrCommitUnknown: the transaction may or may not have been
 // applied, and was not retried) at Error with reason=commit_unknown, a
-// failed reload of the properties file at Error and a successful one at
-// Info. Every record of one operation has the same op attribute (the
+// failed reload of the properties file at Error, one that changed a key
+// read only at start (config.ErrRestartRequired) at Warn, and a successful
+// one at Info. Every record of one operation has the same op attribute (the
 // event's Op), and is logged with the operation's context, so a handler
 // can add the caller's trace IDs. Statement texts are logged as they were
 // run, so keep values in parameters, not in the SQL.
@@ -59,6 +61,13 @@ func (s slogObserver) Succeeded(e core.Succeeded) {
 }
 
 func (s slogObserver) RulesReloaded(e core.RulesReloaded) {
+	if errors.Is(e.Err, config.ErrRestartRequired) {
+		// The file was applied, but for a key read only at start: the
+		// operator's edit does nothing until a restart.
+		s.l.LogAttrs(context.Background(), slog.LevelWarn, "crl: properties file reloaded, but a key read only at start changed; restart to apply it",
+			slog.String("path", e.Path), slog.Any("error", e.Err))
+		return
+	}
 	if e.Err != nil {
 		attrs := []slog.Attr{slog.String("path", e.Path), slog.Any("error", e.Err)}
 		if e.Line > 0 { // a deleted or unreadable file has no line

@@ -22,6 +22,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -29,6 +30,7 @@ import (
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/internal/mssqldsn"
+	"github.com/crl-go/crl/internal/redact"
 )
 
 const help = `crl checks Configurable Retry Logic settings (the retryExec and retryConn
@@ -66,13 +68,15 @@ Commands:
            Methods that run no statement (db.DB.Stats(), SetMaxOpenConns) are
            fine. Exits 1 when it finds one.
              crl vet ./...
-  help     Prints this text (as do crl -h and crl with no command).
+  help     Prints this text (as does crl -h; crl with no command prints it
+           to stderr and exits 2).
 
 Flags:
   -conn RULES          retryConn rules, e.g. '{+4060}'
   -dsn DSN             a DSN whose retry settings to read (its driver is inferred
                        from its form: sqlserver://, server=…;, odbc: → sqlserver;
-                       user@tcp(host)/db → mysql; postgres://, host=… → pgx)
+                       user@tcp(host)/db → mysql; postgres://, host=… → pgx);
+                       crl prints it with its password and tokens masked
   -driver NAME         the DSN's driver when its form does not tell: sqlserver,
                        mysql or pgx (default: inferred; sqlserver without -dsn)
   -file PATH           the properties file (mssql-jdbc.properties) to read
@@ -95,8 +99,10 @@ type options struct {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stdout, help)
-		return 0
+		// As go does: no command is a command line that cannot be
+		// understood, and the help goes where errors go.
+		fmt.Fprint(stderr, help)
+		return 2
 	}
 	cmd := args[0]
 	switch cmd {
@@ -119,6 +125,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	o, err := parseFlags(cmd, args[1:])
+	// Every message quotes the DSN redacted; a message of the driver or of
+	// a library that quotes a piece of it is scrubbed too.
+	stdout, stderr = scrub(stdout, o.dsn), scrub(stderr, o.dsn)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, help)
 		return 0
@@ -147,6 +156,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if cmd == "check" {
 		fmt.Fprintf(stdout, "ok: %d statement rule(s), connection rules %s\n", policy.Statement.Len(), connSummary(policy.Connection))
+		fmt.Fprintln(stdout, connectionLine(policy))
 		return 0
 	}
 	explain(stdout, policy)
@@ -183,6 +193,8 @@ func parseFlags(cmd string, args []string) (options, error) {
 		args = fs.Args()[1:]
 	}
 	switch {
+	case o.driver != "" && !knownDriver(o.driver):
+		return o, fmt.Errorf("-driver %q is not a driver whose DSN crl reads: expected sqlserver, mysql or pgx", o.driver)
 	case len(rules) > 1:
 		return o, fmt.Errorf("one RULES argument expected, got %d: %q (quote the rules; join several with ';')", len(rules), rules)
 	case len(rules) == 1 && o.exec != "":
@@ -243,7 +255,17 @@ func inferDriver(dsn string) (string, error) {
 	case strings.Contains(s, ";"):
 		return "sqlserver", nil
 	}
-	return "", fmt.Errorf("crl: cannot tell the driver of DSN %q from its form: give -driver sqlserver, mysql or pgx", abbreviate(dsn))
+	return "", fmt.Errorf("crl: cannot tell the driver of DSN %q from its form: give -driver sqlserver, mysql or pgx", abbreviate(redact.DSN(dsn)))
+}
+
+// knownDriver reports a driver name whose DSN config.ParseDSN reads, so
+// that a misspelt -driver is an error rather than a DSN read as nobody's.
+func knownDriver(name string) bool {
+	switch strings.ToLower(name) {
+	case "sqlserver", "mssql", "azuresql", "mysql", "pgx", "pgx/v5", "postgres", "postgresql":
+		return true
+	}
+	return false
 }
 
 // hasKey reports whether a key=value list separated by sep has a key
@@ -267,6 +289,8 @@ func isPgxKey(key string) bool {
 	return false
 }
 
+// abbreviate cuts a long value for a message (a DSN is redacted before it
+// is cut, so no cut leaves part of a secret).
 func abbreviate(s string) string {
 	if len(s) > 60 {
 		return s[:57] + "..."
@@ -326,6 +350,11 @@ func connSummary(c core.ConnectionRules) string {
 // explain prints the wait table of the statement rules and the connection
 // loop's settings.
 func explain(w io.Writer, p core.Policy) {
+	if p.Statement.Len() == 0 {
+		fmt.Fprintln(w, "statement rules: none, so no statement is retried (give RULES, -exec, a DSN's retryExec or a properties file's)")
+		fmt.Fprintln(w, connectionLine(p))
+		return
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "token\tretry\twait\telapsed\tfilter\tnote")
 	for _, r := range p.Statement.Rules() {
@@ -355,7 +384,13 @@ func explain(w io.Writer, p core.Policy) {
 		}
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "connection: %s; connectRetryCount %s, connectRetryInterval %v, loginTimeout %v\n",
+	fmt.Fprintln(w, connectionLine(p))
+}
+
+// connectionLine tells the connection loop's settings in effect, the
+// defaults filled in: what check and explain both print.
+func connectionLine(p core.Policy) string {
+	return fmt.Sprintf("connection: %s; connectRetryCount %s, connectRetryInterval %v, loginTimeout %v",
 		connSummary(p.Connection), retryCount(p.ConnectRetryCount), orDefault(p.ConnectRetryInterval, core.DefaultConnectRetryInterval),
 		orDefault(p.LoginTimeout, core.DefaultLoginTimeout))
 }
@@ -397,4 +432,37 @@ func orDefault(d, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+// scrubber replaces the secrets of a DSN in everything written through
+// it.
+type scrubber struct {
+	w       io.Writer
+	secrets *strings.Replacer
+}
+
+// scrub returns w, or when dsn has secrets a writer that masks them.
+func scrub(w io.Writer, dsn string) io.Writer {
+	secrets := redact.Secrets(dsn)
+	// The longest first: the replacer tries its pairs in order.
+	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
+	var pairs []string
+	for _, s := range secrets {
+		if len(s) >= 3 { // a shorter one would mask ordinary text; quoting sites redact it anyway
+			pairs = append(pairs, s, redact.Mask)
+		}
+	}
+	if len(pairs) == 0 {
+		return w
+	}
+	return scrubber{w: w, secrets: strings.NewReplacer(pairs...)}
+}
+
+// Write writes p with the secrets masked. It reports len(p) written when
+// the masked text is, as the caller's bytes are all accounted for.
+func (s scrubber) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(s.w, s.secrets.Replace(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

@@ -33,7 +33,7 @@ func runCRL(args ...string) (code int, stdout, stderr string) {
 
 func TestHelpExitsZero(t *testing.T) {
 	isolate(t)
-	for _, args := range [][]string{nil, {"help"}, {"-h"}, {"--help"}, {"check", "-h"}, {"explain", "-help"}} {
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}, {"check", "-h"}, {"explain", "-help"}} {
 		code, out, errOut := runCRL(args...)
 		assert.Equal(t, 0, code, "%q exits 0", args)
 		assert.Empty(t, errOut, "%q writes nothing to stderr", args)

@@ -80,8 +80,9 @@ func driverConnector(driverName, dsn string) (driver.Connector, error) {
 
 // Open opens a *sql.DB on the registered driver driverName with driverDSN
 // (a DSN without the retry settings), whose every new connection gets rt's
-// execution cut-off (for the DSN form: sqlserver, mysql or pgx) and runs
-// the connection loop. It does not connect. Its errors carry no package
+// execution cut-off (for the DSN form: sqlserver, mysql or pgx), ends its
+// transactions under their context (BeginTx's) where the driver does not
+// (see commitIgnoresContext), and runs the connection loop. It does not connect. Its errors carry no package
 // prefix: the adapter that calls it adds its own.
 func Open(form, driverName, driverDSN string, rt *config.Runtime) (*sql.DB, error) {
 	inner, err := driverConnector(driverName, driverDSN)
@@ -92,6 +93,9 @@ func Open(form, driverName, driverDSN string, rt *config.Runtime) (*sql.DB, erro
 		if inner, err = withCutoff(form, inner, cutoff); err != nil {
 			return nil, err
 		}
+	}
+	if commitIgnoresContext(form) {
+		inner = &txContextConnector{Connector: inner}
 	}
 	return sql.OpenDB(&loopConnector{inner: inner, retrier: rt.Retrier()}), nil
 }

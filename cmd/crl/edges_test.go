@@ -1,0 +1,61 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// crl with no arguments is a command line that cannot be understood: it
+// prints the help where errors go and exits 2, as go does.
+func TestNoArgumentsPrintsHelpAndExitsTwo(t *testing.T) {
+	isolate(t)
+	code, out, errOut := runCRL()
+	assert.Equal(t, 2, code)
+	assert.Empty(t, out)
+	assert.Contains(t, errOut, "Usage:")
+	assert.Contains(t, errOut, "crl explain '{1205:3,2*2}'")
+}
+
+// explain without statement rules says so, instead of a table with no
+// rows, and still tells the connection loop.
+func TestExplainWithoutStatementRules(t *testing.T) {
+	isolate(t)
+	for _, args := range [][]string{
+		{"explain"},
+		{"explain", "{}"},
+		{"explain", "-conn", "{+4060}"},
+		{"explain", "-dsn", "sqlserver://h?database=x"},
+	} {
+		code, out, errOut := runCRL(args...)
+		require.Equal(t, 0, code, "%q: %s", args, errOut)
+		assert.Contains(t, out, "statement rules: none, so no statement is retried", "%q", args)
+		assert.NotContains(t, out, "token", "%q prints no table header", args)
+		assert.Contains(t, out, "connection: ", "%q", args)
+	}
+}
+
+// check prints the connection loop's settings in effect, as explain does:
+// the DSN's, the defaults, and the JDBC driver's Azure default.
+func TestCheckShowsTheConnectionSettings(t *testing.T) {
+	isolate(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"check"}, "connectRetryCount 1, connectRetryInterval 10s, loginTimeout 30s"},
+		{[]string{"check", "-dsn", "sqlserver://h?connectRetryCount=3&connectRetryInterval=5&loginTimeout=20"}, "connectRetryCount 3, connectRetryInterval 5s, loginTimeout 20s"},
+		{[]string{"check", "-dsn", "sqlserver://h?connectRetryCount=0"}, "connectRetryCount 0 (off)"},
+		{[]string{"check", "-dsn", "sqlserver://shop.database.windows.net?database=x"}, "connectRetryCount 2, connectRetryInterval 10s"},
+		{[]string{"check", "-dsn", "root@tcp(127.0.0.1:3306)/db?loginTimeout=7"}, "loginTimeout 7s"},
+	} {
+		code, out, errOut := runCRL(tc.args...)
+		require.Equal(t, 0, code, "%q: %s", tc.args, errOut)
+		assert.Contains(t, out, tc.want, "%q", tc.args)
+		// The same line explain prints.
+		explainArgs := append([]string{"explain"}, tc.args[1:]...)
+		_, explained, _ := runCRL(explainArgs...)
+		assert.Contains(t, explained, tc.want, "%q", explainArgs)
+	}
+}
