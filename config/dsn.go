@@ -5,13 +5,15 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/crl-go/crl/internal/family"
 	"github.com/crl-go/crl/internal/redact"
 )
 
 // ParseDSN reads the retry settings of a DSN and returns them, with the
 // DSN for the driver: the same text with those settings removed (the
 // driver's own keys are left byte for byte as written). driverName says
-// how to read dsn:
+// how to read dsn (its family, by internal/family's table,
+// case-insensitively):
 //
 //   - "sqlserver", "mssql", "azuresql" (go-mssqldb): the URL form
 //     sqlserver://…?retryExec=…, the ADO form server=…;retryExec={…}, and
@@ -36,8 +38,8 @@ func ParseDSN(driverName, dsn string) (Config, string, error) {
 		out    string
 		err    error
 	)
-	switch strings.ToLower(driverName) {
-	case "sqlserver", "mssql", "azuresql":
+	switch family.Of(driverName) {
+	case family.SQLServer:
 		switch {
 		case strings.HasPrefix(dsn, "sqlserver://"):
 			params, out, err = stripURLQuery(dsn)
@@ -47,9 +49,9 @@ func ParseDSN(driverName, dsn string) (Config, string, error) {
 		default:
 			params, out, err = stripADO(dsn, false)
 		}
-	case "mysql":
+	case family.MySQL:
 		params, out, err = stripMySQL(dsn)
-	case "pgx", "pgx/v5", "postgres", "postgresql":
+	case family.Postgres:
 		if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
 			params, out, err = stripURLQuery(dsn)
 		} else {

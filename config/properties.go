@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"github.com/crl-go/crl/internal/family"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -243,11 +244,5 @@ func findProperties(given, driverName string) (string, error) {
 	return "", nil
 }
 
-// isSQLServerDriver reports a go-mssqldb driver name.
-func isSQLServerDriver(driverName string) bool {
-	switch strings.ToLower(driverName) {
-	case "sqlserver", "mssql", "azuresql":
-		return true
-	}
-	return false
-}
+// isSQLServerDriver reports a go-mssqldb driver name (internal/family).
+func isSQLServerDriver(driverName string) bool { return family.Of(driverName) == family.SQLServer }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/internal/adapter"
+	"github.com/crl-go/crl/internal/family"
 )
 
 // Open wraps a dialector so that gorm.Open gets the whole of CRL:
@@ -193,11 +194,8 @@ func directField(v reflect.Value, name string) (reflect.Value, bool) {
 // dsnForm returns how config.ParseDSN reads the DSN of a dialector with
 // this Name and DriverName.
 func dsnForm(name, driverName string) string {
-	switch name {
-	case "sqlserver", "mysql":
-		return name
-	case "postgres":
-		return "pgx"
+	if f := family.Of(name); f != family.Other { // GORM's dialectors are named as their family
+		return f.Driver()
 	}
 	if driverName != "" {
 		return driverName

@@ -29,6 +29,7 @@ import (
 
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
+	"github.com/crl-go/crl/internal/family"
 	"github.com/crl-go/crl/internal/mssqldsn"
 	"github.com/crl-go/crl/internal/redact"
 )
@@ -260,13 +261,7 @@ func inferDriver(dsn string) (string, error) {
 
 // knownDriver reports a driver name whose DSN config.ParseDSN reads, so
 // that a misspelt -driver is an error rather than a DSN read as nobody's.
-func knownDriver(name string) bool {
-	switch strings.ToLower(name) {
-	case "sqlserver", "mssql", "azuresql", "mysql", "pgx", "pgx/v5", "postgres", "postgresql":
-		return true
-	}
-	return false
-}
+func knownDriver(name string) bool { return family.Of(name) != family.Other }
 
 // hasKey reports whether a key=value list separated by sep has a key
 // (trimmed) for which is reports true.

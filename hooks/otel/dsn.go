@@ -14,31 +14,24 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
 	"github.com/crl-go/crl/config"
+	crlfamily "github.com/crl-go/crl/internal/family"
 )
 
 // family is what the hook knows of a database/sql driver name: the
-// db.system.name its handles get and how its DSN is read.
-type family uint8
+// db.system.name its handles get and how its DSN is read. It is crl's one
+// table of driver families (internal/family).
+type family = crlfamily.Family
 
 const (
-	familyNone family = iota
-	familySQLServer
-	familyMySQL
-	familyPostgres
+	familySQLServer = crlfamily.SQLServer
+	familyMySQL     = crlfamily.MySQL
+	familyPostgres  = crlfamily.Postgres
 )
-
-// families maps the driver names crl's config reads DSNs for (see
-// config.ParseDSN) to their family.
-var families = map[string]family{
-	"sqlserver": familySQLServer, "mssql": familySQLServer, "azuresql": familySQLServer,
-	"mysql": familyMySQL,
-	"pgx":   familyPostgres, "pgx/v5": familyPostgres, "postgres": familyPostgres, "postgresql": familyPostgres,
-}
 
 // system is the db.system.name of the family's handles. MySQL's driver
 // serves MariaDB too, which it cannot tell apart: Options.DBSystem says
 // mariadb.
-func (f family) system() attribute.KeyValue {
+func system(f family) attribute.KeyValue {
 	switch f {
 	case familySQLServer:
 		return semconv.DBSystemNameMicrosoftSQLServer

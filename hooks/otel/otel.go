@@ -86,6 +86,7 @@ import (
 
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/hooks"
+	crlfamily "github.com/crl-go/crl/internal/family"
 	"github.com/crl-go/crl/internal/sqlscan"
 )
 
@@ -199,16 +200,16 @@ func New(o Options) (*Observer, error) {
 	if o.MaxOpenSpans < 0 {
 		return nil, fmt.Errorf("otel: MaxOpenSpans %d: expected 0 (the default) or more", o.MaxOpenSpans)
 	}
-	fam, known := families[strings.ToLower(o.Driver)]
-	if !known && o.Driver != "" && o.DBSystem == "" {
+	fam := crlfamily.Of(o.Driver)
+	if fam == crlfamily.Other && o.Driver != "" && o.DBSystem == "" {
 		return nil, fmt.Errorf("otel: Driver %q: expected sqlserver, mssql, azuresql, mysql, pgx, pgx/v5, postgres or postgresql, or DBSystem set", o.Driver)
 	}
-	system := fam.system()
+	sys := system(fam)
 	if o.DBSystem != "" {
-		system = semconv.DBSystemNameKey.String(o.DBSystem)
+		sys = semconv.DBSystemNameKey.String(o.DBSystem)
 	}
-	base := []attribute.KeyValue{system}
-	if o.DSN != "" && known {
+	base := []attribute.KeyValue{sys}
+	if o.DSN != "" && fam != crlfamily.Other {
 		ep, err := readDSN(fam, o.Driver, o.DSN)
 		if err != nil {
 			return nil, err

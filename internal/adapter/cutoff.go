@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/crl-go/crl/core"
+	"github.com/crl-go/crl/internal/family"
 )
 
 // unknownSystemVariable is MySQL's and MariaDB's error 1193.
@@ -20,17 +21,17 @@ const unknownSystemVariable = 1193
 // inner unchanged: go-mssqldb cancels a statement on the server (ATTENTION)
 // when its context ends. Another driver is an error.
 func withCutoff(driverName string, inner driver.Connector, cutoff time.Duration) (driver.Connector, error) {
-	switch driverName {
-	case "sqlserver", "mssql", "azuresql":
+	switch family.Of(driverName) {
+	case family.SQLServer:
 		return inner, nil
-	case "mysql":
+	case family.MySQL:
 		secs := strconv.FormatFloat(cutoff.Seconds(), 'f', -1, 64)
 		ms := strconv.FormatInt(max(cutoff.Milliseconds(), 1), 10)
 		return &cutoffConnector{Connector: inner, statements: []string{
 			"SET SESSION max_statement_time = " + secs, // MariaDB
 			"SET SESSION max_execution_time = " + ms,   // MySQL, when MariaDB's is unknown
 		}}, nil
-	case "pgx", "pgx/v5", "postgres":
+	case family.Postgres:
 		ms := strconv.FormatInt(max(cutoff.Milliseconds(), 1), 10)
 		return &cutoffConnector{Connector: inner, statements: []string{"SET statement_timeout = " + ms}}, nil
 	}

@@ -1,0 +1,31 @@
+package config
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/crl-go/crl/internal/family"
+)
+
+// The DSN reader and the properties-file lookup accept exactly the names
+// of the one table of driver families, in any case.
+func TestFamiliesOfTheDSNReader(t *testing.T) {
+	dsnOf := map[family.Family]string{
+		family.SQLServer: "sqlserver://h?retryExec={1205:1,0}",
+		family.MySQL:     "u@tcp(h)/d?retryExec={1205:1,0}",
+		family.Postgres:  "postgres://h/d?retryExec={1205:1,0}",
+		family.Other:     "sqlserver://h?retryExec={1205:1,0}",
+	}
+	for name, want := range family.Probes() {
+		c, _, err := ParseDSN(name, dsnOf[want])
+		if want == family.Other {
+			assert.Error(t, err, "%q is no family's: its DSN is not read", name)
+		} else {
+			require.NoError(t, err, "%q", name)
+			assert.NotEmpty(t, c.RetryExec, "%q: retryExec read", name)
+		}
+		assert.Equal(t, want == family.SQLServer, isSQLServerDriver(name), "%q: properties lookup", name)
+	}
+}

@@ -1,0 +1,26 @@
+package adapter
+
+import (
+	"context"
+	"database/sql/driver"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/crl-go/crl/internal/family"
+)
+
+type nopConnector struct{}
+
+func (nopConnector) Connect(context.Context) (driver.Conn, error) { return nil, driver.ErrBadConn }
+func (nopConnector) Driver() driver.Driver                        { return nil }
+
+// The execution cut-off knows exactly the names of the one table of
+// driver families, in any case (it did not know postgresql or POSTGRES).
+func TestFamiliesOfTheCutoff(t *testing.T) {
+	for name, want := range family.Probes() {
+		_, err := withCutoff(name, nopConnector{}, time.Second)
+		assert.Equal(t, want != family.Other, err == nil, "%q: %v", name, err)
+	}
+}

@@ -1,0 +1,108 @@
+// Package family is crl's one table of driver families: which database a
+// database/sql driver name (or a GORM dialector's name) talks to. The DSN
+// reader, the properties-file lookup, the execution cut-off, gormcrl's
+// dialector detection, the CLI and the OpenTelemetry hook all ask it, so
+// a name one of them accepts every one of them accepts.
+package family
+
+import "strings"
+
+// Family is a database family.
+type Family uint8
+
+// The families.
+const (
+	Other     Family = iota // a driver crl does not know: its DSN is not read
+	SQLServer               // go-mssqldb
+	MySQL                   // go-sql-driver/mysql, for MySQL and MariaDB
+	Postgres                // pgx, lib/pq
+)
+
+// names is the table: every driver name crl knows, lower-case, with its
+// family. GORM's dialectors are named as their drivers' family is
+// ("sqlserver", "mysql", "postgres"), so they are in it too.
+var names = map[string]Family{
+	"sqlserver":  SQLServer,
+	"mssql":      SQLServer,
+	"azuresql":   SQLServer,
+	"mysql":      MySQL,
+	"pgx":        Postgres,
+	"pgx/v5":     Postgres,
+	"postgres":   Postgres,
+	"postgresql": Postgres,
+}
+
+// Of returns the family of a driver name, case-insensitively; Other for a
+// name the table does not have.
+func Of(driverName string) Family {
+	if f, ok := names[driverName]; ok { // the usual, lower-case spelling, without allocating
+		return f
+	}
+	return names[strings.ToLower(driverName)]
+}
+
+// Names returns every name of the table, lower-case, in no order.
+func Names() []string {
+	out := make([]string, 0, len(names))
+	for n := range names {
+		out = append(out, n)
+	}
+	return out
+}
+
+// Parse reads a family as WithDriverFamily names it: "sqlserver", "mysql"
+// or "postgres" (case-insensitive; "mariadb" and "postgresql" too).
+func Parse(s string) (Family, bool) {
+	switch strings.ToLower(s) {
+	case "sqlserver":
+		return SQLServer, true
+	case "mysql", "mariadb":
+		return MySQL, true
+	case "postgres", "postgresql":
+		return Postgres, true
+	}
+	return Other, false
+}
+
+// String returns the family's name as Parse reads it ("other" for Other).
+func (f Family) String() string {
+	switch f {
+	case SQLServer:
+		return "sqlserver"
+	case MySQL:
+		return "mysql"
+	case Postgres:
+		return "postgres"
+	}
+	return "other"
+}
+
+// Driver returns the driver name whose DSN forms the family's DSNs are
+// read in: "sqlserver", "mysql" or "pgx" ("" for Other).
+func (f Family) Driver() string {
+	switch f {
+	case SQLServer:
+		return "sqlserver"
+	case MySQL:
+		return "mysql"
+	case Postgres:
+		return "pgx"
+	}
+	return ""
+}
+
+// Probes returns driver names for the consumers' tests: every name of the
+// table, spelt as users spell them (upper and mixed case), and names the
+// table does not have, each with its family.
+func Probes() map[string]Family {
+	out := map[string]Family{}
+	for n, f := range names {
+		out[n] = f
+		out[strings.ToUpper(n)] = f
+		out[strings.ToUpper(n[:1])+n[1:]] = f
+	}
+	for _, n := range []string{"", "sqlite3", "sqlite", "oracle", "pgx/v4", "postgres-otel", "sqlserver-otel", "mysql8", "clickhouse"} {
+		out[n] = Other
+	}
+	return out
+}
