@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestShapeOf(t *testing.T) {
@@ -64,15 +65,12 @@ func FuzzShapeOf(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, q string) {
 		s := shapeOf(q)
-		if s.reads > s.statements || s.statements < 0 {
-			t.Fatalf("%q: %+v", q, s)
+		require.GreaterOrEqual(t, s.statements, 0, "%q: %+v", q, s)
+		require.LessOrEqual(t, s.reads, s.statements, "%q: %+v", q, s)
+		if s.procedure {
+			require.Equal(t, 1, s.statements, "%q: the statements of a procedure", q)
 		}
-		if s.procedure && s.statements != 1 {
-			t.Fatalf("%q: a procedure in %d statements", q, s.statements)
-		}
-		if !strings.Contains(q, ";") && s.statements > 1 {
-			t.Fatalf("%q: %d statements without a ';'", q, s.statements)
-		}
+		require.False(t, !strings.Contains(q, ";") && s.statements > 1, "%q: %d statements without a ';'", q, s.statements)
 		r := Rule{}
 		_ = notAlone(q, &r)
 	})

@@ -4,6 +4,9 @@ import (
 	"context"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/crl-go/crl/core"
 )
 
@@ -11,7 +14,7 @@ func BenchmarkParseStatementRules(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := core.ParseStatementRules("{1205,1222:3,2*2:select,update};{40501:5,10+5};{40613:3,1s*2}"); err != nil {
-			b.Fatal(err)
+			require.NoError(b, err) // under the if: require's b.Helper() is not measured
 		}
 	}
 }
@@ -20,15 +23,13 @@ func BenchmarkParseStatementRules(b *testing.B) {
 // check the query filter.
 func BenchmarkDecision(b *testing.B) {
 	rules, err := core.ParseStatementRules("{1205,1222:3,2*2:select,update};{40501:5,10+5}")
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			r, ok := rules.Lookup(1205)
 			if !ok || !r.Matches("  /* hint */ SELECT * FROM t") {
-				b.Error("no match") // Fatal must not be called from RunParallel's goroutines
+				assert.Fail(b, "no match") // require must not be called from RunParallel's goroutines
 				return
 			}
 		}
@@ -42,9 +43,7 @@ var sink error
 func BenchmarkDoSuccess(b *testing.B) {
 	rules, _ := core.ParseStatementRules("{1205,1222:3,2*2:select,update}")
 	r, err := core.NewRetrier(core.Policy{Statement: rules}, core.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	ctx := context.Background()
 	stmt := func(context.Context) error { return nil }
 	b.Run("direct", func(b *testing.B) {
@@ -75,7 +74,5 @@ func TestDoSuccessAllocatesNothing(t *testing.T) {
 		_, _ = core.Retry(ctx, r, "select 1", func(context.Context) (int, error) { return n, nil })
 		_, _ = core.RetryRows(ctx, r, "select 1", func(context.Context) (int, error) { return n, nil })
 	})
-	if allocs != 0 {
-		t.Errorf("success path allocates %v times per run", allocs)
-	}
+	assert.Zero(t, allocs, "allocations per run of the success path")
 }

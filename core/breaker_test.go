@@ -2,7 +2,6 @@ package core_test
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -25,37 +24,30 @@ func TestBreaker(t *testing.T) {
 	// Two failed operations, then a success: the count starts again.
 	_ = r.Do(ctx, "update t set n = n + 1", deadlock)
 	_ = r.Do(ctx, "update t set n = n + 1", deadlock)
-	if err := r.Do(ctx, "update t set n = n + 1", ok); err != nil || breaker.Open() {
-		t.Fatalf("err %v open %v", err, breaker.Open())
-	}
+	require.NoError(t, r.Do(ctx, "update t set n = n + 1", ok))
+	require.False(t, breaker.Open(), "breaker open after two failures and a success")
 	// A constraint violation means the database answered: not a failure.
 	_ = r.Do(ctx, "update t set n = n + 1", func(context.Context) error { return serverError{2627} })
 	// Three failed operations in a row open it.
 	for i := 0; i < 3; i++ {
 		_ = r.Do(ctx, "update t set n = n + 1", deadlock)
 	}
-	if !breaker.Open() {
-		t.Fatal("breaker not open after 3 failures in a row")
-	}
+	require.True(t, breaker.Open(), "breaker not open after 3 failures in a row")
 	executions = 0
 	err := r.Do(ctx, "update t set n = n + 1", ok)
-	if !errors.Is(err, core.ErrCircuitOpen) || !errors.Is(err, serverError{1205}) || executions != 0 {
-		t.Fatalf("open breaker: err %v, %d executions", err, executions)
-	}
+	require.ErrorIs(t, err, core.ErrCircuitOpen, "open breaker")
+	require.ErrorIs(t, err, serverError{1205}, "open breaker")
+	require.Zero(t, executions, "executions under an open breaker")
 	// After OpenFor one probe runs; its failure reopens the breaker.
 	clock.Advance(10 * time.Second)
 	_ = r.Do(ctx, "update t set n = n + 1", deadlock)
-	if executions != 2 || !breaker.Open() {
-		t.Fatalf("probe: %d executions, open %v", executions, breaker.Open())
-	}
-	if err := r.Do(ctx, "update t set n = n + 1", ok); !errors.Is(err, core.ErrCircuitOpen) {
-		t.Fatalf("reopened breaker let an operation through: %v", err)
-	}
+	require.Equal(t, 2, executions, "probe: executions")
+	require.True(t, breaker.Open(), "probe: a failed probe reopens the breaker")
+	require.ErrorIs(t, r.Do(ctx, "update t set n = n + 1", ok), core.ErrCircuitOpen, "reopened breaker let an operation through")
 	// A successful probe closes it.
 	clock.Advance(10 * time.Second)
-	if err := r.Do(ctx, "update t set n = n + 1", ok); err != nil || breaker.Open() {
-		t.Fatalf("successful probe: err %v open %v", err, breaker.Open())
-	}
+	require.NoError(t, r.Do(ctx, "update t set n = n + 1", ok), "successful probe")
+	require.False(t, breaker.Open(), "breaker open after a successful probe")
 }
 
 // newBreaker is core.NewBreaker for settings that must be valid.
@@ -104,9 +96,8 @@ func TestNewBreakerRejectsSettingsOutOfRange(t *testing.T) {
 func TestBreakerSuccessAllocatesNothing(t *testing.T) {
 	r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:1,0}")}, core.Options{Breaker: newBreaker(t, core.BreakerSettings{Failures: 5}, nil)})
 	ctx := context.Background()
-	if a := testing.AllocsPerRun(1000, func() { _ = r.Do(ctx, "update t set n = n + 1", func(context.Context) error { return nil }) }); a != 0 {
-		t.Errorf("%v allocations", a)
-	}
+	a := testing.AllocsPerRun(1000, func() { _ = r.Do(ctx, "update t set n = n + 1", func(context.Context) error { return nil }) })
+	assert.Zero(t, a, "allocations of a success under a breaker")
 }
 
 // openBreaker returns a retrier whose breaker (2 failures, open 10 s) has

@@ -15,6 +15,9 @@ import (
 	"github.com/go-sql-driver/mysql"
 	mssql "github.com/microsoft/go-mssqldb"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/crl-go/crl/core"
 )
 
@@ -44,43 +47,28 @@ func TestErrorNumber(t *testing.T) {
 		"nil":                 {nil, 0, false},
 	} {
 		got, ok := core.ErrorNumber(tc.err)
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("%s: ErrorNumber = %d, %v; want %d, %v", name, got, ok, tc.want, tc.ok)
-		}
+		assert.Equal(t, tc.want, got, "%s: ErrorNumber number", name)
+		assert.Equal(t, tc.ok, ok, "%s: ErrorNumber ok", name)
 	}
 }
 
 func TestConditionsAndStates(t *testing.T) {
 	rules, err := core.ParseStatementRules("{40P01:1,0}")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	r, err := core.NewRetrier(core.Policy{Statement: rules}, core.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	runs := 0
 	_ = r.Do(context.Background(), "select 1", func(context.Context) error { runs++; return fmt.Errorf("x: %w", &pgLike{"40P01"}) })
-	if runs != 2 {
-		t.Errorf("a wrapped SQLSTATE 40P01 ran %d times under {40P01:1,0}, want 2", runs)
-	}
+	assert.Equal(t, 2, runs, "runs of a wrapped SQLSTATE 40P01 under {40P01:1,0}")
 	for _, err := range []error{driver.ErrBadConn, sql.ErrConnDone, io.ErrUnexpectedEOF, econnreset, mysql.ErrInvalidConn, fmt.Errorf("w: %w", syscall.EPIPE)} {
-		if !core.IsBadConn(err) {
-			t.Errorf("IsBadConn(%v) = false", err)
-		}
+		assert.True(t, core.IsBadConn(err), "IsBadConn(%v)", err)
 	}
-	if core.IsBadConn(errors.New("syntax error")) || core.IsBadConn(nil) {
-		t.Errorf("IsBadConn too broad")
-	}
+	assert.False(t, core.IsBadConn(errors.New("syntax error")) || core.IsBadConn(nil), "IsBadConn too broad")
 	for _, err := range []error{context.DeadlineExceeded, &net.OpError{Op: "read", Err: os.ErrDeadlineExceeded},
 		&mysql.MySQLError{Number: 1969}, &mysql.MySQLError{Number: 3024}, &pgLike{"57014"}} {
-		if !core.IsTimeout(err) {
-			t.Errorf("IsTimeout(%v) = false", err)
-		}
+		assert.True(t, core.IsTimeout(err), "IsTimeout(%v)", err)
 	}
-	if core.IsTimeout(context.Canceled) {
-		t.Errorf("IsTimeout(Canceled) = true")
-	}
+	assert.False(t, core.IsTimeout(context.Canceled), "IsTimeout(Canceled)")
 }
 
 // The loop matches SQLSTATE tokens and named conditions.
@@ -99,8 +87,6 @@ func TestLoopMatchesStatesAndConditions(t *testing.T) {
 		clock.Reset()
 		calls := 0
 		_ = r.Do(context.Background(), "select 1", failing(&calls, repeat(tc.err, 5)...))
-		if calls != tc.calls {
-			t.Errorf("%v: %d calls, want %d (waits %v)", tc.err, calls, tc.calls, clock.Sleeps())
-		}
+		assert.Equal(t, tc.calls, calls, "%v: calls (waits %v)", tc.err, clock.Sleeps())
 	}
 }

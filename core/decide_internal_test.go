@@ -96,9 +96,8 @@ func TestDecide(t *testing.T) {
 	d := qt.Decide("update t", 2, numberedErr(1205))
 	assert.Equal(t, ErrInvalidRetryInterval, d.Reason)
 	assert.Equal(t, "wait 2s > queryTimeout 1.5s", d.Detail)
-	if a := testing.AllocsPerRun(100, func() { _ = p.Decide("/* x */ update t", 1, numberedErr(1205)) }); a != 0 {
-		t.Errorf("a retry decision allocates %v times", a)
-	}
+	a := testing.AllocsPerRun(100, func() { _ = p.Decide("/* x */ update t", 1, numberedErr(1205)) })
+	assert.Zero(t, a, "allocations of a retry decision")
 }
 
 // notAlone skips the scan for texts without ';' under a rule with a
@@ -111,9 +110,7 @@ func FuzzNotAloneAgreesWithTheScan(f *testing.F) {
 	plain := Rule{}
 	f.Fuzz(func(t *testing.T, q string) {
 		for _, r := range []*Rule{&filtered, &plain} {
-			if got, want := notAlone(q, r), batchRisk(q, r); got != want {
-				t.Fatalf("%q under %v: notAlone %q, the scan %q", q, r.filter, got, want)
-			}
+			require.Equal(t, batchRisk(q, r), notAlone(q, r), "%q under %v: notAlone (expected: the scan's)", q, r.filter)
 		}
 	})
 }

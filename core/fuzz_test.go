@@ -3,6 +3,8 @@ package core_test
 import (
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/crl-go/crl/core"
 )
 
@@ -20,21 +22,13 @@ func FuzzParseStatementRules(f *testing.F) {
 		}
 		printed := rules.String()
 		again, err := core.ParseStatementRules(printed)
-		if err != nil {
-			t.Fatalf("%q printed as %q does not parse: %v", s, printed, err)
-		}
-		if again.String() != printed {
-			t.Fatalf("%q: %q reparsed as %q", s, printed, again.String())
-		}
+		require.NoError(t, err, "%q printed as %q does not parse", s, printed)
+		require.Equal(t, printed, again.String(), "%q: %q reparsed", s, printed)
 		assertSameStatementRules(t, rules, again)
 		for _, r := range rules.Rules() {
-			if len(r.WaitTimes()) != r.Count() {
-				t.Fatalf("%v: %d waits for count %d", r, len(r.WaitTimes()), r.Count())
-			}
+			require.Len(t, r.WaitTimes(), r.Count(), "%q: %v: waits for count %d", s, r, r.Count())
 			for _, w := range r.WaitTimes() {
-				if w < 0 || w > core.MaxWait {
-					t.Fatalf("%v: wait %v out of [0, MaxWait]", r, w)
-				}
+				require.True(t, w >= 0 && w <= core.MaxWait, "%q: %v: wait %v out of [0, MaxWait]", s, r, w)
 			}
 			r.Matches(s)
 		}
@@ -51,13 +45,11 @@ func FuzzParseConnectionRules(f *testing.F) {
 			return
 		}
 		again, err := core.ParseConnectionRules(c.String())
-		if err != nil || again.String() != c.String() || again.Replaces() != c.Replaces() {
-			t.Fatalf("%q printed as %q reparsed as %q (%v)", s, c.String(), again.String(), err)
-		}
+		require.NoError(t, err, "%q printed as %q does not parse", s, c.String())
+		require.Equal(t, c.String(), again.String(), "%q printed as %q reparsed", s, c.String())
+		require.Equal(t, c.Replaces(), again.Replaces(), "%q printed as %q: Replaces changed on round trip", s, c.String())
 		for _, n := range core.TransientErrors() {
-			if again.Retryable(n) != c.Retryable(n) {
-				t.Fatalf("%q: Retryable(%d) changed on round trip", s, n)
-			}
+			require.Equal(t, c.Retryable(n), again.Retryable(n), "%q: Retryable(%d) changed on round trip", s, n)
 		}
 	})
 }

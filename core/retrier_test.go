@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/core/coretest"
@@ -29,18 +31,14 @@ func newRetrier(t *testing.T, p core.Policy, o core.Options) (*core.Retrier, *co
 		o.Clock = clock
 	}
 	r, err := core.NewRetrier(p, o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return r, clock
 }
 
 func mustRules(t *testing.T, s string) core.StatementRules {
 	t.Helper()
 	r, err := core.ParseStatementRules(s)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	return r
 }
 
@@ -70,44 +68,37 @@ func TestStatementWaitsAreTheSchedule(t *testing.T) {
 	calls := 0
 	deadlock := serverError{1205}
 	err := r.Do(context.Background(), "SELECT * FROM t", failing(&calls, repeat(deadlock, 10)...))
-	if calls != 4 {
-		t.Errorf("attempts = %d, want count+1 = 4", calls)
-	}
-	if got, want := clock.Sleeps(), coretest.Seconds(2, 4, 8); !slices.Equal(got, want) {
-		t.Errorf("waits = %v, want %v", got, want)
-	}
-	if !errors.Is(err, core.ErrRetriesExhausted) {
-		t.Errorf("err = %v, want ErrRetriesExhausted", err)
-	}
+	assert.Equal(t, 4, calls, "attempts, want count+1")
+	assert.Equal(t, coretest.Seconds(2, 4, 8), clock.Sleeps(), "waits")
+	assert.ErrorIs(t, err, core.ErrRetriesExhausted)
 	var se serverError
-	if !errors.As(err, &se) || se.number != 1205 {
-		t.Errorf("errors.As driver error failed: %v", err)
+	if assert.ErrorAs(t, err, &se, "errors.As driver error") {
+		assert.Equal(t, int32(1205), se.number, "errors.As driver error")
 	}
-	if !strings.Contains(err.Error(), "after 4 attempts") {
-		t.Errorf("message %q should tell the attempts", err)
+	if assert.Error(t, err) {
+		assert.Contains(t, err.Error(), "after 4 attempts", "the message should tell the attempts")
 	}
 	var re *core.RetryError
-	if !errors.As(err, &re) || re.Attempts != 4 {
-		t.Errorf("RetryError.Attempts wrong: %v", err)
+	if assert.ErrorAs(t, err, &re) {
+		assert.Equal(t, 4, re.Attempts, "RetryError.Attempts")
 	}
 	snap := obs.Snapshot()
-	if len(snap.Retries) != 3 || len(snap.GiveUps) != 1 || snap.Retries[2].Wait != 8*time.Second || snap.Retries[0].Token != "1205" {
-		t.Errorf("events = %+v", snap)
+	if assert.Len(t, snap.Retries, 3, "events = %+v", snap) {
+		assert.Equal(t, 8*time.Second, snap.Retries[2].Wait, "events = %+v", snap)
+		assert.Equal(t, "1205", snap.Retries[0].Token, "events = %+v", snap)
 	}
+	assert.Len(t, snap.GiveUps, 1, "events = %+v", snap)
 }
 
 func TestStatementSucceedsAfterRetries(t *testing.T) {
 	obs := &coretest.Observer{}
 	r, clock := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:3,5+5}")}, core.Options{Observer: obs})
 	calls := 0
-	if err := r.Do(context.Background(), "update t set a=1", failing(&calls, serverError{1205}, serverError{1205})); err != nil {
-		t.Fatal(err)
-	}
-	if calls != 3 || !slices.Equal(clock.Sleeps(), coretest.Seconds(5, 10)) {
-		t.Errorf("calls %d waits %v", calls, clock.Sleeps())
-	}
-	if s := obs.Snapshot().Successes; len(s) != 1 || s[0].Attempts != 3 {
-		t.Errorf("Succeeded events = %+v", s)
+	require.NoError(t, r.Do(context.Background(), "update t set a=1", failing(&calls, serverError{1205}, serverError{1205})))
+	assert.Equal(t, 3, calls, "calls")
+	assert.Equal(t, coretest.Seconds(5, 10), clock.Sleeps(), "waits")
+	if s := obs.Snapshot().Successes; assert.Len(t, s, 1, "Succeeded events = %+v", s) {
+		assert.Equal(t, 3, s[0].Attempts, "Succeeded events = %+v", s)
 	}
 }
 
@@ -124,23 +115,17 @@ func TestStatementErrorsReturnedUnchanged(t *testing.T) {
 	} {
 		calls := 0
 		err := r.Do(context.Background(), tc.query, failing(&calls, repeat(tc.err, 5)...))
-		if err != tc.err {
-			t.Errorf("%s: err = %v, want the driver's error unchanged", name, err)
-		}
-		if calls != 1 {
-			t.Errorf("%s: %d attempts, want 1", name, calls)
-		}
+		assert.True(t, err == tc.err, "%s: err = %v, want the driver's error unchanged", name, err) // the same error, not an equal one
+		assert.Equal(t, 1, calls, "%s: attempts", name)
 	}
-	if len(clock.Sleeps()) != 0 {
-		t.Errorf("waited %v", clock.Sleeps())
-	}
+	assert.Empty(t, clock.Sleeps(), "waits")
 	// After a retry, a non-retryable error is wrapped and still unwraps.
 	calls := 0
 	unique := serverError{2627}
 	err := r.Do(context.Background(), "select 1", failing(&calls, serverError{1205}, unique))
-	if !errors.Is(err, core.ErrNotRetryable) || !errors.Is(err, unique) || calls != 2 {
-		t.Errorf("err = %v after %d calls", err, calls)
-	}
+	assert.ErrorIs(t, err, core.ErrNotRetryable)
+	assert.ErrorIs(t, err, unique)
+	assert.Equal(t, 2, calls, "calls")
 }
 
 func TestQueryTimeoutRefusesLongWaits(t *testing.T) {
@@ -148,21 +133,18 @@ func TestQueryTimeoutRefusesLongWaits(t *testing.T) {
 	calls := 0
 	driverErr := serverError{2714}
 	err := r.Do(context.Background(), "create table t (c1 int)", failing(&calls, repeat(driverErr, 20)...))
-	if !errors.Is(err, core.ErrInvalidRetryInterval) || !errors.Is(err, driverErr) {
-		t.Fatalf("err = %v, want ErrInvalidRetryInterval wrapping the driver error", err)
-	}
+	require.ErrorIs(t, err, core.ErrInvalidRetryInterval)
+	require.ErrorIs(t, err, driverErr, "ErrInvalidRetryInterval wrapping the driver error")
 	// Waits 2 (≤3) then 4 (>3): two attempts.
-	if calls != 2 || !slices.Equal(clock.Sleeps(), coretest.Seconds(2)) {
-		t.Errorf("calls %d waits %v", calls, clock.Sleeps())
-	}
+	assert.Equal(t, 2, calls, "calls")
+	assert.Equal(t, coretest.Seconds(2), clock.Sleeps(), "waits")
 
 	// queryTimeout=0 (JDBC): a zero wait is fine, any positive wait is refused.
 	r0, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:3}"), QueryTimeout: core.QueryTimeoutZero}, core.Options{})
 	calls = 0
 	err = r0.Do(context.Background(), "select 1", failing(&calls, repeat(serverError{1205}, 5)...))
-	if !errors.Is(err, core.ErrInvalidRetryInterval) || calls != 2 {
-		t.Errorf("queryTimeout=0: err %v after %d calls", err, calls)
-	}
+	assert.ErrorIs(t, err, core.ErrInvalidRetryInterval, "queryTimeout=0")
+	assert.Equal(t, 2, calls, "queryTimeout=0: calls")
 }
 
 func TestQueryTimeoutBoundsEachAttempt(t *testing.T) {
@@ -172,18 +154,16 @@ func TestQueryTimeoutBoundsEachAttempt(t *testing.T) {
 	err := r.Do(context.Background(), "select 1", func(ctx context.Context) error {
 		calls++
 		dl, ok := ctx.Deadline()
-		if !ok || time.Until(dl) > 20*time.Millisecond {
-			t.Errorf("attempt not bounded by queryTimeout: %v %v", dl, ok)
+		if assert.True(t, ok, "attempt without a deadline") {
+			assert.LessOrEqual(t, time.Until(dl), 20*time.Millisecond, "attempt not bounded by queryTimeout: %v", dl)
 		}
 		<-ctx.Done()
 		return ctx.Err()
 	})
-	if calls != 3 || !errors.Is(err, core.ErrRetriesExhausted) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("err = %v after %d calls", err, calls)
-	}
-	if time.Since(start) > 2*time.Second {
-		t.Errorf("took %v", time.Since(start))
-	}
+	assert.Equal(t, 3, calls, "calls")
+	assert.ErrorIs(t, err, core.ErrRetriesExhausted)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.LessOrEqual(t, time.Since(start), 2*time.Second, "time taken")
 }
 
 func TestDeadlineCheckedBeforeEachWait(t *testing.T) {
@@ -195,30 +175,24 @@ func TestDeadlineCheckedBeforeEachWait(t *testing.T) {
 	driverErr := serverError{1205}
 	err := r.Do(ctx, "select 1", failing(&calls, repeat(driverErr, 5)...))
 	// Wait 2 s fits (now+2 < now+3); the next wait 4 s would pass the deadline.
-	if calls != 2 || !slices.Equal(clock.Sleeps(), coretest.Seconds(2)) {
-		t.Errorf("calls %d waits %v", calls, clock.Sleeps())
-	}
-	if !errors.Is(err, core.ErrDeadline) || !errors.Is(err, driverErr) {
-		t.Errorf("err = %v", err)
-	}
+	assert.Equal(t, 2, calls, "calls")
+	assert.Equal(t, coretest.Seconds(2), clock.Sleeps(), "waits")
+	assert.ErrorIs(t, err, core.ErrDeadline)
+	assert.ErrorIs(t, err, driverErr)
 }
 
 func TestCancellationDuringWait(t *testing.T) {
 	r, err := core.NewRetrier(core.Policy{Statement: mustRules(t, "{1205:1,10}")}, core.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(20*time.Millisecond, cancel)
 	start := time.Now()
 	driverErr := serverError{1205}
 	err = r.Do(ctx, "select 1", func(context.Context) error { return driverErr })
-	if time.Since(start) > 2*time.Second {
-		t.Fatalf("a cancelled wait took %v", time.Since(start))
-	}
-	if !errors.Is(err, context.Canceled) || !errors.Is(err, driverErr) || !errors.Is(err, core.ErrDeadline) {
-		t.Errorf("err = %v", err)
-	}
+	require.LessOrEqual(t, time.Since(start), 2*time.Second, "time a cancelled wait took")
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.ErrorIs(t, err, driverErr)
+	assert.ErrorIs(t, err, core.ErrDeadline)
 }
 
 func TestJitter(t *testing.T) {
@@ -233,9 +207,7 @@ func TestJitter(t *testing.T) {
 		r, clock := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:2,2*2}"), Jitter: tc.j}, core.Options{Random: func() float64 { return 0.25 }})
 		calls := 0
 		_ = r.Do(context.Background(), "update t set n = n + 1", failing(&calls, repeat(serverError{1205}, 5)...))
-		if !slices.Equal(clock.Sleeps(), tc.want) {
-			t.Errorf("%v: waits %v, want %v", tc.j, clock.Sleeps(), tc.want)
-		}
+		assert.Equal(t, tc.want, clock.Sleeps(), "%v: waits", tc.j)
 	}
 }
 
@@ -249,9 +221,9 @@ func TestDoTx(t *testing.T) {
 		}
 		return "", nil
 	})
-	if err != nil || calls != 3 || !slices.Equal(clock.Sleeps(), coretest.Seconds(1, 3)) {
-		t.Errorf("err %v calls %d waits %v", err, calls, clock.Sleeps())
-	}
+	assert.NoError(t, err)
+	assert.Equal(t, 3, calls, "calls")
+	assert.Equal(t, coretest.Seconds(1, 3), clock.Sleeps(), "waits")
 	// The filter is checked against the statement that failed.
 	calls = 0
 	driverErr := serverError{1205}
@@ -259,9 +231,8 @@ func TestDoTx(t *testing.T) {
 		calls++
 		return "delete from t", driverErr
 	})
-	if err != driverErr || calls != 1 {
-		t.Errorf("filter mismatch: err %v calls %d", err, calls)
-	}
+	assert.Equal(t, driverErr, err, "filter mismatch: the driver's error unchanged")
+	assert.Equal(t, 1, calls, "filter mismatch: calls")
 	// A commit whose outcome is unknown is never retried.
 	calls = 0
 	unknown := fmt.Errorf("commit: %w: %w", core.ErrCommitUnknown, serverError{1205})
@@ -269,9 +240,8 @@ func TestDoTx(t *testing.T) {
 		calls++
 		return "insert into t values (1)", unknown
 	})
-	if !errors.Is(err, core.ErrCommitUnknown) || calls != 1 {
-		t.Errorf("commit unknown: err %v calls %d", err, calls)
-	}
+	assert.ErrorIs(t, err, core.ErrCommitUnknown, "commit unknown")
+	assert.Equal(t, 1, calls, "commit unknown: calls")
 }
 
 // The JDBC connection algorithm: connectRetryCount=5,
@@ -283,26 +253,21 @@ func TestConnectLoginTimeoutEarlyStop(t *testing.T) {
 	calls := 0
 	failover := serverError{40613}
 	err := r.Connect(context.Background(), failing(&calls, repeat(failover, 10)...))
-	if calls != 3 {
-		t.Errorf("attempts = %d, want 3", calls)
-	}
-	if got := clock.Sleeps(); !slices.Equal(got, []time.Duration{0, 2 * time.Second}) {
-		t.Errorf("waits = %v, want [0 2s]", got)
-	}
-	if !errors.Is(err, core.ErrLoginTimeout) || !errors.Is(err, failover) {
-		t.Errorf("err = %v", err)
-	}
-	if c := obs.Snapshot().Retries; len(c) != 2 || c[0].Kind != core.KindConnection || c[0].Wait != 0 || c[1].Wait != 2*time.Second {
-		t.Errorf("connection events = %+v", c)
+	assert.Equal(t, 3, calls, "attempts")
+	assert.Equal(t, []time.Duration{0, 2 * time.Second}, clock.Sleeps(), "waits")
+	assert.ErrorIs(t, err, core.ErrLoginTimeout)
+	assert.ErrorIs(t, err, failover)
+	if c := obs.Snapshot().Retries; assert.Len(t, c, 2, "connection events = %+v", c) {
+		assert.Equal(t, core.KindConnection, c[0].Kind, "connection events = %+v", c)
+		assert.Equal(t, time.Duration(0), c[0].Wait, "connection events = %+v", c)
+		assert.Equal(t, 2*time.Second, c[1].Wait, "connection events = %+v", c)
 	}
 }
 
 func TestConnectDefaultsAndLists(t *testing.T) {
 	conn := func(s string) core.ConnectionRules {
 		c, err := core.ParseConnectionRules(s)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		return c
 	}
 	for _, tc := range []struct {
@@ -333,28 +298,22 @@ func TestConnectDefaultsAndLists(t *testing.T) {
 			r, clock := newRetrier(t, tc.policy, core.Options{})
 			calls := 0
 			err := r.Connect(context.Background(), failing(&calls, repeat(tc.err, 300)...))
-			if err == nil || !errors.Is(err, tc.err) {
-				t.Errorf("err = %v", err)
-			}
-			if calls != tc.calls || !slices.Equal(clock.Sleeps(), tc.waits) {
-				t.Errorf("calls %d waits %v, want %d %v", calls, clock.Sleeps(), tc.calls, tc.waits)
-			}
+			assert.ErrorIs(t, err, tc.err)
+			assert.Equal(t, tc.calls, calls, "calls")
+			// slices.Equal: no waits (nil) and an empty list are the same.
+			assert.True(t, slices.Equal(clock.Sleeps(), tc.waits), "waits %v, want %v", clock.Sleeps(), tc.waits)
 		})
 	}
 }
 
 func TestNoBudget(t *testing.T) {
 	r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:1}")}, core.Options{} /* nil Budget: off */)
-	if r.Budget() != nil {
-		t.Fatal("budget not off")
-	}
+	require.Nil(t, r.Budget(), "budget not off")
 	executions := 0
 	for i := 0; i < 300; i++ {
 		_ = r.Do(context.Background(), "update t set n = n + 1", func(context.Context) error { executions++; return serverError{1205} })
 	}
-	if executions != 600 {
-		t.Errorf("%d executions, want 600", executions)
-	}
+	assert.Equal(t, 600, executions, "executions")
 }
 
 func TestSetPolicyAndRefresh(t *testing.T) {
@@ -362,21 +321,14 @@ func TestSetPolicyAndRefresh(t *testing.T) {
 	r, _ := newRetrier(t, core.Policy{}, core.Options{Refresh: func() { refreshed.Add(1) }})
 	calls := 0
 	driverErr := serverError{1205}
-	if err := r.Do(context.Background(), "update t set n = n + 1", failing(&calls, driverErr)); err != driverErr {
-		t.Fatalf("no rules: %v", err)
-	}
-	if err := r.SetPolicy(core.Policy{Statement: mustRules(t, "{1205:1}")}); err != nil {
-		t.Fatal(err)
-	}
+	require.Equal(t, driverErr, r.Do(context.Background(), "update t set n = n + 1", failing(&calls, driverErr)), "no rules")
+	require.NoError(t, r.SetPolicy(core.Policy{Statement: mustRules(t, "{1205:1}")}))
 	calls = 0
-	if err := r.Do(context.Background(), "update t set n = n + 1", failing(&calls, driverErr)); err != nil || calls != 2 {
-		t.Errorf("after SetPolicy: %v, %d calls", err, calls)
-	}
-	if refreshed.Load() != 2 {
-		t.Errorf("Refresh called %d times", refreshed.Load())
-	}
-	if err := r.SetPolicy(core.Policy{ConnectRetryCount: 256}); err == nil || !strings.Contains(err.Error(), "256") {
-		t.Errorf("SetPolicy accepted connectRetryCount 256: %v", err)
+	assert.NoError(t, r.Do(context.Background(), "update t set n = n + 1", failing(&calls, driverErr)), "after SetPolicy")
+	assert.Equal(t, 2, calls, "after SetPolicy: calls")
+	assert.Equal(t, int32(2), refreshed.Load(), "Refresh calls")
+	if err := r.SetPolicy(core.Policy{ConnectRetryCount: 256}); assert.Error(t, err, "SetPolicy accepted connectRetryCount 256") {
+		assert.Contains(t, err.Error(), "256", "SetPolicy(connectRetryCount 256)")
 	}
 }
 
@@ -390,9 +342,8 @@ func TestPolicyValidate(t *testing.T) {
 		{QueryTimeout: -2},
 		{Jitter: 9},
 	} {
-		if _, err := core.NewRetrier(p, core.Options{}); err == nil {
-			t.Errorf("NewRetrier(%+v) accepted", p)
-		}
+		_, err := core.NewRetrier(p, core.Options{})
+		assert.Error(t, err, "NewRetrier(%+v) accepted", p)
 	}
 }
 
@@ -406,7 +357,6 @@ func TestRetryGeneric(t *testing.T) {
 		}
 		return 42, nil
 	})
-	if v != 42 || err != nil {
-		t.Errorf("Retry = %v, %v", v, err)
-	}
+	assert.NoError(t, err, "Retry")
+	assert.Equal(t, 42, v, "Retry")
 }

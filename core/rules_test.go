@@ -1,7 +1,6 @@
 package core_test
 
 import (
-	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -91,41 +90,28 @@ func TestParseStatementRulesValid(t *testing.T) {
 	for _, tc := range validStatementCases {
 		t.Run(tc.name, func(t *testing.T) {
 			rules, err := core.ParseStatementRules(tc.value)
-			if err != nil {
-				t.Fatalf("ParseStatementRules(%q): %v", tc.value, err)
-			}
+			require.NoError(t, err, "ParseStatementRules(%q)", tc.value)
 			for n, want := range tc.waits {
 				r, ok := rules.Lookup(n)
 				if want == nil {
-					if ok {
-						t.Fatalf("Lookup(%d) found %v, want no rule", n, r)
-					}
+					require.False(t, ok, "Lookup(%d) found %v, want no rule", n, r)
 					continue
 				}
-				if !ok {
-					t.Fatalf("Lookup(%d): no rule", n)
-				}
-				if got := r.WaitTimes(); !slices.Equal(got, want) {
-					t.Errorf("Lookup(%d).WaitTimes() = %v, want %v", n, got, want)
-				}
-				if r.Count() != len(want) {
-					t.Errorf("Count() = %d, want %d", r.Count(), len(want))
-				}
+				require.True(t, ok, "Lookup(%d): no rule", n)
+				// slices.Equal: an empty want and a nil WaitTimes are the same.
+				got := r.WaitTimes()
+				assert.True(t, slices.Equal(got, want), "Lookup(%d).WaitTimes() = %v, want %v", n, got, want)
+				assert.Equal(t, len(want), r.Count(), "Lookup(%d).Count()", n)
 			}
 			for n, want := range tc.filter {
 				r, _ := rules.Lookup(n)
-				if got := r.Filter(); !slices.Equal(got, want) {
-					t.Errorf("Lookup(%d).Filter() = %q, want %q", n, got, want)
-				}
+				got := r.Filter()
+				assert.True(t, slices.Equal(got, want), "Lookup(%d).Filter() = %q, want %q", n, got, want)
 			}
 			// Printed back, the rules parse to the same rules.
 			again, err := core.ParseStatementRules(rules.String())
-			if err != nil {
-				t.Fatalf("reparse %q: %v", rules.String(), err)
-			}
-			if again.String() != rules.String() {
-				t.Errorf("round trip: %q became %q", rules.String(), again.String())
-			}
+			require.NoError(t, err, "reparse %q", rules.String())
+			assert.Equal(t, rules.String(), again.String(), "round trip of %q", rules.String())
 			assertSameStatementRules(t, rules, again)
 		})
 	}
@@ -134,13 +120,11 @@ func TestParseStatementRulesValid(t *testing.T) {
 func assertSameStatementRules(t *testing.T, a, b core.StatementRules) {
 	t.Helper()
 	ra, rb := a.Rules(), b.Rules()
-	if len(ra) != len(rb) {
-		t.Fatalf("%d rules vs %d", len(ra), len(rb))
-	}
+	require.Len(t, rb, len(ra), "%d rules vs %d", len(ra), len(rb))
 	for i := range ra {
-		if ra[i].Token() != rb[i].Token() || !slices.Equal(ra[i].WaitTimes(), rb[i].WaitTimes()) || !slices.Equal(ra[i].Filter(), rb[i].Filter()) {
-			t.Errorf("rule %d: %v vs %v", i, ra[i], rb[i])
-		}
+		assert.Equal(t, ra[i].Token(), rb[i].Token(), "rule %d: %v vs %v", i, ra[i], rb[i])
+		// slices.Equal: a nil and an empty list are the same.
+		assert.True(t, slices.Equal(ra[i].WaitTimes(), rb[i].WaitTimes()) && slices.Equal(ra[i].Filter(), rb[i].Filter()), "rule %d: %v vs %v", i, ra[i], rb[i])
 	}
 }
 
@@ -241,15 +225,12 @@ func TestParseStatementRulesInvalid(t *testing.T) {
 	for _, tc := range invalidStatementCases {
 		t.Run(tc.value, func(t *testing.T) {
 			_, err := core.ParseStatementRules(tc.value)
-			if !errors.Is(err, tc.want) {
-				t.Fatalf("ParseStatementRules(%q) = %v, want %v", tc.value, err, tc.want)
-			}
-			if !strings.HasPrefix(err.Error(), "core: rule ") || !strings.Contains(err.Error(), tc.names) {
-				t.Errorf("error %q should name %s", err, tc.names)
-			}
+			require.ErrorIs(t, err, tc.want, "ParseStatementRules(%q)", tc.value)
+			assert.True(t, strings.HasPrefix(err.Error(), "core: rule "), "error %q should start with \"core: rule \"", err)
+			assert.Contains(t, err.Error(), tc.names, "error %q should name %s", err, tc.names)
 			var re *core.RuleError
-			if !errors.As(err, &re) || re.Rule == "" {
-				t.Errorf("error %v is not a *RuleError naming its rule", err)
+			if assert.ErrorAs(t, err, &re, "error %v is not a *RuleError", err) {
+				assert.NotEmpty(t, re.Rule, "error %v does not name its rule", err)
 			}
 		})
 	}
@@ -257,31 +238,24 @@ func TestParseStatementRulesInvalid(t *testing.T) {
 
 func TestTokens(t *testing.T) {
 	rules, err := core.ParseStatementRules("{40P01,40001:2,10ms};{timeout,badconn:2,100ms*2}")
-	if err != nil {
-		t.Fatal(err)
+	require.NoError(t, err)
+	if r, ok := ruleFor(rules, "40P01"); assert.True(t, ok, "ruleFor(40P01) not found") {
+		assert.Equal(t, "40P01", r.Token(), "ruleFor(40P01).Token()")
 	}
-	if r, ok := ruleFor(rules, "40P01"); !ok || r.Token() != "40P01" {
-		t.Errorf("ruleFor(40P01) = %v %v", r, ok)
-	}
-	if _, ok := ruleFor(rules, "40p01"); !ok {
-		t.Errorf("ruleFor is case-insensitive")
-	}
+	_, ok := ruleFor(rules, "40p01")
+	assert.True(t, ok, "ruleFor is case-insensitive")
 	// An all-digit SQLSTATE is the same token as the number.
-	if _, ok := ruleFor(rules, "40001"); !ok {
-		t.Errorf("ruleFor(40001) not found")
+	_, ok = ruleFor(rules, "40001")
+	assert.True(t, ok, "ruleFor(40001) not found")
+	_, ok = rules.Lookup(40001)
+	assert.True(t, ok, "Lookup(40001) not found")
+	if r, ok := ruleFor(rules, "timeout"); assert.True(t, ok, "ruleFor(timeout) not found") {
+		assert.Equal(t, coretest.Seconds(0.1, 0.2), r.WaitTimes(), "ruleFor(timeout).WaitTimes()")
 	}
-	if _, ok := rules.Lookup(40001); !ok {
-		t.Errorf("Lookup(40001) not found")
-	}
-	if r, ok := ruleFor(rules, "timeout"); !ok || !slices.Equal(r.WaitTimes(), coretest.Seconds(0.1, 0.2)) {
-		t.Errorf("ruleFor(timeout) = %v %v", r, ok)
-	}
-	if _, ok := ruleFor(rules, "badconn"); !ok {
-		t.Errorf("ruleFor(badconn) not found")
-	}
-	if _, ok := rules.Lookup(-1); ok {
-		t.Errorf("Lookup(-1) must not find the timeout condition")
-	}
+	_, ok = ruleFor(rules, "badconn")
+	assert.True(t, ok, "ruleFor(badconn) not found")
+	_, ok = rules.Lookup(-1)
+	assert.False(t, ok, "Lookup(-1) must not find the timeout condition")
 }
 
 // ruleFor finds the rule of a token as a rule writes it (a SQLSTATE in
@@ -297,9 +271,7 @@ func ruleFor(rules core.StatementRules, tok string) (core.Rule, bool) {
 
 func TestRuleMatches(t *testing.T) {
 	rules, err := core.ParseStatementRules("{1205:1:select,update}")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	r, _ := rules.Lookup(1205)
 	for q, want := range map[string]bool{
 		"SELECT 1":                            true,
@@ -320,23 +292,18 @@ func TestRuleMatches(t *testing.T) {
 		"":                                     false,
 		"-- only a comment":                    false,
 	} {
-		if got := r.Matches(q); got != want {
-			t.Errorf("Matches(%q) = %v, want %v", q, got, want)
-		}
+		assert.Equal(t, want, r.Matches(q), "Matches(%q)", q)
 	}
 	all, _ := core.ParseStatementRules("{1205:1}")
 	r, _ = all.Lookup(1205)
-	if !r.Matches("anything at all") || !r.Matches("") {
-		t.Errorf("a rule without a filter matches every statement")
-	}
+	assert.True(t, r.Matches("anything at all"), "a rule without a filter matches every statement")
+	assert.True(t, r.Matches(""), "a rule without a filter matches every statement, the empty one too")
 }
 
 func TestConnectionRules(t *testing.T) {
 	builtin := core.TransientErrors()
 	want := []int32{64, 233, 4060, 4221, 10053, 10054, 10928, 10929, 40020, 40143, 40166, 40197, 40501, 40540, 40613, 42108, 42109, 49918, 49919, 49920}
-	if !slices.Equal(builtin, want) {
-		t.Fatalf("TransientErrors() = %v", builtin)
-	}
+	require.Equal(t, want, builtin, "TransientErrors()")
 	cases := []struct {
 		value    string
 		retry    []int32
@@ -358,25 +325,18 @@ func TestConnectionRules(t *testing.T) {
 	}
 	for _, tc := range cases {
 		c, err := core.ParseConnectionRules(tc.value)
-		if err != nil {
-			t.Fatalf("ParseConnectionRules(%q): %v", tc.value, err)
-		}
+		require.NoError(t, err, "ParseConnectionRules(%q)", tc.value)
 		for _, n := range tc.retry {
-			if !c.Retryable(n) {
-				t.Errorf("%q: Retryable(%d) = false", tc.value, n)
-			}
+			assert.True(t, c.Retryable(n), "%q: Retryable(%d)", tc.value, n)
 		}
 		for _, n := range tc.notRetry {
-			if c.Retryable(n) {
-				t.Errorf("%q: Retryable(%d) = true", tc.value, n)
-			}
+			assert.False(t, c.Retryable(n), "%q: Retryable(%d)", tc.value, n)
 		}
-		if c.Replaces() != tc.replaces {
-			t.Errorf("%q: Replaces() = %v", tc.value, c.Replaces())
-		}
+		assert.Equal(t, tc.replaces, c.Replaces(), "%q: Replaces()", tc.value)
 		again, err := core.ParseConnectionRules(c.String())
-		if err != nil || again.String() != c.String() || again.Replaces() != c.Replaces() {
-			t.Errorf("%q: round trip %q -> %q, %v", tc.value, c.String(), again.String(), err)
+		if assert.NoError(t, err, "%q: round trip of %q", tc.value, c.String()) {
+			assert.Equal(t, c.String(), again.String(), "%q: round trip of %q", tc.value, c.String())
+			assert.Equal(t, c.Replaces(), again.Replaces(), "%q: round trip of %q: Replaces()", tc.value, c.String())
 		}
 	}
 }
@@ -396,32 +356,34 @@ func TestParseConnectionRulesInvalid(t *testing.T) {
 		{"{40{60}", core.ErrInvalidRuleFormat, "brace"},
 	} {
 		_, err := core.ParseConnectionRules(tc.value)
-		if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.names) {
-			t.Errorf("ParseConnectionRules(%q) = %v, want %v naming %s", tc.value, err, tc.want, tc.names)
+		if assert.ErrorIs(t, err, tc.want, "ParseConnectionRules(%q)", tc.value) {
+			assert.Contains(t, err.Error(), tc.names, "ParseConnectionRules(%q)", tc.value)
 		}
 	}
 }
 
 func TestZeroValues(t *testing.T) {
 	var s core.StatementRules
-	if _, ok := s.Lookup(1205); ok || s.Len() != 0 || s.String() != "" {
-		t.Errorf("zero StatementRules has rules")
-	}
+	_, ok := s.Lookup(1205)
+	assert.False(t, ok, "zero StatementRules has a rule for 1205")
+	assert.Zero(t, s.Len(), "zero StatementRules has rules")
+	assert.Empty(t, s.String(), "zero StatementRules prints rules")
 	var c core.ConnectionRules
-	if !c.Retryable(40613) || c.Retryable(1205) || c.String() != "" {
-		t.Errorf("zero ConnectionRules is not the builtin list")
-	}
+	assert.True(t, c.Retryable(40613), "zero ConnectionRules is not the builtin list: 40613")
+	assert.False(t, c.Retryable(1205), "zero ConnectionRules is not the builtin list: 1205")
+	assert.Empty(t, c.String(), "zero ConnectionRules prints rules")
 }
 
 func TestParseJitter(t *testing.T) {
 	for in, want := range map[string]core.Jitter{"": core.JitterNone, "none": core.JitterNone, "FULL": core.JitterFull, " equal ": core.JitterEqual} {
 		got, err := core.ParseJitter(in)
-		if err != nil || got != want {
-			t.Errorf("ParseJitter(%q) = %v, %v", in, got, err)
+		if assert.NoError(t, err, "ParseJitter(%q)", in) {
+			assert.Equal(t, want, got, "ParseJitter(%q)", in)
 		}
 	}
-	if _, err := core.ParseJitter("half"); err == nil || !strings.Contains(err.Error(), `"half"`) {
-		t.Errorf("ParseJitter(half) = %v", err)
+	_, err := core.ParseJitter("half")
+	if assert.Error(t, err, "ParseJitter(half)") {
+		assert.Contains(t, err.Error(), `"half"`, "ParseJitter(half)")
 	}
 }
 
@@ -430,9 +392,8 @@ func TestDefaultChangeWithUnits(t *testing.T) {
 	rules := mustRules(t, "{1205:3,100ms};{1222:3,100ms+0}")
 	a, _ := rules.Lookup(1205)
 	b, _ := rules.Lookup(1222)
-	if !slices.Equal(a.WaitTimes(), coretest.Seconds(0.1, 2.1, 4.1)) || !slices.Equal(b.WaitTimes(), coretest.Seconds(0.1, 0.1, 0.1)) {
-		t.Errorf("waits %v and %v", a.WaitTimes(), b.WaitTimes())
-	}
+	assert.Equal(t, coretest.Seconds(0.1, 2.1, 4.1), a.WaitTimes(), "waits of {1205:3,100ms}")
+	assert.Equal(t, coretest.Seconds(0.1, 0.1, 0.1), b.WaitTimes(), "waits of {1222:3,100ms+0}")
 }
 
 // A no-break space is not white space to the rules (nor to the JDBC

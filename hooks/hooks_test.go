@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,13 +18,11 @@ import (
 )
 
 func TestMulti(t *testing.T) {
-	if hooks.Multi() != nil || hooks.Multi(nil, nil) != nil {
-		t.Fatal("Multi of nothing must be nil")
-	}
+	// == nil, not require.Nil: a nil pointer in the interface is not nil.
+	require.True(t, hooks.Multi() == nil, "Multi of nothing must be nil")
+	require.True(t, hooks.Multi(nil, nil) == nil, "Multi of nils must be nil")
 	a, b := &coretest.Observer{}, &coretest.Observer{}
-	if hooks.Multi(a) != core.Observer(a) {
-		t.Error("Multi of one observer is that observer")
-	}
+	assert.Same(t, a, hooks.Multi(a), "Multi of one observer is that observer")
 	m := hooks.Multi(a, nil, hooks.Multi(b))
 	m.RetryScheduled(core.RetryScheduled{Attempt: 1})
 	m.GaveUp(core.GaveUp{})
@@ -33,9 +30,10 @@ func TestMulti(t *testing.T) {
 	m.RulesReloaded(core.RulesReloaded{})
 	for _, o := range []*coretest.Observer{a, b} {
 		s := o.Snapshot()
-		if len(s.Retries) != 1 || len(s.GiveUps) != 1 || len(s.Successes) != 1 || len(s.Reloads) != 1 {
-			t.Errorf("events = %+v", s)
-		}
+		assert.Len(t, s.Retries, 1, "events = %+v", s)
+		assert.Len(t, s.GiveUps, 1, "events = %+v", s)
+		assert.Len(t, s.Successes, 1, "events = %+v", s)
+		assert.Len(t, s.Reloads, 1, "events = %+v", s)
 	}
 }
 
@@ -52,9 +50,7 @@ func TestReason(t *testing.T) {
 		core.ErrBatchNotRetried:      "batch",
 		errors.New("x"):              "other",
 	} {
-		if got := hooks.Reason(err); got != want {
-			t.Errorf("Reason(%v) = %q, want %q", err, got, want)
-		}
+		assert.Equal(t, want, hooks.Reason(err), "Reason(%v)", err)
 	}
 }
 
@@ -66,9 +62,7 @@ func TestSlog(t *testing.T) {
 	o.RulesReloaded(core.RulesReloaded{Path: "/etc/crl/mssql-jdbc.properties", Line: 3, Err: errors.New("bad")})
 	out := buf.String()
 	for _, want := range []string{"retry scheduled", "token=1205", "wait=2s", "level=WARN", "reason=budget", "level=ERROR", "line=3"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("log lacks %q:\n%s", want, out)
-		}
+		assert.Contains(t, out, want, "log lacks %q", want)
 	}
 }
 
@@ -78,9 +72,9 @@ func TestSlogDeletedFileHasNoLine(t *testing.T) {
 	var buf bytes.Buffer
 	o := hooks.Slog(slog.New(slog.NewTextHandler(&buf, nil)))
 	o.RulesReloaded(core.RulesReloaded{Path: "/etc/crl/mssql-jdbc.properties", Err: errors.New("the properties file was deleted")})
-	if out := buf.String(); strings.Contains(out, "line=") || !strings.Contains(out, "deleted") {
-		t.Errorf("log of a deleted file:\n%s", out)
-	}
+	out := buf.String()
+	assert.NotContains(t, out, "line=", "log of a deleted file")
+	assert.Contains(t, out, "deleted", "log of a deleted file")
 }
 
 type opCounter struct {

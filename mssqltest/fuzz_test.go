@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/binary"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // allHeaders is the ALL_HEADERS block go-mssqldb puts in front of every
@@ -44,14 +47,12 @@ func TestDecodeRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got, err := decodeRequest(tt.typ, tt.payload)
-		if err != nil || got != tt.want {
-			t.Errorf("%s: got %+v, %v; want %+v", tt.name, got, err, tt.want)
-		}
+		assert.NoError(t, err, tt.name)
+		assert.Equal(t, tt.want, got, tt.name)
 	}
 	for _, bad := range [][]byte{nil, {1, 2}, {3, 0, 0, 0}, {0xFF, 0xFF, 0xFF, 0x7F}} {
-		if _, err := decodeRequest(packetRPC, bad); err == nil {
-			t.Errorf("decodeRequest(%x) accepted a malformed payload", bad)
-		}
+		_, err := decodeRequest(packetRPC, bad)
+		assert.Error(t, err, "decodeRequest(%x) accepted a malformed payload", bad)
 	}
 }
 
@@ -71,8 +72,10 @@ func FuzzDecodeRequest(f *testing.F) {
 		_, _ = parseLogin7(payload)
 		framed := framePackets(typ, 51, minPacketSize, payload)
 		m, err := readMessage(bytes.NewReader(framed))
-		if clientPacketType(typ) && (err != nil || m.typ != typ || !bytes.Equal(m.payload, payload)) {
-			t.Fatalf("framing round trip: %v, type %#x, %d bytes", err, m.typ, len(m.payload))
+		if clientPacketType(typ) {
+			require.NoError(t, err, "framing round trip of type %#x, %d bytes", typ, len(payload))
+			require.Equal(t, typ, m.typ, "framing round trip: type")
+			require.True(t, bytes.Equal(m.payload, payload), "framing round trip of type %#x: %d bytes, want %d", typ, len(m.payload), len(payload))
 		}
 		_, _ = readMessage(bytes.NewReader(payload))
 	})
@@ -94,8 +97,7 @@ func FuzzCommandOf(f *testing.F) {
 		known[cmd] = true
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		if cmd := commandOf(text); !known[cmd] {
-			t.Fatalf("commandOf(%q) = %#x, not a known command", text, cmd)
-		}
+		cmd := commandOf(text)
+		require.True(t, known[cmd], "commandOf(%q) = %#x, not a known command", text, cmd)
 	})
 }

@@ -14,6 +14,9 @@ import (
 
 	mssql "github.com/microsoft/go-mssqldb"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/crl-go/crl/mssqltest"
 )
 
@@ -21,9 +24,7 @@ import (
 func open(t *testing.T, srv *mssqltest.Server) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("sqlserver", srv.DSN())
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	t.Cleanup(func() { db.Close() })
 	return db
 }
@@ -31,15 +32,11 @@ func open(t *testing.T, srv *mssqltest.Server) *sql.DB {
 func TestDSN(t *testing.T) {
 	srv := mssqltest.NewServer(t)
 	dsn := srv.DSN()
-	if !strings.HasPrefix(dsn, "sqlserver://") || !strings.Contains(dsn, "?") || !strings.Contains(dsn, "encrypt=disable") {
-		t.Fatalf("DSN() = %q", dsn)
-	}
-	if err := open(t, srv).Ping(); err != nil {
-		t.Fatal(err)
-	}
-	if got := srv.Logins(); got != 1 {
-		t.Fatalf("Logins() = %d, want 1", got)
-	}
+	require.True(t, strings.HasPrefix(dsn, "sqlserver://"), "DSN() = %q", dsn)
+	require.Contains(t, dsn, "?", "DSN()")
+	require.Contains(t, dsn, "encrypt=disable", "DSN()")
+	require.NoError(t, open(t, srv).Ping())
+	require.Equal(t, 1, srv.Logins(), "Logins()")
 }
 
 func TestErrorReply(t *testing.T) {
@@ -82,21 +79,17 @@ func TestErrorReply(t *testing.T) {
 			}
 			err := run.do()
 			var me mssql.Error
-			if !errors.As(err, &me) {
-				t.Fatalf("%d %s: error %v (%T) is not an mssql.Error", tt.number, run.name, err, err)
-			}
-			if me.Number != tt.number || me.Class != tt.class || me.State != tt.state || !strings.Contains(me.Message, tt.message) {
-				t.Errorf("%d %s: got number %d class %d state %d message %q", tt.number, run.name, me.Number, me.Class, me.State, me.Message)
-			}
-			if me.ServerName != "mssqltest" || me.LineNo != 1 {
-				t.Errorf("%d %s: server %q line %d", tt.number, run.name, me.ServerName, me.LineNo)
-			}
+			require.ErrorAs(t, err, &me, "%d %s: error %v (%T) is not an mssql.Error", tt.number, run.name, err, err)
+			assert.Equal(t, tt.number, me.Number, "%d %s: number", tt.number, run.name)
+			assert.Equal(t, tt.class, me.Class, "%d %s: class", tt.number, run.name)
+			assert.Equal(t, tt.state, me.State, "%d %s: state", tt.number, run.name)
+			assert.Contains(t, me.Message, tt.message, "%d %s: message", tt.number, run.name)
+			assert.Equal(t, "mssqltest", me.ServerName, "%d %s: server", tt.number, run.name)
+			assert.Equal(t, int32(1), me.LineNo, "%d %s: line", tt.number, run.name)
 		}
 	}
 	// The connection stays usable after every error.
-	if err := db.Ping(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, db.Ping())
 }
 
 func TestRowsReply(t *testing.T) {
@@ -110,14 +103,10 @@ func TestRowsReply(t *testing.T) {
 			[]any{int64(-3), int32(-8), false, -0.25, "", when.Add(-48 * time.Hour), []byte{}, nil},
 		))
 	rows, err := db.Query("select * from everything ")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer rows.Close()
 	cols, _ := rows.Columns()
-	if strings.Join(cols, ",") != "i64,i,b,f,s,t,bin,null" {
-		t.Fatalf("columns %v", cols)
-	}
+	require.Equal(t, "i64,i,b,f,s,t,bin,null", strings.Join(cols, ","), "columns")
 	var got [][]any
 	for rows.Next() {
 		vals := make([]any, len(cols))
@@ -125,35 +114,26 @@ func TestRowsReply(t *testing.T) {
 		for i := range vals {
 			ptrs[i] = &vals[i]
 		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, rows.Scan(ptrs...))
 		got = append(got, vals)
 	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, rows.Err())
 	want := [][]any{
 		{int64(1) << 40, int64(7), true, 2.5, "héllo", when, []byte{1, 2, 3}, nil},
 		{nil, nil, nil, nil, nil, nil, nil, nil},
 		{int64(-3), int64(-8), false, -0.25, "", when.Add(-48 * time.Hour), []byte{}, nil},
 	}
-	if len(got) != len(want) {
-		t.Fatalf("got %d rows, want %d", len(got), len(want))
-	}
+	require.Len(t, got, len(want), "rows")
 	for i := range want {
 		for j := range want[i] {
-			if !equal(got[i][j], want[i][j]) {
-				t.Errorf("row %d column %s: got %#v (%T), want %#v (%T)", i, cols[j], got[i][j], got[i][j], want[i][j], want[i][j])
-			}
+			// equal, not assert.Equal: times compare as instants.
+			assert.True(t, equal(got[i][j], want[i][j]), "row %d column %s: got %#v (%T), want %#v (%T)", i, cols[j], got[i][j], got[i][j], want[i][j], want[i][j])
 		}
 	}
 	types, _ := rows.ColumnTypes()
 	wantTypes := []string{"BIGINT", "INT", "BIT", "FLOAT", "NVARCHAR", "DATETIME2", "VARBINARY", "NVARCHAR"}
 	for i, ct := range types {
-		if ct.DatabaseTypeName() != wantTypes[i] {
-			t.Errorf("column %s type %s, want %s", cols[i], ct.DatabaseTypeName(), wantTypes[i])
-		}
+		assert.Equal(t, wantTypes[i], ct.DatabaseTypeName(), "column %s type", cols[i])
 	}
 }
 
@@ -184,12 +164,12 @@ func TestRowsTypedScan(t *testing.T) {
 		at    sql.NullTime
 	)
 	err := db.QueryRow("SELECT id, name, score, ok, at FROM t WHERE id = @p1", 5).Scan(&id, &name, &score, &ok, &at)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if id != 5 || name != long || score != 1.5 || !ok || at.Valid {
-		t.Fatalf("got %d %d-char name %v %v %v", id, len(name), score, ok, at)
-	}
+	require.NoError(t, err)
+	require.Equal(t, int64(5), id, "id")
+	require.Equal(t, long, name, "name")
+	require.Equal(t, 1.5, score, "score")
+	require.True(t, ok, "ok")
+	require.False(t, at.Valid, "at: %v", at)
 }
 
 func TestRowsWrongShape(t *testing.T) {
@@ -198,9 +178,9 @@ func TestRowsWrongShape(t *testing.T) {
 	srv.Handle("SELECT a, b", mssqltest.Rows([]string{"a", "b"}, []any{1}))
 	_, err := db.Query("SELECT a, b")
 	var me mssql.Error
-	if !errors.As(err, &me) || me.Number != 50000 || !strings.Contains(me.Message, "row 0 has 1 values for 2 columns") {
-		t.Fatalf("got %v", err)
-	}
+	require.ErrorAs(t, err, &me)
+	require.Equal(t, int32(50000), me.Number, "got %v", err)
+	require.Contains(t, me.Message, "row 0 has 1 values for 2 columns")
 }
 
 func TestAffected(t *testing.T) {
@@ -209,37 +189,27 @@ func TestAffected(t *testing.T) {
 	srv.Handle("UPDATE t SET a = @p1", mssqltest.Affected(3), mssqltest.Affected(0))
 	for _, want := range []int64{3, 0, 0} {
 		res, err := db.Exec("UPDATE t SET a = @p1", 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n, err := res.RowsAffected(); err != nil || n != want {
-			t.Fatalf("RowsAffected() = %d, %v; want %d", n, err, want)
-		}
+		require.NoError(t, err)
+		n, err := res.RowsAffected()
+		require.NoError(t, err, "RowsAffected()")
+		require.Equal(t, want, n, "RowsAffected()")
 	}
 	// Unscripted statements succeed without rows.
 	res, err := db.Exec("DELETE FROM anything")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, _ := res.RowsAffected(); n != 0 {
-		t.Fatalf("unscripted RowsAffected() = %d", n)
-	}
+	require.NoError(t, err)
+	n, _ := res.RowsAffected()
+	require.Zero(t, n, "unscripted RowsAffected()")
 	rows, err := db.Query("SELECT nothing")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rows.Next() {
-		t.Fatal("unscripted query returned a row")
-	}
+	require.NoError(t, err)
+	require.False(t, rows.Next(), "unscripted query returned a row")
 	rows.Close()
 }
 
 func TestVersion(t *testing.T) {
 	srv := mssqltest.NewServer(t)
 	var v string
-	if err := open(t, srv).QueryRow("SELECT @@VERSION").Scan(&v); err != nil || !strings.HasPrefix(v, "Microsoft SQL Server") {
-		t.Fatalf("SELECT @@VERSION = %q, %v", v, err)
-	}
+	require.NoError(t, open(t, srv).QueryRow("SELECT @@VERSION").Scan(&v), "SELECT @@VERSION")
+	require.True(t, strings.HasPrefix(v, "Microsoft SQL Server"), "SELECT @@VERSION = %q", v)
 }
 
 func TestParameterisedCount(t *testing.T) {
@@ -249,19 +219,13 @@ func TestParameterisedCount(t *testing.T) {
 	srv.Handle(q, mssqltest.Rows([]string{"a"}, []any{"x"}))
 	for i := 0; i < 3; i++ {
 		var a string
-		if err := db.QueryRow(q, 5).Scan(&a); err != nil || a != "x" {
-			t.Fatalf("got %q, %v", a, err)
-		}
+		require.NoError(t, db.QueryRow(q, 5).Scan(&a))
+		require.Equal(t, "x", a)
 	}
-	if _, err := db.Exec("  select A from T where ID = @p1\n", 6); err != nil {
-		t.Fatal(err)
-	}
-	if got := srv.Count(" SELECT a FROM t WHERE id = @p1 "); got != 4 {
-		t.Fatalf("Count = %d, want 4", got)
-	}
-	if got := srv.Count("SELECT other"); got != 0 {
-		t.Fatalf("Count(other) = %d", got)
-	}
+	_, err := db.Exec("  select A from T where ID = @p1\n", 6)
+	require.NoError(t, err)
+	require.Equal(t, 4, srv.Count(" SELECT a FROM t WHERE id = @p1 "), "Count")
+	require.Zero(t, srv.Count("SELECT other"), "Count(other)")
 }
 
 func TestScriptOrder(t *testing.T) {
@@ -274,20 +238,16 @@ func TestScriptOrder(t *testing.T) {
 		var me mssql.Error
 		if errors.As(err, &me) {
 			numbers = append(numbers, me.Number)
-		} else if err != nil {
-			t.Fatal(err)
 		} else {
+			require.NoError(t, err)
 			numbers = append(numbers, 0)
 		}
 	}
-	if fmt.Sprint(numbers) != "[1205 1222 0 0]" {
-		t.Fatalf("got %v", numbers)
-	}
+	require.Equal(t, "[1205 1222 0 0]", fmt.Sprint(numbers), "error numbers")
 	srv.Handle("EXEC step") // removes the script
 	srv.Handle("EXEC other", mssqltest.Error(1205))
-	if _, err := db.Exec("EXEC step"); err != nil {
-		t.Fatal(err)
-	}
+	_, err := db.Exec("EXEC step")
+	require.NoError(t, err)
 }
 
 func TestHang(t *testing.T) {
@@ -314,15 +274,9 @@ func TestHang(t *testing.T) {
 		cancel()
 		// The bound tells a cancelled Hang from one that holds for the
 		// hour; a tight one flakes on a loaded machine.
-		if elapsed := time.Since(start); elapsed > 5*time.Second {
-			t.Errorf("cancel took %v", elapsed)
-		}
-		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("got %v, want context.DeadlineExceeded", err)
-		}
-		if err := db.Ping(); err != nil {
-			t.Fatalf("after cancel: %v", err)
-		}
+		assert.LessOrEqual(t, time.Since(start), 5*time.Second, "time cancel took")
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		require.NoError(t, db.Ping(), "after cancel")
 	}
 }
 
@@ -332,22 +286,17 @@ func TestDelay(t *testing.T) {
 	srv.Handle("EXEC slow", mssqltest.Delay(20*time.Millisecond, mssqltest.Affected(2)))
 	start := time.Now()
 	res, err := db.Exec("EXEC slow")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n, _ := res.RowsAffected(); n != 2 || time.Since(start) < 20*time.Millisecond {
-		t.Fatalf("RowsAffected %d after %v", n, time.Since(start))
-	}
+	require.NoError(t, err)
+	n, _ := res.RowsAffected()
+	require.Equal(t, int64(2), n, "RowsAffected")
+	require.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond, "time before the delayed reply")
 	// A deadline shorter than the delay cancels it.
 	srv.Handle("EXEC slower", mssqltest.Delay(time.Minute, mssqltest.Affected(2)))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
-	if _, err := db.ExecContext(ctx, "EXEC slower"); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("got %v", err)
-	}
-	if err := db.Ping(); err != nil {
-		t.Fatal(err)
-	}
+	_, err = db.ExecContext(ctx, "EXEC slower")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.NoError(t, db.Ping())
 }
 
 func TestDrop(t *testing.T) {
@@ -355,27 +304,16 @@ func TestDrop(t *testing.T) {
 	db := open(t, srv)
 	db.SetMaxOpenConns(1)
 	srv.Handle("EXEC flaky", mssqltest.Drop(), mssqltest.Affected(1))
-	if err := db.Ping(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, db.Ping())
 	_, err := db.Exec("EXEC flaky")
-	if err == nil {
-		t.Fatal("Drop: no error")
-	}
+	require.Error(t, err, "Drop: no error")
 	var me mssql.Error
-	if errors.As(err, &me) {
-		t.Fatalf("Drop surfaced as a server error: %v", err)
-	}
+	require.False(t, errors.As(err, &me), "Drop surfaced as a server error: %v", err)
 	res, err := db.Exec("EXEC flaky")
-	if err != nil {
-		t.Fatalf("pool did not recover: %v", err)
-	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		t.Fatalf("RowsAffected %d", n)
-	}
-	if got := srv.Logins(); got != 2 {
-		t.Fatalf("Logins() = %d, want 2 (one new connection)", got)
-	}
+	require.NoError(t, err, "pool did not recover")
+	n, _ := res.RowsAffected()
+	require.Equal(t, int64(1), n, "RowsAffected")
+	require.Equal(t, 2, srv.Logins(), "Logins(), want one new connection")
 }
 
 func TestFailLogin(t *testing.T) {
@@ -385,23 +323,20 @@ func TestFailLogin(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		err := db.Ping()
 		var me mssql.Error
-		if !errors.As(err, &me) || me.Number != 18456 || me.Class != 14 || !strings.Contains(me.Message, "Login failed for user 'sa'.") {
-			t.Fatalf("ping %d: got %v", i, err)
-		}
+		require.ErrorAs(t, err, &me, "ping %d", i)
+		require.Equal(t, int32(18456), me.Number, "ping %d: got %v", i, err)
+		require.Equal(t, uint8(14), me.Class, "ping %d: got %v", i, err)
+		require.Contains(t, me.Message, "Login failed for user 'sa'.", "ping %d", i)
 	}
-	if err := db.Ping(); err != nil {
-		t.Fatalf("third ping: %v", err)
-	}
-	if got := srv.Logins(); got != 3 {
-		t.Fatalf("Logins() = %d, want 3", got)
-	}
+	require.NoError(t, db.Ping(), "third ping")
+	require.Equal(t, 3, srv.Logins(), "Logins()")
 	srv.FailLogin(4060, 1)
 	db2 := open(t, srv)
 	err := db2.Ping()
 	var me mssql.Error
-	if !errors.As(err, &me) || me.Number != 4060 || me.Class != 11 {
-		t.Fatalf("got %v", err)
-	}
+	require.ErrorAs(t, err, &me)
+	require.Equal(t, int32(4060), me.Number, "got %v", err)
+	require.Equal(t, uint8(11), me.Class, "got %v", err)
 }
 
 func TestTransactions(t *testing.T) {
@@ -410,45 +345,26 @@ func TestTransactions(t *testing.T) {
 	ctx := context.Background()
 
 	tx, err := db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec("INSERT INTO t VALUES (@p1)", 1); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec("UPDATE t SET a = 2"); err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	_, err = tx.Exec("INSERT INTO t VALUES (@p1)", 1)
+	require.NoError(t, err)
+	_, err = tx.Exec("UPDATE t SET a = 2")
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit())
 
 	tx, err = db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelSerializable})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec("DELETE FROM t"); err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Rollback(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec("SELECT outside"); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	_, err = tx.Exec("DELETE FROM t")
+	require.NoError(t, err)
+	require.NoError(t, tx.Rollback())
+	_, err = db.Exec("SELECT outside")
+	require.NoError(t, err)
 
-	if got := fmt.Sprint(srv.Committed()); got != "[[INSERT INTO t VALUES (@p1) UPDATE t SET a = 2]]" {
-		t.Errorf("Committed() = %s", got)
-	}
-	if got := fmt.Sprint(srv.RolledBack()); got != "[[DELETE FROM t]]" {
-		t.Errorf("RolledBack() = %s", got)
-	}
-	if srv.Commits() != 1 || srv.Rollbacks() != 1 {
-		t.Errorf("Commits %d Rollbacks %d", srv.Commits(), srv.Rollbacks())
-	}
-	if got := srv.Count("BEGIN TRANSACTION"); got != 2 {
-		t.Errorf("Count(BEGIN TRANSACTION) = %d", got)
-	}
+	assert.Equal(t, "[[INSERT INTO t VALUES (@p1) UPDATE t SET a = 2]]", fmt.Sprint(srv.Committed()), "Committed()")
+	assert.Equal(t, "[[DELETE FROM t]]", fmt.Sprint(srv.RolledBack()), "RolledBack()")
+	assert.Equal(t, 1, srv.Commits(), "Commits()")
+	assert.Equal(t, 1, srv.Rollbacks(), "Rollbacks()")
+	assert.Equal(t, 2, srv.Count("BEGIN TRANSACTION"), "Count(BEGIN TRANSACTION)")
 }
 
 func TestDeadlockEndsTransaction(t *testing.T) {
@@ -457,45 +373,28 @@ func TestDeadlockEndsTransaction(t *testing.T) {
 	srv.Handle("UPDATE hot SET n = n + 1", mssqltest.Error(1205), mssqltest.Affected(1))
 
 	tx, err := db.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec("SELECT before"); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
+	_, err = tx.Exec("SELECT before")
+	require.NoError(t, err)
 	_, err = tx.Exec("UPDATE hot SET n = n + 1")
 	var me mssql.Error
-	if !errors.As(err, &me) || me.Number != 1205 {
-		t.Fatalf("got %v", err)
-	}
+	require.ErrorAs(t, err, &me)
+	require.Equal(t, int32(1205), me.Number, "got %v", err)
 	// The server ended the transaction: more work fails, rollback is a no-op.
-	if _, err := tx.Exec("SELECT after"); err == nil {
-		t.Fatal("statement after the deadlock ran inside a dead transaction")
-	}
-	if err := tx.Rollback(); err != nil {
-		t.Fatalf("Rollback after deadlock: %v", err)
-	}
-	if got := fmt.Sprint(srv.RolledBack()); got != "[[SELECT before UPDATE hot SET n = n + 1]]" {
-		t.Fatalf("RolledBack() = %s", got)
-	}
+	_, err = tx.Exec("SELECT after")
+	require.Error(t, err, "statement after the deadlock ran inside a dead transaction")
+	require.NoError(t, tx.Rollback(), "Rollback after deadlock")
+	require.Equal(t, "[[SELECT before UPDATE hot SET n = n + 1]]", fmt.Sprint(srv.RolledBack()), "RolledBack()")
 
 	// The whole transaction again: it commits.
 	tx, err = db.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec("SELECT before"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec("UPDATE hot SET n = n + 1"); err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	if got := fmt.Sprint(srv.Committed()); got != "[[SELECT before UPDATE hot SET n = n + 1]]" {
-		t.Fatalf("Committed() = %s", got)
-	}
+	require.NoError(t, err)
+	_, err = tx.Exec("SELECT before")
+	require.NoError(t, err)
+	_, err = tx.Exec("UPDATE hot SET n = n + 1")
+	require.NoError(t, err)
+	require.NoError(t, tx.Commit())
+	require.Equal(t, "[[SELECT before UPDATE hot SET n = n + 1]]", fmt.Sprint(srv.Committed()), "Committed()")
 }
 
 func TestDropInTransaction(t *testing.T) {
@@ -503,21 +402,16 @@ func TestDropInTransaction(t *testing.T) {
 	db := open(t, srv)
 	srv.Handle("EXEC boom", mssqltest.Drop())
 	tx, err := db.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec("EXEC boom"); err == nil {
-		t.Fatal("no error")
-	}
+	require.NoError(t, err)
+	_, err = tx.Exec("EXEC boom")
+	require.Error(t, err, "Drop: no error")
 	_ = tx.Rollback()
 	// The server notices the lost session on its own goroutine.
 	deadline := time.Now().Add(2 * time.Second)
 	for srv.Rollbacks() == 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if got := fmt.Sprint(srv.RolledBack()); got != "[[EXEC boom]]" {
-		t.Fatalf("RolledBack() = %s", got)
-	}
+	require.Equal(t, "[[EXEC boom]]", fmt.Sprint(srv.RolledBack()), "RolledBack()")
 }
 
 func TestScriptedCommit(t *testing.T) {
@@ -525,15 +419,9 @@ func TestScriptedCommit(t *testing.T) {
 	db := open(t, srv)
 	srv.Handle("COMMIT TRANSACTION", mssqltest.Error(40197), mssqltest.Affected(0))
 	tx, err := db.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tx.Commit(); err == nil {
-		t.Fatal("scripted commit failure did not surface")
-	}
-	if srv.Commits() != 0 {
-		t.Fatal("failed commit recorded as committed")
-	}
+	require.NoError(t, err)
+	require.Error(t, tx.Commit(), "scripted commit failure did not surface")
+	require.Zero(t, srv.Commits(), "failed commit recorded as committed")
 }
 
 func TestConcurrentConnections(t *testing.T) {
@@ -580,16 +468,12 @@ func TestConcurrentConnections(t *testing.T) {
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		t.Error(err)
+		assert.NoError(t, err)
 	}
 	for i := 0; i < n; i++ {
-		if got := srv.Count(fmt.Sprintf("SELECT v FROM g%d WHERE k = @p1", i)); got != 20 {
-			t.Errorf("Count(g%d) = %d", i, got)
-		}
+		assert.Equal(t, 20, srv.Count(fmt.Sprintf("SELECT v FROM g%d WHERE k = @p1", i)), "Count(g%d)", i)
 	}
-	if got := srv.Logins(); got != n {
-		t.Errorf("Logins() = %d, want %d", got, n)
-	}
+	assert.Equal(t, n, srv.Logins(), "Logins()")
 }
 
 func TestReset(t *testing.T) {
@@ -598,19 +482,14 @@ func TestReset(t *testing.T) {
 	srv.Handle("EXEC x", mssqltest.Error(1205))
 	_, _ = db.Exec("EXEC x")
 	srv.Reset()
-	if _, err := db.Exec("EXEC x"); err != nil {
-		t.Fatal(err)
-	}
-	if got := srv.Statements(); len(got) != 1 || got[0] != "EXEC x" {
-		t.Fatalf("Statements() = %q", got)
-	}
+	_, err := db.Exec("EXEC x")
+	require.NoError(t, err)
+	require.Equal(t, []string{"EXEC x"}, srv.Statements(), "Statements()")
 }
 
 func TestClose(t *testing.T) {
 	srv, err := mssqltest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	db := open(t, srv)
 	srv.Handle("EXEC forever", mssqltest.Hang())
 	done := make(chan error, 1)
@@ -618,15 +497,9 @@ func TestClose(t *testing.T) {
 	for srv.Count("EXEC forever") == 0 {
 		time.Sleep(time.Millisecond)
 	}
-	if err := srv.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err == nil {
-		t.Fatal("hung statement succeeded after Close")
-	}
-	if err := srv.Close(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, srv.Close())
+	require.Error(t, <-done, "hung statement succeeded after Close")
+	require.NoError(t, srv.Close())
 }
 
 // Closing a result set early makes the driver cancel the rest with an
@@ -644,27 +517,18 @@ func TestEarlyCloseOfLargeResult(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		var n int64
 		var s string
-		if err := db.QueryRow("SELECT big").Scan(&n, &s); err != nil {
-			t.Fatal(err)
-		}
-		if n != 0 {
-			t.Fatalf("first row %d", n)
-		}
+		require.NoError(t, db.QueryRow("SELECT big").Scan(&n, &s))
+		require.Zero(t, n, "first row")
 	}
 	r, err := db.Query("SELECT big")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	count := 0
 	for r.Next() {
 		count++
 	}
-	if err := r.Err(); err != nil || count != len(rows) {
-		t.Fatalf("read %d rows, %v", count, err)
-	}
-	if err := db.Ping(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, r.Err(), "read %d rows", count)
+	require.Equal(t, len(rows), count, "rows read")
+	require.NoError(t, db.Ping())
 }
 
 // db.Ping sends "select 1;"; trailing semicolons do not matter in scripts.
@@ -673,15 +537,11 @@ func TestPingIsScriptable(t *testing.T) {
 	db := open(t, srv)
 	srv.Handle("SELECT 1", mssqltest.Error(40613), mssqltest.Affected(0))
 	var me mssql.Error
-	if err := db.Ping(); !errors.As(err, &me) || me.Number != 40613 {
-		t.Fatalf("first ping: %v", err)
-	}
-	if err := db.Ping(); err != nil {
-		t.Fatalf("second ping: %v", err)
-	}
-	if got := srv.Count("select 1;"); got != 2 {
-		t.Fatalf("Count = %d", got)
-	}
+	err := db.Ping()
+	require.ErrorAs(t, err, &me, "first ping")
+	require.Equal(t, int32(40613), me.Number, "first ping: %v", err)
+	require.NoError(t, db.Ping(), "second ping")
+	require.Equal(t, 2, srv.Count("select 1;"), "Count")
 }
 
 // Garbage on the wire closes that connection only; the server keeps serving.
@@ -694,21 +554,15 @@ func TestMalformedInputClosesConnection(t *testing.T) {
 		{0x01, 0x01, 0x00, 0x0C, 0, 0, 1, 0, 1, 2, 3, 4},
 	} {
 		nc, err := net.Dial("tcp", srv.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := nc.Write(garbage); err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
+		_, err = nc.Write(garbage)
+		require.NoError(t, err)
 		_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second))
 		// Closed is EOF, or a reset when the server left bytes unread.
 		var ne net.Error
-		if _, err := io.ReadAll(nc); errors.As(err, &ne) && ne.Timeout() {
-			t.Errorf("%q: connection not closed: %v", garbage, err)
-		}
+		_, err = io.ReadAll(nc)
+		assert.False(t, errors.As(err, &ne) && ne.Timeout(), "%q: connection not closed: %v", garbage, err)
 		nc.Close()
 	}
-	if err := open(t, srv).Ping(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, open(t, srv).Ping())
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/crl-go/crl/core"
 )
 
@@ -21,16 +24,12 @@ type ObserverCase struct {
 // observers.
 func BenchmarkSuccessObserved(b *testing.B, cases ...ObserverCase) {
 	rules, err := core.ParseStatementRules("{1205,1222:3,2*2:select,update}")
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	ctx := context.Background()
 	stmt := func(context.Context) error { return nil }
 	for _, c := range cases {
 		r, err := core.NewRetrier(core.Policy{Statement: rules}, core.Options{Observer: c.Observer})
-		if err != nil {
-			b.Fatal(err)
-		}
+		require.NoError(b, err, c.Name)
 		b.Run(c.Name, func(b *testing.B) {
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
@@ -38,9 +37,7 @@ func BenchmarkSuccessObserved(b *testing.B, cases ...ObserverCase) {
 				for pb.Next() {
 					err = r.Do(ctx, "select 1", stmt)
 				}
-				if err != nil {
-					b.Error(err)
-				}
+				assert.NoError(b, err, c.Name) // not require: this is one of RunParallel's goroutines
 			})
 		})
 	}

@@ -1,8 +1,9 @@
 // Package coretest holds test helpers for code built on core: a virtual
 // clock that makes timing semantics exact and fast, and a recording
-// Observer. It imports core alone. The conformance suite that every
-// adapter runs, against the mssqltest server and real databases, is the
-// package github.com/crl-go/crl/conformance.
+// Observer. It imports core alone, and testify for the checks of its
+// benchmark. The conformance suite that every adapter runs, against the
+// mssqltest server and real databases, is the package
+// github.com/crl-go/crl/conformance.
 package coretest
 
 import (

@@ -1,9 +1,11 @@
 package main
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
 
 func TestExampleRunsAgainstTheStandIn(t *testing.T) {
-	if err := run(""); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, run(""))
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"os"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 func TestExampleAgainstMariaDB(t *testing.T) {
@@ -10,7 +12,5 @@ func TestExampleAgainstMariaDB(t *testing.T) {
 	if dsn == "" {
 		t.Skip("CRL_MYSQL_DSN is not set")
 	}
-	if err := run(dsn); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, run(dsn))
 }

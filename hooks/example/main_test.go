@@ -29,7 +29,8 @@ func TestExampleServesBothHooks(t *testing.T) {
 	case url = <-urls:
 	case err := <-done:
 		cancel()
-		t.Fatal(err)
+		require.NoError(t, err, "run ended before serving /metrics")
+		require.FailNow(t, "run ended before serving /metrics, without an error")
 	}
 	resp, err := http.Get(url)
 	require.NoError(t, err)
@@ -46,7 +47,7 @@ func TestExampleServesBothHooks(t *testing.T) {
 				return v
 			}
 		}
-		t.Errorf("no series %s", series)
+		assert.Fail(t, "no series "+series)
 		return ""
 	}
 	statements := value(`database_total_requests_total{db="test",kind="statement"}`)

@@ -36,7 +36,7 @@ func promtool(t *testing.T) string {
 	path, err := exec.LookPath("promtool")
 	if err != nil {
 		if os.Getenv("CRL_PROMTOOL") == "required" {
-			t.Fatalf("promtool is required (CRL_PROMTOOL=required) and not found: %v", err)
+			require.NoError(t, err, "promtool is required (CRL_PROMTOOL=required) and not found")
 		}
 		t.Skip("promtool not installed (Debian package prometheus); .ci/run installs it")
 	}

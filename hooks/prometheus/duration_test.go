@@ -118,7 +118,7 @@ func TestBreakerGauge(t *testing.T) {
 				return mf.GetMetric()[0].GetGauge().GetValue()
 			}
 		}
-		t.Fatal("no crl_breaker_open")
+		require.FailNow(t, "no crl_breaker_open")
 		return 0
 	}
 	assert.Zero(t, gauge(), "no breaker watched")

@@ -26,14 +26,10 @@ func (deadlock) SQLErrorNumber() int32 { return 1205 }
 func TestMetricsFromARealLoop(t *testing.T) {
 	reg := prom.NewPedanticRegistry()
 	m, err := crlprom.New(reg, crlprom.Options{ConstLabels: prom.Labels{"db": "orders"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	rules, _ := core.ParseStatementRules("{1205:2,1}")
 	r, err := core.NewRetrier(core.Policy{Statement: rules}, core.Options{Observer: m, Clock: coretest.NewClock(time.Time{})})
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	_ = r.Do(context.Background(), "update t", func(context.Context) error { return deadlock{} })
 	calls := 0
 	_ = r.Do(context.Background(), "update t", func(context.Context) error {
@@ -65,10 +61,8 @@ database_total_requests_total{db="orders",kind="connection"} 0
 database_total_requests_total{db="orders",kind="statement"} 2
 database_total_requests_total{db="orders",kind="transaction"} 1
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
-		"database_retry_requests_total", "database_total_requests_total"); err != nil {
-		t.Error(err)
-	}
+	assert.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"database_retry_requests_total", "database_total_requests_total"))
 
 	want = `
 # HELP crl_recovered_total Operations that succeeded after at least one retry.
@@ -89,13 +83,9 @@ crl_retries_total{db="orders",kind="transaction",token="40P01"} 0
 crl_properties_reloads_total{db="orders",result="error"} 1
 crl_properties_reloads_total{db="orders",result="ok"} 0
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want),
-		"crl_recovered_total", "crl_retries_total", "crl_properties_reloads_total"); err != nil {
-		t.Error(err)
-	}
-	if n := testutil.CollectAndCount(m, "crl_retry_wait_seconds"); n != 3 {
-		t.Errorf("%d wait histograms, want one per kind", n)
-	}
+	assert.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want),
+		"crl_recovered_total", "crl_retries_total", "crl_properties_reloads_total"))
+	assert.Equal(t, 3, testutil.CollectAndCount(m, "crl_retry_wait_seconds"), "wait histograms, want one per kind")
 	var exhausted float64
 	mfs, _ := reg.Gather()
 	for _, mf := range mfs {
@@ -107,12 +97,9 @@ crl_properties_reloads_total{db="orders",result="ok"} 0
 			}
 		}
 	}
-	if exhausted != 1 {
-		t.Errorf("crl_give_ups_total{kind=statement,reason=exhausted} = %v, want 1", exhausted)
-	}
-	if _, err := crlprom.New(reg, crlprom.Options{}); err == nil {
-		t.Error("registering twice must fail")
-	}
+	assert.Equal(t, 1.0, exhausted, "crl_give_ups_total{kind=statement,reason=exhausted}")
+	_, err = crlprom.New(reg, crlprom.Options{})
+	assert.Error(t, err, "registering twice must fail")
 }
 
 // Every series whose labels are known is there, at 0, as soon as the
