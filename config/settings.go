@@ -59,8 +59,6 @@ const (
 	nameObserver            = "observer"
 )
 
-const maxLoginTimeout = 65535 * time.Second
-
 // settings is the table of settings, in the order of Keys; validate
 // checks them in this order.
 var settings = [...]setting{
@@ -80,7 +78,7 @@ var settings = [...]setting{
 		want:   "expected a whole number from 0 (off) to 255",
 		parse: func(c *Config, v string) error {
 			n, err := strconv.ParseUint(v, 10, 8)
-			if err != nil || n > core.MaxRetryCount {
+			if err != nil || n > limits.MaxConnectRetryCount {
 				return errWant
 			}
 			c.ConnectRetryCount = int(n)
@@ -91,27 +89,27 @@ var settings = [...]setting{
 		},
 		check: func(c *Config) (string, error) {
 			n := c.ConnectRetryCount
-			return strconv.Itoa(n), inRange(n >= core.Disabled && n <= core.MaxRetryCount, "expected 0 (off) to 255, or core.Disabled")
+			return strconv.Itoa(n), limits.ConnectRetryCount(n)
 		},
 	}),
 	single(func(c *Config) *time.Duration { return &c.ConnectRetryInterval }, setting{
 		key: keyConnectRetryInterval, inFile: true,
 		values: "`1`..`60` s",
 		want:   "expected seconds from 1 to 60, such as 10 or 10s",
-		parse:  timeParser(func(c *Config) *time.Duration { return &c.ConnectRetryInterval }, time.Second, time.Minute, nil),
+		parse:  timeParser(func(c *Config) *time.Duration { return &c.ConnectRetryInterval }, limits.MinConnectInterval, limits.MaxConnectInterval, nil),
 		check: func(c *Config) (string, error) {
 			d := c.ConnectRetryInterval
-			return d.String(), inRange(d == 0 || d >= time.Second && d <= time.Minute, "expected 1s to 60s")
+			return d.String(), limits.ConnectRetryInterval(d)
 		},
 	}),
 	single(func(c *Config) *time.Duration { return &c.LoginTimeout }, setting{
 		key: keyLoginTimeout, inFile: true,
 		values: "`0`..`65535` s; `0` means the default 30 s",
 		want:   "expected seconds from 0 (the default, 30) to 65535, such as 30 or 30s",
-		parse:  timeParser(func(c *Config) *time.Duration { return &c.LoginTimeout }, 0, maxLoginTimeout, nil),
+		parse:  timeParser(func(c *Config) *time.Duration { return &c.LoginTimeout }, 0, limits.MaxLoginTimeout, nil),
 		check: func(c *Config) (string, error) {
 			d := c.LoginTimeout
-			return d.String(), inRange(d >= 0 && d <= maxLoginTimeout, "expected 0s (the default, 30s) to 65535s")
+			return d.String(), limits.LoginTimeout(d)
 		},
 	}),
 	single(func(c *Config) *time.Duration { return &c.QueryTimeout }, setting{
@@ -122,7 +120,7 @@ var settings = [...]setting{
 			map[string]time.Duration{"-1": 0, "0": core.QueryTimeoutZero}), // -1: explicitly not set, as in JDBC
 		check: func(c *Config) (string, error) {
 			d := c.QueryTimeout
-			return d.String(), inRange(d >= core.QueryTimeoutZero, "expected a time that is not negative, or core.QueryTimeoutZero")
+			return d.String(), limits.QueryTimeout(d)
 		},
 	}),
 	single(func(c *Config) *time.Duration { return &c.RetryRefresh }, setting{

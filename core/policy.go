@@ -2,7 +2,10 @@ package core
 
 import (
 	"fmt"
+	"strconv"
 	"time"
+
+	"github.com/crl-go/crl/internal/limits"
 )
 
 // Defaults of the JDBC driver, used where a Policy field is zero.
@@ -53,18 +56,23 @@ type Policy struct {
 	Jitter Jitter
 }
 
-// Validate reports a field out of its range, naming it and its value.
+// Validate reports a field out of its range, naming it and its value
+// (the ranges are internal/limits', which config's checks use too).
 func (p *Policy) Validate() error {
-	switch {
-	case p.ConnectRetryCount < Disabled || p.ConnectRetryCount > MaxRetryCount:
-		return fmt.Errorf("core: connectRetryCount %d: expected 0 to 255", p.ConnectRetryCount)
-	case p.ConnectRetryInterval != 0 && (p.ConnectRetryInterval < time.Second || p.ConnectRetryInterval > time.Minute):
-		return fmt.Errorf("core: connectRetryInterval %v: expected 1s to 60s", p.ConnectRetryInterval)
-	case p.LoginTimeout < 0:
-		return fmt.Errorf("core: loginTimeout %v: expected a time that is not negative", p.LoginTimeout)
-	case p.QueryTimeout < QueryTimeoutZero:
-		return fmt.Errorf("core: queryTimeout %v: expected a time that is not negative", p.QueryTimeout)
-	case p.Jitter > JitterEqual:
+	for _, f := range [...]struct {
+		name, value string
+		err         error
+	}{
+		{"connectRetryCount", strconv.Itoa(p.ConnectRetryCount), limits.ConnectRetryCount(p.ConnectRetryCount)},
+		{"connectRetryInterval", p.ConnectRetryInterval.String(), limits.ConnectRetryInterval(p.ConnectRetryInterval)},
+		{"loginTimeout", p.LoginTimeout.String(), limits.LoginTimeout(p.LoginTimeout)},
+		{"queryTimeout", p.QueryTimeout.String(), limits.QueryTimeout(p.QueryTimeout)},
+	} {
+		if f.err != nil {
+			return fmt.Errorf("core: %s %s: %w", f.name, f.value, f.err)
+		}
+	}
+	if p.Jitter > JitterEqual {
 		return fmt.Errorf("core: jitter %d: expected none, full or equal", p.Jitter)
 	}
 	return nil

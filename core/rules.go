@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crl-go/crl/internal/quote"
 	"github.com/crl-go/crl/internal/sqlscan"
 )
 
@@ -436,12 +437,7 @@ func checkBraces(s string) error {
 }
 
 // abbreviate shortens s for an error message.
-func abbreviate(s string) string {
-	if len(s) > 24 {
-		return s[:24] + "…"
-	}
-	return s
-}
+func abbreviate(s string) string { return quote.Abbreviate(s, 24) }
 
 // ruleBody strips one optional leading '{' and one optional trailing '}'
 // (a list may be wrapped whole, so "{1205:3;1222:2}" splits into "{1205:3"

@@ -31,6 +31,7 @@ import (
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/internal/family"
 	"github.com/crl-go/crl/internal/mssqldsn"
+	"github.com/crl-go/crl/internal/quote"
 	"github.com/crl-go/crl/internal/redact"
 )
 
@@ -286,12 +287,7 @@ func isPgxKey(key string) bool {
 
 // abbreviate cuts a long value for a message (a DSN is redacted before it
 // is cut, so no cut leaves part of a secret).
-func abbreviate(s string) string {
-	if len(s) > 60 {
-		return s[:57] + "..."
-	}
-	return s
-}
+func abbreviate(s string) string { return quote.Abbreviate(s, 57) }
 
 // notes points at rules that parse but may not say what their author
 // meant: a time with a unit or a fraction and no change keeps the JDBC

@@ -4,10 +4,12 @@
 package limits
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The ranges of the retry budget's settings (docs/semantics.md, "The retry
@@ -36,6 +38,54 @@ func BudgetSetting(name string, v float64) error {
 	}
 	if math.IsNaN(v) || v < low || v > high {
 		return fmt.Errorf("expected a number from %s to %s", strconv.FormatFloat(low, 'f', -1, 64), strconv.FormatFloat(high, 'f', -1, 64))
+	}
+	return nil
+}
+
+// The ranges of the connection loop's settings and of queryTimeout, as
+// both core.Policy.Validate and config's checks of values set in code
+// report them. A value from a DSN or the properties file is read by
+// config's parsers, which name the range in the form it is written there
+// ("expected seconds from 1 to 60").
+const (
+	MaxConnectRetryCount = 255
+	MinConnectInterval   = time.Second
+	MaxConnectInterval   = time.Minute
+	MaxLoginTimeout      = 65535 * time.Second
+)
+
+// ConnectRetryCount reports a connectRetryCount out of range: 0..255, or
+// -1 (core.Disabled, the zero value meaning the default 1).
+func ConnectRetryCount(n int) error {
+	if n < -1 || n > MaxConnectRetryCount {
+		return errors.New("expected 0 (off) to 255, or core.Disabled")
+	}
+	return nil
+}
+
+// ConnectRetryInterval reports a connectRetryInterval out of range: 1 s
+// to 60 s, or 0 (the default, 10 s).
+func ConnectRetryInterval(d time.Duration) error {
+	if d != 0 && (d < MinConnectInterval || d > MaxConnectInterval) {
+		return errors.New("expected 1s to 60s")
+	}
+	return nil
+}
+
+// LoginTimeout reports a loginTimeout out of range: 0 (the default, 30 s)
+// to 65535 s, as the JDBC driver takes it.
+func LoginTimeout(d time.Duration) error {
+	if d < 0 || d > MaxLoginTimeout {
+		return errors.New("expected 0s (the default, 30s) to 65535s")
+	}
+	return nil
+}
+
+// QueryTimeout reports a queryTimeout out of range: a time that is not
+// negative, or -1 ns (core.QueryTimeoutZero, JDBC's queryTimeout=0).
+func QueryTimeout(d time.Duration) error {
+	if d < -1 {
+		return errors.New("expected a time that is not negative, or core.QueryTimeoutZero")
 	}
 	return nil
 }
