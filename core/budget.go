@@ -7,7 +7,9 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/crl-go/crl/internal/family"
 	"github.com/crl-go/crl/internal/limits"
+	"github.com/crl-go/crl/internal/sqlscan"
 )
 
 // The budget's defaults (docs/semantics.md, "The retry budget"); the
@@ -240,6 +242,40 @@ func (b *Budget) classOf(c *class) budgetClass {
 		}
 	}
 	return c.builtinClass()
+}
+
+// Allowance returns how many retries of one operation whose attempts all
+// fail with the error token tok (as rules write it: 1205, 40P01,
+// timeout) the budget lets run when it is full, before it refuses: half
+// its capacity over the cost of the error's class, for a handle of the
+// database/sql driver driverName (the class table is per family; an
+// unknown driver or a nil budget makes every error transient, and a nil
+// budget, which is off, allows every retry: -1). It is what crl check
+// and crl explain tell of a rule that asks for more retries.
+func (b *Budget) Allowance(driverName, tok string) int {
+	if b == nil {
+		return -1
+	}
+	t, err := parseToken(sqlscan.TrimSpace(tok))
+	if err != nil {
+		return 0
+	}
+	k, ok := b.overrides[t]
+	if !ok {
+		c := class{family: family.Of(driverName)}
+		switch {
+		case t == tokenTimeout:
+			c.timeout = true
+		case t == tokenBadConn:
+		case c.family == familyPostgres || t >= stateBase:
+			c.state = t
+		default:
+			c.number, c.hasNumber = int32(t), true
+		}
+		k = c.builtinClass()
+	}
+	cost := b.cost[k]
+	return int((b.max - b.half) / cost)
 }
 
 // charge takes the cost of a failure, down to zero, and returns what is left.

@@ -118,3 +118,25 @@ func TestBudgetClassOverrides(t *testing.T) {
 	c := classify(fmt.Errorf("x: %w", context.DeadlineExceeded), false)
 	assert.Equal(t, classOverload, b.classOf(&c))
 }
+
+// Allowance: half the capacity over the class's cost, per family.
+func TestBudgetAllowance(t *testing.T) {
+	b, err := NewBudget(BudgetSettings{})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		driver, tok string
+		want        int
+	}{
+		{"sqlserver", "1205", 100}, {"sqlserver", "40613", 10}, {"sqlserver", "40501", 5}, {"sqlserver", "1222", 5},
+		{"mysql", "1213", 100}, {"mysql", "1205", 5}, {"pgx", "40P01", 100}, {"postgres", "40001", 100},
+		{"pgx", "57014", 5}, {"pgx", "08006", 10}, {"sqlite", "1205", 10}, {"sqlserver", "timeout", 5}, {"mysql", "badconn", 10},
+	} {
+		assert.Equal(t, tc.want, b.Allowance(tc.driver, tc.tok), "%s %s", tc.driver, tc.tok)
+	}
+	b, err = NewBudget(BudgetSettings{Max: 60, Transient: "1205", Contention: "badconn"})
+	require.NoError(t, err)
+	assert.Equal(t, 30, b.Allowance("sqlserver", "1205"), "moved to transient")
+	assert.Equal(t, 300, b.Allowance("mysql", "badconn"), "moved to contention")
+	var off *Budget
+	assert.Equal(t, -1, off.Allowance("sqlserver", "1205"))
+}

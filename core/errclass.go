@@ -1,5 +1,7 @@
 package core
 
+import "github.com/crl-go/crl/internal/family"
+
 // What a retryable failure costs the retry budget depends on what it says
 // of the database. A deadlock victim or a serialization failure is
 // contention: the database is healthy, it chose a victim, and retrying the
@@ -28,13 +30,15 @@ var classNames = [classCount]string{classTransient: "transient", classContention
 // *MySQLError, pgx's and lib/pq's carry SQLState. The same number means
 // different things in different families (1205 is a deadlock victim in SQL
 // Server and a lock-wait time-out in MySQL), so the table is per family.
-type errFamily uint8
+// The families are crl's one table's (internal/family); familyNone is an
+// error without a server's code (a network failure, a context error).
+type errFamily = family.Family
 
 const (
-	familyNone errFamily = iota // a network failure, a context error, anything without a server's code
-	familySQLServer
-	familyMySQL
-	familyPostgres
+	familyNone      = family.Other
+	familySQLServer = family.SQLServer
+	familyMySQL     = family.MySQL
+	familyPostgres  = family.Postgres
 )
 
 // classTable is the one table of classes: every error it does not name is

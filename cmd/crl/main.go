@@ -138,7 +138,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crl %s: %v\nRun crl help for the usage.\n", cmd, err)
 		return 2
 	}
-	rt, err := load(o)
+	rt, driver, err := load(o)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
@@ -153,7 +153,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	for _, note := range notes(cfg.RetryExec) {
 		fmt.Fprintln(stdout, "note:", note)
 	}
-	if note := budgetNote(policy.Statement, rt.Retrier().Budget()); note != "" {
+	if note := budgetNote(policy.Statement, rt.Retrier().Budget(), driver); note != "" {
 		fmt.Fprintln(stdout, "note:", note)
 	}
 	if cmd == "check" {
@@ -209,12 +209,12 @@ func parseFlags(cmd string, args []string) (options, error) {
 
 // load reads the settings with the library's own config.New, as a handle
 // opened with this DSN and these options would.
-func load(o options) (*config.Runtime, error) {
-	driver := o.driver
+func load(o options) (_ *config.Runtime, driver string, _ error) {
+	driver = o.driver
 	if driver == "" {
 		var err error
 		if driver, err = inferDriver(o.dsn); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
 	var opts []config.Option
@@ -231,7 +231,7 @@ func load(o options) (*config.Runtime, error) {
 		opts = append(opts, o.queryTimeout)
 	}
 	rt, _, err := config.New(driver, o.dsn, opts...)
-	return rt, err
+	return rt, driver, err
 }
 
 // inferDriver tells the driver of a DSN from its form, as a user would
@@ -311,18 +311,19 @@ func notes(retryExec string) []string {
 	return out
 }
 
-// budgetNote points at rules that allow more retries than the retry
-// budget (nil: off) lets one statement run on a fresh handle (max/2), or "".
-func budgetNote(rules core.StatementRules, budget *core.Budget) string {
+// budgetNote points at a rule that allows more retries than the retry
+// budget (nil: off) lets one statement run on a fresh handle of driver's
+// family, for the class of the rule's error (Budget.Allowance), or "".
+func budgetNote(rules core.StatementRules, budget *core.Budget, driver string) string {
 	if budget == nil {
 		return ""
 	}
 	maxTokens := budget.Available() // the handle's budget is new, so full: its capacity
-	allowance := int(maxTokens / 2)
 	for _, r := range rules.Rules() {
+		allowance := budget.Allowance(driver, r.Token())
 		if r.Count() > allowance {
-			return fmt.Sprintf("rule %s allows %d retries, but the retry budget (max=%g) lets one statement retry at most %d times on a fresh handle; set retryBudget=max=%d to run them all, or retryBudget=off (docs/semantics.md, The retry budget)",
-				r.Token(), r.Count(), maxTokens, allowance, 2*r.Count())
+			return fmt.Sprintf("rule %s allows %d retries, but the retry budget (max=%g) lets one statement retry a %s error %s at most %d times on a fresh handle; set retryBudget=max=%d to run them all, or retryBudget=off (docs/semantics.md, The retry budget)",
+				r.Token(), r.Count(), maxTokens, driver, r.Token(), allowance, (int(maxTokens)*r.Count()+allowance-1)/max(allowance, 1))
 		}
 	}
 	return ""

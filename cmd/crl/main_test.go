@@ -297,8 +297,17 @@ func TestCheckNotesARuleLongerThanTheBudget(t *testing.T) {
 	isolate(t)
 	code, out, errOut := runCRL("check", "{40613,40197:30,1}")
 	require.Equal(t, 0, code, errOut)
-	assert.Contains(t, out, "lets one statement retry at most 10 times")
+	assert.Contains(t, out, "lets one statement retry a sqlserver error 40197 at most 10 times")
 	assert.Contains(t, out, "retryBudget=max=60")
+
+	// A deadlock victim is contention: 100 retries on a fresh handle.
+	code, out, errOut = runCRL("check", "{1205:30,1}")
+	require.Equal(t, 0, code, errOut)
+	assert.NotContains(t, out, "retry budget", "30 retries of a deadlock victim fit the default budget")
+	code, out, errOut = runCRL("check", "-driver", "mysql", "{1205:30,1}")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "a mysql error 1205 at most 5 times", "MySQL's 1205 is a lock-wait time-out: overload")
+	assert.Contains(t, out, "retryBudget=max=120")
 
 	code, out, errOut = runCRL("check", "-dsn", "sqlserver://h?retryBudget=max=60", "{40613,40197:30,1}")
 	require.Equal(t, 0, code, errOut)
