@@ -97,8 +97,9 @@ func VictimName(err error) string {
 		}
 		return fmt.Sprintf("SQL Server %d", n)
 	}
-	if s, ok := core.SQLState(err); ok {
-		return "PostgreSQL " + s
+	var st interface{ SQLState() string }
+	if errors.As(err, &st) {
+		return "PostgreSQL " + st.SQLState()
 	}
 	return err.Error()
 }

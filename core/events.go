@@ -52,7 +52,7 @@ type Observer interface {
 // assertion when the Retrier is built (NewRetrier), so that an Observer
 // written without it keeps compiling and costs nothing more. Operation is
 // called once at the start of every operation a Retrier runs, whatever its
-// outcome: a statement (Do, DoRows, Retry, RetryRows), a transaction unit
+// outcome: a statement (Do, Retry, RetryRows), a transaction unit
 // (DoTx, once however many times it is re-run) and a connection (Connect,
 // once however many login attempts it takes). It is the denominator of a
 // retry ratio (database_total_requests_total in hooks/prometheus).
@@ -163,8 +163,8 @@ func (NopObserver) RulesReloaded(RulesReloaded) {}
 // state per operation (an open span) releases it there, and a metrics
 // hook times every operation with it.
 //
-// It covers the operations whose loop ran: a statement (Do, DoRows,
-// Retry, RetryRows), a transaction unit (DoTx, DoTxAdmitted) and a
+// It covers the operations whose loop ran: a statement (Do, Retry,
+// RetryRows), a transaction unit (DoTx, Admission.DoTx) and a
 // connection (Connect). An operation the circuit breaker refused ends
 // with its GaveUp (ErrCircuitOpen) instead, and an Admission that is
 // Released never ran a loop.

@@ -142,7 +142,7 @@ func (r *Retrier) Do(ctx context.Context, query string, fn func(ctx context.Cont
 	return r.statement(ctx, query, fn, boundCancel)
 }
 
-// statement is Do and DoRows. Its first attempt's success path is small
+// statement is Do and RetryRows. Its first attempt's success path is small
 // enough to inline: when nobody is to be asked or told (no breaker or
 // refresh, and no observer but one that only counts operations) and no
 // queryTimeout bounds the attempt, fn runs directly and a success costs
