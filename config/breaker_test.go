@@ -27,7 +27,7 @@ func TestRetryBreakerKey(t *testing.T) {
 			assert.Contains(t, err.Error(), "retryBreaker", "retryBreaker=%s", bad)
 		}
 	}
-	rt, _, err := config.New("sqlserver", "sqlserver://h?retryExec={1205:0}&retryBreaker=failures=2", config.WithPropertiesFile(""))
+	rt, _, err := config.NewRuntime("sqlserver", "sqlserver://h?retryExec={1205:0}&retryBreaker=failures=2", config.WithPropertiesFile(""))
 	require.NoError(t, err)
 	r := rt.Retrier()
 	for i := 0; i < 2; i++ {
@@ -35,7 +35,7 @@ func TestRetryBreakerKey(t *testing.T) {
 	}
 	// {1205:0} never retries, so 1205 is not a retryable failure: closed.
 	assert.NoError(t, r.Do(context.Background(), "x", func(context.Context) error { return nil }), "a rule with count 0 does not open the breaker")
-	rt, _, err = config.New("sqlserver", "sqlserver://h?retryExec={1205:1,0}&retryBreaker=failures=2")
+	rt, _, err = config.NewRuntime("sqlserver", "sqlserver://h?retryExec={1205:1,0}&retryBreaker=failures=2")
 	require.NoError(t, err)
 	r = rt.Retrier()
 	for i := 0; i < 2; i++ {
@@ -66,7 +66,7 @@ func TestBreakerOutOfRange(t *testing.T) {
 		{Failures: -1}, {Failures: core.MaxBreakerFailures + 1}, {Failures: 2, OpenFor: -time.Second},
 		{Failures: 2, OpenFor: 25 * time.Hour}, {OpenFor: time.Minute},
 	} {
-		_, _, err := config.New("sqlserver", "sqlserver://h", config.WithPropertiesFile(""), config.WithCircuitBreaker(s))
+		_, _, err := config.NewRuntime("sqlserver", "sqlserver://h", config.WithPropertiesFile(""), config.WithCircuitBreaker(s))
 		assert.ErrorContains(t, err, "retryBreaker", "%+v", s)
 		assert.ErrorContains(t, err, "expected", "%+v", s)
 	}
@@ -88,9 +88,9 @@ func TestExecutionCutoffKey(t *testing.T) {
 		_, _, err := config.ParseDSN("sqlserver", dsn)
 		assert.ErrorContains(t, err, "executionCutoff", dsn)
 	}
-	_, _, err := config.New("sqlserver", "sqlserver://h?executionCutoff=on")
+	_, _, err := config.NewRuntime("sqlserver", "sqlserver://h?executionCutoff=on")
 	assert.ErrorContains(t, err, "queryTimeout", "on without a queryTimeout")
-	rt, _, err := config.New("sqlserver", "sqlserver://h?executionCutoff=on&queryTimeout=3")
+	rt, _, err := config.NewRuntime("sqlserver", "sqlserver://h?executionCutoff=on&queryTimeout=3")
 	require.NoError(t, err, "runtime cut-off")
 	assert.Equal(t, 3*time.Second, rt.ExecutionCutoff(), "runtime cut-off")
 }

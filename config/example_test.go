@@ -37,7 +37,7 @@ func ExampleNew() {
 
 	// Code > DSN > file > defaults: the DSN's connectRetryCount and the
 	// file's rules and loginTimeout all apply.
-	rt, driverDSN, err := config.New("mysql",
+	rt, driverDSN, err := config.NewRuntime("mysql",
 		"app@tcp(db.example:3306)/shop?parseTime=true&connectRetryCount=2&retryProperties="+path)
 	if err != nil {
 		fmt.Println(err)

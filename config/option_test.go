@@ -23,7 +23,7 @@ func TestParseOptionReadsAsTheDSNDoes(t *testing.T) {
 		fromDSN, _, err := config.ParseDSN("sqlserver", "sqlserver://h?queryTimeout="+value)
 		require.NoError(t, err, value)
 		assert.Equal(t, want, fromDSN.QueryTimeout, "queryTimeout=%s in the DSN", value)
-		rt, _, err := config.New("sqlserver", "sqlserver://h?queryTimeout=9", config.WithPropertiesFile(""), opt)
+		rt, _, err := config.NewRuntime("sqlserver", "sqlserver://h?queryTimeout=9", config.WithPropertiesFile(""), opt)
 		require.NoError(t, err, value)
 		assert.Equal(t, want, rt.Config().QueryTimeout, "the option of %q over the DSN's queryTimeout=9", value)
 	}

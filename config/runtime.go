@@ -52,7 +52,15 @@ func hashContent(data []byte) contentHash {
 	return sha256.Sum256(data)
 }
 
-// New builds the Runtime of one database handle and returns it with the
+// New is NewRuntime.
+//
+// Deprecated: use NewRuntime, whose name says what it returns (NewConfig
+// returns a Config).
+func New(driverName, dsn string, opts ...Option) (*Runtime, string, error) {
+	return NewRuntime(driverName, dsn, opts...)
+}
+
+// NewRuntime builds the Runtime of one database handle and returns it with the
 // DSN for the driver (dsn without the retry settings; see ParseDSN).
 // Settings are layered code (opts) > DSN > properties file > defaults. As
 // in the JDBC driver, the default connectRetryCount is 2 for an Azure SQL
@@ -66,7 +74,7 @@ func hashContent(data []byte) contentHash {
 // next to the executable when there is one. A file that does not parse is an
 // error naming the line. The file is then looked at lazily, when a
 // statement or connection starts, at most every retryRefresh.
-func New(driverName, dsn string, opts ...Option) (*Runtime, string, error) {
+func NewRuntime(driverName, dsn string, opts ...Option) (*Runtime, string, error) {
 	code := NewConfig(opts...)
 	if err := code.validate("option"); err != nil {
 		return nil, "", err

@@ -255,7 +255,7 @@ func withConnectionLoop(d gorm.Dialector, opts []Option) (gorm.Dialector, *confi
 // newRuntime builds the Runtime of a handle and returns it with the DSN
 // for the driver.
 func newRuntime(form, dsn string, opts []Option) (*config.Runtime, string, error) {
-	rt, driverDSN, err := config.New(form, dsn, opts...)
+	rt, driverDSN, err := config.NewRuntime(form, dsn, opts...)
 	if err != nil {
 		return nil, "", fmt.Errorf("gormcrl: %w", err)
 	}

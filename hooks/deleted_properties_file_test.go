@@ -28,7 +28,7 @@ func TestDeletedPropertiesFileReportedWithoutLine(t *testing.T) {
 	var logged bytes.Buffer
 	obs := &coretest.Observer{}
 	clock := coretest.NewClock(time.Time{})
-	rt, _, err := config.New("sqlserver", "server=h", config.WithPropertiesFile(path),
+	rt, _, err := config.NewRuntime("sqlserver", "server=h", config.WithPropertiesFile(path),
 		config.WithRetryRefresh(time.Second), config.WithClock(clock),
 		config.WithObserver(hooks.Multi(obs, hooks.Slog(slog.New(slog.NewTextHandler(&logged, nil))))))
 	require.NoError(t, err)

@@ -25,7 +25,7 @@ func TestSlogStartOnlyKeyEditIsAWarning(t *testing.T) {
 	require.NoError(t, os.WriteFile(path, []byte("retryBudget=max=5\nretryExec={1205:3,1}\n"), 0o644))
 	var logged bytes.Buffer
 	clock := coretest.NewClock(time.Time{})
-	rt, _, err := config.New("sqlserver", "server=h", config.WithPropertiesFile(path),
+	rt, _, err := config.NewRuntime("sqlserver", "server=h", config.WithPropertiesFile(path),
 		config.WithRetryRefresh(time.Second), config.WithClock(clock),
 		config.WithObserver(hooks.Slog(slog.New(slog.NewTextHandler(&logged, nil)))))
 	require.NoError(t, err)

@@ -34,7 +34,7 @@ var (
 // (retryExec, retryConn, connectRetryCount, …; they are removed before the
 // driver sees the DSN). It does not connect.
 func Open(driverName, dsn string, opts ...Option) (*DB, error) {
-	rt, driverDSN, err := config.New(driverName, dsn, opts...)
+	rt, driverDSN, err := config.NewRuntime(driverName, dsn, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlxcrl: %w", err)
 	}
@@ -86,7 +86,7 @@ func NewDb(db *sql.DB, driverName string, opts ...Option) *DB {
 // NewDbE is NewDb that returns the error of an invalid option or
 // properties file.
 func NewDbE(db *sql.DB, driverName string, opts ...Option) (*DB, error) {
-	rt, _, err := config.New(driverName, "", opts...)
+	rt, _, err := config.NewRuntime(driverName, "", opts...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlxcrl: %w", err)
 	}

@@ -143,7 +143,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	// The policy the handle's retrier runs, compiled once by config.New.
+	// The policy the handle's retrier runs, compiled once by config.NewRuntime.
 	cfg, policy := rt.Config(), rt.Retrier().Policy()
 	if path := rt.PropertiesPath(); path != "" {
 		fmt.Fprintf(stdout, "properties file: %s\n", path)
@@ -207,7 +207,7 @@ func parseFlags(cmd string, args []string) (options, error) {
 	return o, nil
 }
 
-// load reads the settings with the library's own config.New, as a handle
+// load reads the settings with the library's own config.NewRuntime, as a handle
 // opened with this DSN and these options would.
 func load(o options) (_ *config.Runtime, driver string, _ error) {
 	driver = o.driver
@@ -230,7 +230,7 @@ func load(o options) (_ *config.Runtime, driver string, _ error) {
 	if o.queryTimeout != nil {
 		opts = append(opts, o.queryTimeout)
 	}
-	rt, _, err := config.New(driver, o.dsn, opts...)
+	rt, _, err := config.NewRuntime(driver, o.dsn, opts...)
 	return rt, driver, err
 }
 

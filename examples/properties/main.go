@@ -63,7 +63,7 @@ func run() error {
 
 	// Every statement of this demo fails, which the retry budget would
 	// rightly treat as a storm: it is off so that each edit's retries show.
-	rt, driverDSN, err := config.New("sqlserver",
+	rt, driverDSN, err := config.NewRuntime("sqlserver",
 		"sqlserver://app@localhost?database=shop&retryRefresh=100ms&retryBudget=off&retryProperties="+url.PathEscape(path),
 		config.WithObserver(reloads{}))
 	if err != nil {
