@@ -3,6 +3,7 @@ package sqlxcrl
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
@@ -65,17 +66,44 @@ func ConnectContext(ctx context.Context, driverName, dsn string, opts ...Option)
 	return db, nil
 }
 
-// NewDb wraps an existing *sql.DB, like sqlx.NewDb. Statements get the
-// statement loop; connections are not wrapped (the *sql.DB already has its
-// connector), so the connection loop does not apply — use Open for it.
-// Settings come from opts, the properties file and the defaults.
+// MustOpen is Open that panics on error, like sqlx.MustOpen.
+func MustOpen(driverName, dsn string, opts ...Option) *DB {
+	db, err := Open(driverName, dsn, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return db
+}
+
+// MustConnect is Connect that panics on error, like sqlx.MustConnect.
+func MustConnect(driverName, dsn string, opts ...Option) *DB {
+	db, err := Connect(driverName, dsn, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return db
+}
+
+// Pool is what NewDb and WrapDB wrap: a *sql.DB, or a *sqlx.DB, whose
+// *sql.DB is taken. The second is sqlx's idiom for another handle over the
+// same pool, sqlx.NewDb(db.DB, name): with a sqlxcrl handle db.DB is the
+// embedded *sqlx.DB, so sqlxcrl.NewDb(db.DB, name) compiles too.
+type Pool interface{ *sql.DB | *sqlx.DB }
+
+// NewDb wraps an existing pool, like sqlx.NewDb: a new handle with sqlx's
+// default Mapper, not unsafe. Statements get the statement loop with the
+// settings from opts, the properties file and the defaults; those of a
+// DSN the pool was opened with are not carried (a *sql.DB does not keep
+// them): pass the same options. The connection loop applies only when the
+// pool's connector is crl's (a pool that sqlxcrl opened, as db.DB of a
+// sqlxcrl handle is); NewDb does not wrap it. Use Open for a new pool.
 //
 // NewDb cannot return an error (its signature is sqlx's) and does not
-// panic: when an option or the properties file is invalid, every statement
-// of the returned DB, and its Ping, fails with the error that names the
-// bad value. NewDbE returns that error instead.
-func NewDb(db *sql.DB, driverName string, opts ...Option) *DB {
-	out, err := NewDbE(db, driverName, opts...)
+// panic: when an option or the properties file is invalid, or the pool is
+// nil, every statement of the returned DB, and its Ping, fails with the
+// error that names the problem. WrapDB returns that error instead.
+func NewDb[P Pool](db P, driverName string, opts ...Option) *DB {
+	out, err := WrapDB(db, driverName, opts...)
 	if err != nil {
 		r, _ := core.NewRetrier(core.Policy{}, core.Options{})
 		return &DB{DB: sqlx.NewDb(sql.OpenDB(adapter.FailingConnector(err)), driverName), retrier: r}
@@ -83,14 +111,43 @@ func NewDb(db *sql.DB, driverName string, opts ...Option) *DB {
 	return out
 }
 
-// NewDbE is NewDb that returns the error of an invalid option or
-// properties file.
-func NewDbE(db *sql.DB, driverName string, opts ...Option) (*DB, error) {
+// WrapDB is NewDb that returns the error of an invalid option or
+// properties file, or of a nil pool, instead of a DB whose every statement
+// fails with it.
+func WrapDB[P Pool](db P, driverName string, opts ...Option) (*DB, error) {
 	rt, _, err := config.New(driverName, "", opts...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlxcrl: %w", err)
 	}
-	return &DB{DB: sqlx.NewDb(db, driverName), retrier: rt.Retrier(), runtime: rt}, nil
+	pool := sqlDBOf(db)
+	if pool == nil {
+		return nil, ErrNilPool
+	}
+	return &DB{DB: sqlx.NewDb(pool, driverName), retrier: rt.Retrier(), runtime: rt}, nil
+}
+
+// NewDbE is WrapDB for a *sql.DB.
+//
+// Deprecated: use WrapDB.
+func NewDbE(db *sql.DB, driverName string, opts ...Option) (*DB, error) {
+	return WrapDB(db, driverName, opts...)
+}
+
+// ErrNilPool is the error of NewDb and WrapDB given a nil *sql.DB or
+// *sqlx.DB (whose statements would otherwise panic).
+var ErrNilPool = errors.New("sqlxcrl: NewDb: the pool is nil")
+
+// sqlDBOf returns the *sql.DB of a Pool (nil for a nil one).
+func sqlDBOf[P Pool](db P) *sql.DB {
+	switch v := any(db).(type) {
+	case *sql.DB:
+		return v
+	case *sqlx.DB:
+		if v != nil {
+			return v.DB
+		}
+	}
+	return nil
 }
 
 // Retrier returns the retry engine of this DB.
@@ -206,9 +263,16 @@ func (db *DB) Select(dest any, query string, args ...any) error {
 	return db.SelectContext(context.Background(), dest, query, args...)
 }
 
-// NamedExecContext binds arg and runs the statement under the statement loop.
+// NamedExecContext binds arg with the DB's Mapper, as sqlx's does, and
+// runs the statement under the statement loop.
 func (db *DB) NamedExecContext(ctx context.Context, query string, arg any) (sql.Result, error) {
-	return sqlx.NamedExecContext(ctx, db, query, arg)
+	// sqlx.NamedExecContext(ctx, db, …) would bind with sqlx's default
+	// mapper: its mapperFor knows only sqlx's own handles.
+	q, args, err := db.DB.BindNamed(query, arg)
+	if err != nil {
+		return nil, err
+	}
+	return db.ExecContext(ctx, q, args...)
 }
 
 // NamedExec is NamedExecContext with context.Background().
@@ -216,9 +280,15 @@ func (db *DB) NamedExec(query string, arg any) (sql.Result, error) {
 	return db.NamedExecContext(context.Background(), query, arg)
 }
 
-// NamedQueryContext binds arg and runs the query under the statement loop.
+// NamedQueryContext binds arg with the DB's Mapper, as sqlx's does, and
+// runs the query under the statement loop; the rows scan with the DB's
+// Mapper and Unsafe.
 func (db *DB) NamedQueryContext(ctx context.Context, query string, arg any) (*sqlx.Rows, error) {
-	return sqlx.NamedQueryContext(ctx, db, query, arg)
+	q, args, err := db.DB.BindNamed(query, arg)
+	if err != nil {
+		return nil, err
+	}
+	return db.QueryxContext(ctx, q, args...)
 }
 
 // NamedQuery is NamedQueryContext with context.Background().

@@ -149,15 +149,32 @@ type NamedStmt struct {
 	*sqlx.NamedStmt
 	retrier *core.Retrier     // a DB's
 	rec     *adapter.Recorder // a Tx's: its executions are recorded, not retried
+	err     error             // Tx.NamedStmt's refusal: every execution returns it (NamedStmt is nil)
 }
 
-// Unsafe returns a NamedStmt that ignores columns with no destination field.
+// Unsafe returns a NamedStmt that ignores columns with no destination
+// field. Like sqlx's, it marks the statement it was called on unsafe too
+// (sqlx's NamedStmt.Unsafe sets the flag on the *sqlx.Stmt both share).
 func (n *NamedStmt) Unsafe() *NamedStmt {
+	if n.err != nil {
+		return n
+	}
 	return &NamedStmt{NamedStmt: n.NamedStmt.Unsafe(), retrier: n.retrier, rec: n.rec}
+}
+
+// Close closes the statement (nothing, for one that Tx.NamedStmt refused).
+func (n *NamedStmt) Close() error {
+	if n.err != nil {
+		return nil
+	}
+	return n.NamedStmt.Close()
 }
 
 // ExecContext binds arg and executes the statement under the statement loop.
 func (n *NamedStmt) ExecContext(ctx context.Context, arg any) (sql.Result, error) {
+	if n.err != nil {
+		return nil, n.err
+	}
 	return execute(ctx, n.retrier, n.rec, n.QueryString, func(ctx context.Context) (sql.Result, error) {
 		return n.NamedStmt.ExecContext(ctx, arg)
 	})
@@ -182,6 +199,9 @@ func (n *NamedStmt) MustExec(arg any) sql.Result { return n.MustExecContext(cont
 
 // QueryContext binds arg and runs the query under the statement loop.
 func (n *NamedStmt) QueryContext(ctx context.Context, arg any) (*sql.Rows, error) {
+	if n.err != nil {
+		return nil, n.err
+	}
 	return queryRows(ctx, n.retrier, n.rec, n.QueryString, func(ctx context.Context) (*sql.Rows, error) {
 		return n.NamedStmt.QueryContext(ctx, arg)
 	})
@@ -194,6 +214,9 @@ func (n *NamedStmt) Query(arg any) (*sql.Rows, error) {
 
 // QueryxContext binds arg and runs the query under the statement loop.
 func (n *NamedStmt) QueryxContext(ctx context.Context, arg any) (*sqlx.Rows, error) {
+	if n.err != nil {
+		return nil, n.err
+	}
 	return queryRowsx(ctx, n.retrier, n.rec, n.QueryString, func(ctx context.Context) (*sqlx.Rows, error) {
 		return n.NamedStmt.QueryxContext(ctx, arg)
 	})
@@ -205,6 +228,9 @@ func (n *NamedStmt) Queryx(arg any) (*sqlx.Rows, error) {
 }
 
 func (n *NamedStmt) queryRowx(ctx context.Context, arg any) (*sqlx.Row, error) {
+	if n.err != nil {
+		return errorRowx(n.err), n.err
+	}
 	return queryRow(ctx, n.retrier, n.rec, n.QueryString, func(ctx context.Context) *sqlx.Row {
 		return n.NamedStmt.QueryRowxContext(ctx, arg)
 	}, errorRowx)
@@ -233,6 +259,9 @@ func (n *NamedStmt) QueryRow(arg any) *sqlx.Row { return n.QueryRowContext(conte
 // the query and the scan together under the statement loop (see
 // DB.GetContext); a Tx's runs once, its failure recorded.
 func (n *NamedStmt) GetContext(ctx context.Context, dest any, arg any) error {
+	if n.err != nil {
+		return n.err
+	}
 	return read(ctx, n.retrier, n.rec, n.QueryString, dest, func(ctx context.Context) error {
 		return n.NamedStmt.GetContext(ctx, dest, arg)
 	})
@@ -247,6 +276,9 @@ func (n *NamedStmt) Get(dest any, arg any) error {
 // the query and the whole read together under the statement loop (see
 // DB.SelectContext); a Tx's runs once, its failure recorded.
 func (n *NamedStmt) SelectContext(ctx context.Context, dest any, arg any) error {
+	if n.err != nil {
+		return n.err
+	}
 	return read(ctx, n.retrier, n.rec, n.QueryString, dest, func(ctx context.Context) error {
 		return n.NamedStmt.SelectContext(ctx, dest, arg)
 	})
