@@ -135,7 +135,7 @@ func NewDbE(db *sql.DB, driverName string, opts ...Option) (*DB, error) {
 
 // ErrNilPool is the error of NewDb and WrapDB given a nil *sql.DB or
 // *sqlx.DB (whose statements would otherwise panic).
-var ErrNilPool = errors.New("sqlxcrl: NewDb: the pool is nil")
+var ErrNilPool = errors.New("sqlxcrl: the pool to wrap is nil")
 
 // sqlDBOf returns the *sql.DB of a Pool (nil for a nil one).
 func sqlDBOf[P Pool](db P) *sql.DB {

@@ -265,6 +265,7 @@ func TestTxNamedStmtRefusesOtherStatements(t *testing.T) {
 		"a nil *sqlxcrl.NamedStmt": (*sqlxcrl.NamedStmt)(nil),
 		"a nil *sqlx.NamedStmt":    (*sqlx.NamedStmt)(nil),
 		"a zero *sqlx.NamedStmt":   &sqlx.NamedStmt{},
+		"a zero statement inside":  &sqlx.NamedStmt{Stmt: &sqlx.Stmt{}},
 	} {
 		ns := tx.NamedStmt(stmt)
 		_, err := ns.Exec(ada)

@@ -20,6 +20,7 @@ type Stmt struct {
 	query   string
 	retrier *core.Retrier     // a DB's
 	rec     *adapter.Recorder // a Tx's: its executions are recorded, not retried
+	err     error             // Tx.Stmtx's refusal: every execution returns it (Stmt is nil)
 }
 
 // QueryString returns the SQL text the statement was prepared with, the
@@ -28,11 +29,25 @@ func (s *Stmt) QueryString() string { return s.query }
 
 // Unsafe returns a Stmt that ignores columns with no destination field.
 func (s *Stmt) Unsafe() *Stmt {
+	if s.err != nil {
+		return s
+	}
 	return &Stmt{Stmt: s.Stmt.Unsafe(), query: s.query, retrier: s.retrier, rec: s.rec}
+}
+
+// Close closes the statement (nothing, for one that Tx.Stmtx refused).
+func (s *Stmt) Close() error {
+	if s.err != nil {
+		return nil
+	}
+	return s.Stmt.Close()
 }
 
 // ExecContext executes the statement under the statement loop.
 func (s *Stmt) ExecContext(ctx context.Context, args ...any) (sql.Result, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
 	return execute(ctx, s.retrier, s.rec, s.query, func(ctx context.Context) (sql.Result, error) {
 		return s.Stmt.ExecContext(ctx, args...)
 	})
@@ -59,6 +74,9 @@ func (s *Stmt) MustExec(args ...any) sql.Result {
 
 // QueryContext runs the statement as a query under the statement loop.
 func (s *Stmt) QueryContext(ctx context.Context, args ...any) (*sql.Rows, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
 	return queryRows(ctx, s.retrier, s.rec, s.query, func(ctx context.Context) (*sql.Rows, error) {
 		return s.Stmt.QueryContext(ctx, args...)
 	})
@@ -71,6 +89,9 @@ func (s *Stmt) Query(args ...any) (*sql.Rows, error) {
 
 // QueryxContext runs the statement as a query under the statement loop.
 func (s *Stmt) QueryxContext(ctx context.Context, args ...any) (*sqlx.Rows, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
 	return queryRowsx(ctx, s.retrier, s.rec, s.query, func(ctx context.Context) (*sqlx.Rows, error) {
 		return s.Stmt.QueryxContext(ctx, args...)
 	})
@@ -84,6 +105,9 @@ func (s *Stmt) Queryx(args ...any) (*sqlx.Rows, error) {
 // QueryRowContext runs the statement as a one-row query under the
 // statement loop.
 func (s *Stmt) QueryRowContext(ctx context.Context, args ...any) *sql.Row {
+	if s.err != nil {
+		return adapter.ErrorRow(s.err)
+	}
 	row, _ := queryRow(ctx, s.retrier, s.rec, s.query, func(ctx context.Context) *sql.Row {
 		return s.Stmt.QueryRowContext(ctx, args...)
 	}, adapter.ErrorRow)
@@ -96,6 +120,9 @@ func (s *Stmt) QueryRow(args ...any) *sql.Row {
 }
 
 func (s *Stmt) queryRowx(ctx context.Context, args []any) (*sqlx.Row, error) {
+	if s.err != nil {
+		return errorRowx(s.err), s.err
+	}
 	return queryRow(ctx, s.retrier, s.rec, s.query, func(ctx context.Context) *sqlx.Row {
 		return s.Stmt.QueryRowxContext(ctx, args...)
 	}, errorRowx)
@@ -117,6 +144,9 @@ func (s *Stmt) QueryRowx(args ...any) *sqlx.Row {
 // into dest, the query and the scan together under the statement loop (see
 // DB.GetContext); a Tx's runs once, its failure recorded.
 func (s *Stmt) GetContext(ctx context.Context, dest any, args ...any) error {
+	if s.err != nil {
+		return s.err
+	}
 	return read(ctx, s.retrier, s.rec, s.query, dest, func(ctx context.Context) error {
 		return s.Stmt.GetContext(ctx, dest, args...)
 	})
@@ -131,6 +161,9 @@ func (s *Stmt) Get(dest any, args ...any) error {
 // dest, the query and the whole read together under the statement loop
 // (see DB.SelectContext); a Tx's runs once, its failure recorded.
 func (s *Stmt) SelectContext(ctx context.Context, dest any, args ...any) error {
+	if s.err != nil {
+		return s.err
+	}
 	return read(ctx, s.retrier, s.rec, s.query, dest, func(ctx context.Context) error {
 		return s.Stmt.SelectContext(ctx, dest, args...)
 	})

@@ -235,13 +235,35 @@ func (tx *Tx) PrepareNamed(query string) (*NamedStmt, error) {
 // *sqlx.Stmt), whose text cannot be known: a failure of theirs is recorded
 // with an empty text, which no query filter matches (a rule without a
 // filter still retries it), so that an earlier statement is not taken for
-// the one that failed.
+// the one that failed. For anything else (or a nil statement), on which
+// sqlx's panics, every execution of the returned Stmt fails with
+// ErrNotStmt.
 func (tx *Tx) StmtxContext(ctx context.Context, stmt any) *Stmt {
-	if s, ok := stmt.(*Stmt); ok {
-		return &Stmt{Stmt: tx.Tx.StmtxContext(ctx, s.Stmt), query: s.query, rec: tx.rec}
+	switch v := stmt.(type) {
+	case *Stmt:
+		if v != nil && v.Stmt != nil && v.Stmt.Stmt != nil {
+			return &Stmt{Stmt: tx.Tx.StmtxContext(ctx, v.Stmt), query: v.query, rec: tx.rec}
+		}
+	case *sqlx.Stmt:
+		if v != nil && v.Stmt != nil {
+			return &Stmt{Stmt: tx.Tx.StmtxContext(ctx, v), rec: tx.rec}
+		}
+	case sqlx.Stmt:
+		if v.Stmt != nil {
+			return &Stmt{Stmt: tx.Tx.StmtxContext(ctx, v), rec: tx.rec}
+		}
+	case *sql.Stmt:
+		if v != nil {
+			return &Stmt{Stmt: tx.Tx.StmtxContext(ctx, v), rec: tx.rec}
+		}
 	}
-	return &Stmt{Stmt: tx.Tx.StmtxContext(ctx, stmt), rec: tx.rec}
+	return &Stmt{rec: tx.rec, err: fmt.Errorf("%w: %T", ErrNotStmt, stmt)}
 }
+
+// ErrNotStmt is the error of every execution of the statement that
+// Tx.Stmtx returns for a value that is not a prepared statement (or a nil
+// one).
+var ErrNotStmt = errors.New("sqlxcrl: Tx.Stmtx: not a prepared statement (*sqlxcrl.Stmt, *sqlx.Stmt, sqlx.Stmt or *sql.Stmt)")
 
 // Stmtx is StmtxContext with context.Background().
 func (tx *Tx) Stmtx(stmt any) *Stmt { return tx.StmtxContext(context.Background(), stmt) }
@@ -267,7 +289,7 @@ type NamedStatement interface {
 // implementation of NamedStatement, which cannot be moved into the
 // transaction, every execution of the returned statement fails with
 // ErrNotNamedStmt (sqlx's Tx.Stmtx panics on a statement it does not know;
-// this does not).
+// sqlxcrl's do not).
 func (tx *Tx) NamedStmtContext(ctx context.Context, stmt NamedStatement) *NamedStmt {
 	var s *sqlx.NamedStmt
 	switch v := stmt.(type) {
@@ -278,7 +300,7 @@ func (tx *Tx) NamedStmtContext(ctx context.Context, stmt NamedStatement) *NamedS
 	case *sqlx.NamedStmt:
 		s = v
 	}
-	if s == nil || s.Stmt == nil {
+	if s == nil || s.Stmt == nil || s.Stmt.Stmt == nil {
 		return &NamedStmt{rec: tx.rec, err: fmt.Errorf("%w: %T", ErrNotNamedStmt, stmt)}
 	}
 	return &NamedStmt{NamedStmt: tx.Tx.NamedStmtContext(ctx, s), rec: tx.rec}
