@@ -283,3 +283,47 @@ func TestTxNamedStmtRefusesOtherStatements(t *testing.T) {
 // otherNamedStatement implements NamedStatement without being a statement
 // that a transaction can take over.
 type otherNamedStatement struct{ *sqlx.NamedStmt }
+
+// sqlx's package functions that call the handle's methods (Get, Select)
+// scan with the handle's Mapper, a sqlxcrl handle's too, and still retry;
+// those that look the Mapper up themselves (NamedExec, NamedQuery,
+// Preparex and their Context forms) cannot know a wrapper's and bind with
+// sqlx's default: the limit docs/sqlx.md names. If sqlx ever learns to ask
+// a wrapper, this test fails and the docs change.
+func TestSqlxPackageFunctionsAndTheMapper(t *testing.T) {
+	srv := mssqltest.NewServer(t)
+	db, _ := open(t, srv, "&retryExec={1205:2,0}")
+	db.MapperFunc(strings.ToUpper)
+	names := handleMappers[0].names
+	q := sqlFor(names, "people", "1 = 1")
+	deadlockOnce := func() {
+		srv.Handle(q.selectAll, mssqltest.Error(1205), mssqltest.Rows(names[:], []any{ada.FirstName, ada.LastName, ada.Email}))
+	}
+	ctx := context.Background()
+
+	deadlockOnce()
+	var got []jsonPerson
+	require.NoError(t, sqlx.SelectContext(ctx, db, &got, q.selectAll), "sqlx.SelectContext(db)")
+	assert.Equal(t, []jsonPerson{ada}, got, "sqlx.SelectContext(db)")
+	deadlockOnce()
+	var one jsonPerson
+	require.NoError(t, sqlx.Get(db, &one, q.selectAll), "sqlx.Get(db)")
+	assert.Equal(t, ada, one, "sqlx.Get(db)")
+	assert.Equal(t, 4, srv.Count(q.selectAll), "executions: each retried once")
+
+	_, err := sqlx.NamedExecContext(ctx, db, q.insert, ada)
+	assert.ErrorContains(t, err, "could not find name "+names[0], "sqlx.NamedExecContext(db) binds with sqlx's default mapper")
+	_, err = sqlx.NamedQuery(db, q.byFirst, ada)
+	assert.ErrorContains(t, err, "could not find name "+names[0], "sqlx.NamedQuery(db) binds with sqlx's default mapper")
+	_, err = db.NamedExecContext(ctx, q.insert, ada)
+	assert.NoError(t, err, "db.NamedExecContext binds with the handle's mapper")
+
+	viaSqlx, err := sqlx.PreparexContext(ctx, db, q.selectAll)
+	require.NoError(t, err)
+	defer viaSqlx.Close()
+	assert.NotSame(t, db.Mapper, viaSqlx.Mapper, "sqlx.PreparexContext(db): sqlx's default mapper")
+	own, err := db.PreparexContext(ctx, q.selectAll)
+	require.NoError(t, err)
+	defer own.Close()
+	assert.Same(t, db.Mapper, own.Mapper, "db.PreparexContext: the handle's mapper")
+}
