@@ -283,7 +283,7 @@ type NamedStatement interface {
 }
 
 // NamedStmtContext returns the transaction's own version of a named
-// statement, as sqlx's does (its Mapper is the statement's), whose failed
+// statement, as sqlx's does (with the transaction's Mapper), whose failed
 // executions are recorded with its text. stmt is a *NamedStmt (what
 // DB.PrepareNamed returns) or a *sqlx.NamedStmt; for any other
 // implementation of NamedStatement, which cannot be moved into the
