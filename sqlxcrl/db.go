@@ -3,6 +3,7 @@ package sqlxcrl
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
@@ -65,17 +66,43 @@ func ConnectContext(ctx context.Context, driverName, dsn string, opts ...Option)
 	return db, nil
 }
 
-// NewDb wraps an existing *sql.DB, like sqlx.NewDb. Statements get the
-// statement loop; connections are not wrapped (the *sql.DB already has its
-// connector), so the connection loop does not apply — use Open for it.
-// Settings come from opts, the properties file and the defaults.
+// MustOpen is Open that panics on error, like sqlx.MustOpen.
+func MustOpen(driverName, dsn string, opts ...Option) *DB {
+	db, err := Open(driverName, dsn, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return db
+}
+
+// MustConnect is Connect that panics on error, like sqlx.MustConnect.
+func MustConnect(driverName, dsn string, opts ...Option) *DB {
+	db, err := Connect(driverName, dsn, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return db
+}
+
+// NewDb wraps an existing *sql.DB, like sqlx.NewDb: a new handle with
+// sqlx's default Mapper, not unsafe. Statements get the statement loop
+// with the settings from opts, the properties file and the defaults; those
+// of a DSN the pool was opened with are not carried (a *sql.DB does not
+// keep them): pass the same options. The connection loop applies only when
+// the pool's connector is crl's (a pool that sqlxcrl opened); NewDb does
+// not wrap it. Use Open or OpenDB for a new pool.
+//
+// sqlx's idiom for a second handle over a pool, sqlx.NewDb(db.DB, name),
+// is sqlxcrl.NewDb(db.DB.DB, name, opts...) with a *sqlxcrl.DB: its DB
+// field is the embedded *sqlx.DB, and NewDb takes the *sql.DB, as the
+// contract (DESIGN.md) fixes it.
 //
 // NewDb cannot return an error (its signature is sqlx's) and does not
-// panic: when an option or the properties file is invalid, every statement
-// of the returned DB, and its Ping, fails with the error that names the
-// bad value. NewDbE returns that error instead.
+// panic: when an option or the properties file is invalid, or db is nil,
+// every statement of the returned DB, and its Ping, fails with the error
+// that names the problem. WrapDB returns that error instead.
 func NewDb(db *sql.DB, driverName string, opts ...Option) *DB {
-	out, err := NewDbE(db, driverName, opts...)
+	out, err := WrapDB(db, driverName, opts...)
 	if err != nil {
 		r, _ := core.NewRetrier(core.Policy{}, core.Options{})
 		return &DB{DB: sqlx.NewDb(sql.OpenDB(adapter.FailingConnector(err)), driverName), retrier: r}
@@ -83,15 +110,30 @@ func NewDb(db *sql.DB, driverName string, opts ...Option) *DB {
 	return out
 }
 
-// NewDbE is NewDb that returns the error of an invalid option or
-// properties file.
-func NewDbE(db *sql.DB, driverName string, opts ...Option) (*DB, error) {
+// WrapDB is NewDb that returns the error of an invalid option or
+// properties file, or of a nil pool, instead of a DB whose every statement
+// fails with it.
+func WrapDB(db *sql.DB, driverName string, opts ...Option) (*DB, error) {
 	rt, _, err := config.NewRuntime(driverName, "", opts...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlxcrl: %w", err)
 	}
+	if db == nil {
+		return nil, ErrNilPool
+	}
 	return &DB{DB: sqlx.NewDb(db, driverName), retrier: rt.Retrier(), runtime: rt}, nil
 }
+
+// NewDbE is WrapDB.
+//
+// Deprecated: use WrapDB.
+func NewDbE(db *sql.DB, driverName string, opts ...Option) (*DB, error) {
+	return WrapDB(db, driverName, opts...)
+}
+
+// ErrNilPool is the error of NewDb and WrapDB given a nil *sql.DB (whose
+// statements would otherwise panic).
+var ErrNilPool = errors.New("sqlxcrl: the pool to wrap is nil")
 
 // Retrier returns the retry engine of this DB.
 func (db *DB) Retrier() *core.Retrier { return db.retrier }
@@ -206,9 +248,16 @@ func (db *DB) Select(dest any, query string, args ...any) error {
 	return db.SelectContext(context.Background(), dest, query, args...)
 }
 
-// NamedExecContext binds arg and runs the statement under the statement loop.
+// NamedExecContext binds arg with the DB's Mapper, as sqlx's does, and
+// runs the statement under the statement loop.
 func (db *DB) NamedExecContext(ctx context.Context, query string, arg any) (sql.Result, error) {
-	return sqlx.NamedExecContext(ctx, db, query, arg)
+	// sqlx.NamedExecContext(ctx, db, …) would bind with sqlx's default
+	// mapper: its mapperFor knows only sqlx's own handles.
+	q, args, err := db.DB.BindNamed(query, arg)
+	if err != nil {
+		return nil, err
+	}
+	return db.ExecContext(ctx, q, args...)
 }
 
 // NamedExec is NamedExecContext with context.Background().
@@ -216,9 +265,15 @@ func (db *DB) NamedExec(query string, arg any) (sql.Result, error) {
 	return db.NamedExecContext(context.Background(), query, arg)
 }
 
-// NamedQueryContext binds arg and runs the query under the statement loop.
+// NamedQueryContext binds arg with the DB's Mapper, as sqlx's does, and
+// runs the query under the statement loop; the rows scan with the DB's
+// Mapper and Unsafe.
 func (db *DB) NamedQueryContext(ctx context.Context, query string, arg any) (*sqlx.Rows, error) {
-	return sqlx.NamedQueryContext(ctx, db, query, arg)
+	q, args, err := db.DB.BindNamed(query, arg)
+	if err != nil {
+		return nil, err
+	}
+	return db.QueryxContext(ctx, q, args...)
 }
 
 // NamedQuery is NamedQueryContext with context.Background().

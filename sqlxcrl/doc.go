@@ -1,6 +1,7 @@
 // Package sqlxcrl is sqlx with the Configurable Retry Logic of the JDBC
 // driver for SQL Server: open the handle with sqlxcrl.Connect (or Open,
-// ConnectContext, NewDb) instead of sqlx's, and every statement runs under
+// ConnectContext, MustConnect, MustOpen, NewDb) instead of sqlx's, and
+// every statement runs under
 // the retryExec rules, every new pooled connection under the connection
 // loop (retryConn, connectRetryCount, connectRetryInterval, loginTimeout),
 // and RunInTx retries whole transactions.
@@ -24,6 +25,15 @@
 // retries each statement and a *Tx runs it in the transaction. The
 // command crl vet (github.com/crl-go/crl/cmd/crl) reports the places that
 // take db.DB out. See docs/sqlx.md.
+//
+// A handle's Mapper and Unsafe work as in sqlx: NamedExec and NamedQuery
+// bind with the handle's Mapper, rows scan with its Mapper and Unsafe, and
+// Tx.NamedStmt takes the NamedStmt that PrepareNamed returns (or a
+// *sqlx.NamedStmt). sqlx's package functions sqlx.NamedExec,
+// sqlx.NamedQuery and sqlx.Preparex (and their Context forms) find the
+// Mapper and Unsafe with a type switch on sqlx's own types, so given a
+// sqlxcrl handle they use sqlx's defaults (and sqlx.Preparex is not
+// retried): call the handle's methods instead.
 //
 // What is not retried, and why:
 //   - Statements inside a transaction (Tx) are never retried one by one:

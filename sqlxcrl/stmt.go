@@ -20,6 +20,7 @@ type Stmt struct {
 	query   string
 	retrier *core.Retrier     // a DB's
 	rec     *adapter.Recorder // a Tx's: its executions are recorded, not retried
+	err     error             // Tx.Stmtx's refusal: every execution returns it (Stmt is nil)
 }
 
 // QueryString returns the SQL text the statement was prepared with, the
@@ -28,11 +29,25 @@ func (s *Stmt) QueryString() string { return s.query }
 
 // Unsafe returns a Stmt that ignores columns with no destination field.
 func (s *Stmt) Unsafe() *Stmt {
+	if s.err != nil {
+		return s
+	}
 	return &Stmt{Stmt: s.Stmt.Unsafe(), query: s.query, retrier: s.retrier, rec: s.rec}
+}
+
+// Close closes the statement (nothing, for one that Tx.Stmtx refused).
+func (s *Stmt) Close() error {
+	if s.err != nil {
+		return nil
+	}
+	return s.Stmt.Close()
 }
 
 // ExecContext executes the statement under the statement loop.
 func (s *Stmt) ExecContext(ctx context.Context, args ...any) (sql.Result, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
 	return execute(ctx, s.retrier, s.rec, s.query, func(ctx context.Context) (sql.Result, error) {
 		return s.Stmt.ExecContext(ctx, args...)
 	})
@@ -59,6 +74,9 @@ func (s *Stmt) MustExec(args ...any) sql.Result {
 
 // QueryContext runs the statement as a query under the statement loop.
 func (s *Stmt) QueryContext(ctx context.Context, args ...any) (*sql.Rows, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
 	return queryRows(ctx, s.retrier, s.rec, s.query, func(ctx context.Context) (*sql.Rows, error) {
 		return s.Stmt.QueryContext(ctx, args...)
 	})
@@ -71,6 +89,9 @@ func (s *Stmt) Query(args ...any) (*sql.Rows, error) {
 
 // QueryxContext runs the statement as a query under the statement loop.
 func (s *Stmt) QueryxContext(ctx context.Context, args ...any) (*sqlx.Rows, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
 	return queryRowsx(ctx, s.retrier, s.rec, s.query, func(ctx context.Context) (*sqlx.Rows, error) {
 		return s.Stmt.QueryxContext(ctx, args...)
 	})
@@ -84,6 +105,9 @@ func (s *Stmt) Queryx(args ...any) (*sqlx.Rows, error) {
 // QueryRowContext runs the statement as a one-row query under the
 // statement loop.
 func (s *Stmt) QueryRowContext(ctx context.Context, args ...any) *sql.Row {
+	if s.err != nil {
+		return adapter.ErrorRow(s.err)
+	}
 	row, _ := queryRow(ctx, s.retrier, s.rec, s.query, func(ctx context.Context) *sql.Row {
 		return s.Stmt.QueryRowContext(ctx, args...)
 	}, adapter.ErrorRow)
@@ -96,6 +120,9 @@ func (s *Stmt) QueryRow(args ...any) *sql.Row {
 }
 
 func (s *Stmt) queryRowx(ctx context.Context, args []any) (*sqlx.Row, error) {
+	if s.err != nil {
+		return errorRowx(s.err), s.err
+	}
 	return queryRow(ctx, s.retrier, s.rec, s.query, func(ctx context.Context) *sqlx.Row {
 		return s.Stmt.QueryRowxContext(ctx, args...)
 	}, errorRowx)
@@ -117,6 +144,9 @@ func (s *Stmt) QueryRowx(args ...any) *sqlx.Row {
 // into dest, the query and the scan together under the statement loop (see
 // DB.GetContext); a Tx's runs once, its failure recorded.
 func (s *Stmt) GetContext(ctx context.Context, dest any, args ...any) error {
+	if s.err != nil {
+		return s.err
+	}
 	return read(ctx, s.retrier, s.rec, s.query, dest, func(ctx context.Context) error {
 		return s.Stmt.GetContext(ctx, dest, args...)
 	})
@@ -131,6 +161,9 @@ func (s *Stmt) Get(dest any, args ...any) error {
 // dest, the query and the whole read together under the statement loop
 // (see DB.SelectContext); a Tx's runs once, its failure recorded.
 func (s *Stmt) SelectContext(ctx context.Context, dest any, args ...any) error {
+	if s.err != nil {
+		return s.err
+	}
 	return read(ctx, s.retrier, s.rec, s.query, dest, func(ctx context.Context) error {
 		return s.Stmt.SelectContext(ctx, dest, args...)
 	})
@@ -149,15 +182,32 @@ type NamedStmt struct {
 	*sqlx.NamedStmt
 	retrier *core.Retrier     // a DB's
 	rec     *adapter.Recorder // a Tx's: its executions are recorded, not retried
+	err     error             // Tx.NamedStmt's refusal: every execution returns it (NamedStmt is nil)
 }
 
-// Unsafe returns a NamedStmt that ignores columns with no destination field.
+// Unsafe returns a NamedStmt that ignores columns with no destination
+// field. Like sqlx's, it marks the statement it was called on unsafe too
+// (sqlx's NamedStmt.Unsafe sets the flag on the *sqlx.Stmt both share).
 func (n *NamedStmt) Unsafe() *NamedStmt {
+	if n.err != nil {
+		return n
+	}
 	return &NamedStmt{NamedStmt: n.NamedStmt.Unsafe(), retrier: n.retrier, rec: n.rec}
+}
+
+// Close closes the statement (nothing, for one that Tx.NamedStmt refused).
+func (n *NamedStmt) Close() error {
+	if n.err != nil {
+		return nil
+	}
+	return n.NamedStmt.Close()
 }
 
 // ExecContext binds arg and executes the statement under the statement loop.
 func (n *NamedStmt) ExecContext(ctx context.Context, arg any) (sql.Result, error) {
+	if n.err != nil {
+		return nil, n.err
+	}
 	return execute(ctx, n.retrier, n.rec, n.QueryString, func(ctx context.Context) (sql.Result, error) {
 		return n.NamedStmt.ExecContext(ctx, arg)
 	})
@@ -182,6 +232,9 @@ func (n *NamedStmt) MustExec(arg any) sql.Result { return n.MustExecContext(cont
 
 // QueryContext binds arg and runs the query under the statement loop.
 func (n *NamedStmt) QueryContext(ctx context.Context, arg any) (*sql.Rows, error) {
+	if n.err != nil {
+		return nil, n.err
+	}
 	return queryRows(ctx, n.retrier, n.rec, n.QueryString, func(ctx context.Context) (*sql.Rows, error) {
 		return n.NamedStmt.QueryContext(ctx, arg)
 	})
@@ -194,6 +247,9 @@ func (n *NamedStmt) Query(arg any) (*sql.Rows, error) {
 
 // QueryxContext binds arg and runs the query under the statement loop.
 func (n *NamedStmt) QueryxContext(ctx context.Context, arg any) (*sqlx.Rows, error) {
+	if n.err != nil {
+		return nil, n.err
+	}
 	return queryRowsx(ctx, n.retrier, n.rec, n.QueryString, func(ctx context.Context) (*sqlx.Rows, error) {
 		return n.NamedStmt.QueryxContext(ctx, arg)
 	})
@@ -205,6 +261,9 @@ func (n *NamedStmt) Queryx(arg any) (*sqlx.Rows, error) {
 }
 
 func (n *NamedStmt) queryRowx(ctx context.Context, arg any) (*sqlx.Row, error) {
+	if n.err != nil {
+		return errorRowx(n.err), n.err
+	}
 	return queryRow(ctx, n.retrier, n.rec, n.QueryString, func(ctx context.Context) *sqlx.Row {
 		return n.NamedStmt.QueryRowxContext(ctx, arg)
 	}, errorRowx)
@@ -233,6 +292,9 @@ func (n *NamedStmt) QueryRow(arg any) *sqlx.Row { return n.QueryRowContext(conte
 // the query and the scan together under the statement loop (see
 // DB.GetContext); a Tx's runs once, its failure recorded.
 func (n *NamedStmt) GetContext(ctx context.Context, dest any, arg any) error {
+	if n.err != nil {
+		return n.err
+	}
 	return read(ctx, n.retrier, n.rec, n.QueryString, dest, func(ctx context.Context) error {
 		return n.NamedStmt.GetContext(ctx, dest, arg)
 	})
@@ -247,6 +309,9 @@ func (n *NamedStmt) Get(dest any, arg any) error {
 // the query and the whole read together under the statement loop (see
 // DB.SelectContext); a Tx's runs once, its failure recorded.
 func (n *NamedStmt) SelectContext(ctx context.Context, dest any, arg any) error {
+	if n.err != nil {
+		return n.err
+	}
 	return read(ctx, n.retrier, n.rec, n.QueryString, dest, func(ctx context.Context) error {
 		return n.NamedStmt.SelectContext(ctx, dest, arg)
 	})

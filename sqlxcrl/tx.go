@@ -3,6 +3,8 @@ package sqlxcrl
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
 
 	"github.com/jmoiron/sqlx"
 
@@ -132,9 +134,16 @@ func (tx *Tx) Select(dest any, query string, args ...any) error {
 	return tx.SelectContext(context.Background(), dest, query, args...)
 }
 
-// NamedExecContext binds arg and runs the statement in the transaction.
+// NamedExecContext binds arg with the transaction's Mapper, as sqlx's
+// does, and runs the statement in the transaction, once.
 func (tx *Tx) NamedExecContext(ctx context.Context, query string, arg any) (sql.Result, error) {
-	return sqlx.NamedExecContext(ctx, tx, query, arg)
+	// sqlx.NamedExecContext(ctx, tx, …) would bind with sqlx's default
+	// mapper: its mapperFor knows only sqlx's own handles.
+	q, args, err := tx.Tx.BindNamed(query, arg)
+	if err != nil {
+		return nil, err
+	}
+	return tx.ExecContext(ctx, q, args...)
 }
 
 // NamedExec is NamedExecContext with context.Background().
@@ -142,9 +151,22 @@ func (tx *Tx) NamedExec(query string, arg any) (sql.Result, error) {
 	return tx.NamedExecContext(context.Background(), query, arg)
 }
 
-// NamedQuery binds arg and runs the query in the transaction.
+// NamedQueryContext binds arg with the transaction's Mapper and runs the
+// query in the transaction, once; the rows scan with its Mapper and
+// Unsafe. sqlx's Tx has no such method: this one makes
+// sqlx.NamedQueryContext(ctx, tx, …), which binds with sqlx's default
+// mapper when given a wrapper, unnecessary.
+func (tx *Tx) NamedQueryContext(ctx context.Context, query string, arg any) (*sqlx.Rows, error) {
+	q, args, err := tx.Tx.BindNamed(query, arg)
+	if err != nil {
+		return nil, err
+	}
+	return tx.QueryxContext(ctx, q, args...)
+}
+
+// NamedQuery is NamedQueryContext with context.Background().
 func (tx *Tx) NamedQuery(query string, arg any) (*sqlx.Rows, error) {
-	return sqlx.NamedQueryContext(context.Background(), tx, query, arg)
+	return tx.NamedQueryContext(context.Background(), query, arg)
 }
 
 // MustExecContext is ExecContext that panics on error, like sqlx's.
@@ -213,25 +235,89 @@ func (tx *Tx) PrepareNamed(query string) (*NamedStmt, error) {
 // *sqlx.Stmt), whose text cannot be known: a failure of theirs is recorded
 // with an empty text, which no query filter matches (a rule without a
 // filter still retries it), so that an earlier statement is not taken for
-// the one that failed.
+// the one that failed. For anything else (or a nil statement), on which
+// sqlx's panics, every execution of the returned Stmt fails with
+// ErrNotStmt.
 func (tx *Tx) StmtxContext(ctx context.Context, stmt any) *Stmt {
-	if s, ok := stmt.(*Stmt); ok {
-		return &Stmt{Stmt: tx.Tx.StmtxContext(ctx, s.Stmt), query: s.query, rec: tx.rec}
+	switch v := stmt.(type) {
+	case *Stmt:
+		if v != nil && v.Stmt != nil && v.Stmt.Stmt != nil {
+			return &Stmt{Stmt: tx.Tx.StmtxContext(ctx, v.Stmt), query: v.query, rec: tx.rec}
+		}
+	case *sqlx.Stmt:
+		if v != nil && v.Stmt != nil {
+			return &Stmt{Stmt: tx.Tx.StmtxContext(ctx, v), rec: tx.rec}
+		}
+	case sqlx.Stmt:
+		if v.Stmt != nil {
+			return &Stmt{Stmt: tx.Tx.StmtxContext(ctx, v), rec: tx.rec}
+		}
+	case *sql.Stmt:
+		if v != nil {
+			return &Stmt{Stmt: tx.Tx.StmtxContext(ctx, v), rec: tx.rec}
+		}
 	}
-	return &Stmt{Stmt: tx.Tx.StmtxContext(ctx, stmt), rec: tx.rec}
+	return &Stmt{rec: tx.rec, err: fmt.Errorf("%w: %T", ErrNotStmt, stmt)}
 }
+
+// ErrNotStmt is the error of every execution of the statement that
+// Tx.Stmtx returns for a value that is not a prepared statement (or a nil
+// one).
+var ErrNotStmt = errors.New("sqlxcrl: Tx.Stmtx: not a prepared statement (*sqlxcrl.Stmt, *sqlx.Stmt, sqlx.Stmt or *sql.Stmt)")
 
 // Stmtx is StmtxContext with context.Background().
 func (tx *Tx) Stmtx(stmt any) *Stmt { return tx.StmtxContext(context.Background(), stmt) }
 
+// NamedStatement is a named prepared statement that Tx.NamedStmt makes
+// the transaction's own: the *NamedStmt that DB.PrepareNamed returns, or a
+// *sqlx.NamedStmt. Both have these methods; sqlx's NamedStmt takes only
+// its own type, and a method cannot take two, so Tx.NamedStmt takes what
+// the two share. Another implementation is refused (see Tx.NamedStmt).
+type NamedStatement interface {
+	Close() error
+	ExecContext(ctx context.Context, arg any) (sql.Result, error)
+	QueryxContext(ctx context.Context, arg any) (*sqlx.Rows, error)
+	QueryRowxContext(ctx context.Context, arg any) *sqlx.Row
+	SelectContext(ctx context.Context, dest any, arg any) error
+	GetContext(ctx context.Context, dest any, arg any) error
+}
+
 // NamedStmtContext returns the transaction's own version of a named
-// statement (a NamedStmt of a DB is stmt.NamedStmt), whose failed
-// executions are recorded with its text.
-func (tx *Tx) NamedStmtContext(ctx context.Context, stmt *sqlx.NamedStmt) *NamedStmt {
-	return &NamedStmt{NamedStmt: tx.Tx.NamedStmtContext(ctx, stmt), rec: tx.rec}
+// statement, as sqlx's does (with the transaction's Mapper), whose failed
+// executions are recorded with its text. stmt is a *NamedStmt (what
+// DB.PrepareNamed returns) or a *sqlx.NamedStmt; for any other
+// implementation of NamedStatement, which cannot be moved into the
+// transaction, every execution of the returned statement fails with
+// ErrNotNamedStmt (sqlx's Tx.Stmtx panics on a statement it does not know;
+// sqlxcrl's do not).
+func (tx *Tx) NamedStmtContext(ctx context.Context, stmt NamedStatement) *NamedStmt {
+	var s *sqlx.NamedStmt
+	switch v := stmt.(type) {
+	case *NamedStmt:
+		if v != nil {
+			s = v.NamedStmt
+		}
+	case *sqlx.NamedStmt:
+		s = v
+	}
+	if s == nil || s.Stmt == nil || s.Stmt.Stmt == nil {
+		return &NamedStmt{rec: tx.rec, err: fmt.Errorf("%w: %T", ErrNotNamedStmt, stmt)}
+	}
+	return &NamedStmt{NamedStmt: tx.Tx.NamedStmtContext(ctx, s), rec: tx.rec}
 }
 
 // NamedStmt is NamedStmtContext with context.Background().
-func (tx *Tx) NamedStmt(stmt *sqlx.NamedStmt) *NamedStmt {
+func (tx *Tx) NamedStmt(stmt NamedStatement) *NamedStmt {
 	return tx.NamedStmtContext(context.Background(), stmt)
 }
+
+// ErrNotNamedStmt is the error of every execution of the statement that
+// Tx.NamedStmt returns for a statement that is neither a *NamedStmt nor a
+// *sqlx.NamedStmt (or a nil one).
+var ErrNotNamedStmt = errors.New("sqlxcrl: Tx.NamedStmt: not a *sqlxcrl.NamedStmt or *sqlx.NamedStmt")
+
+// Compile-time checks: the two statements Tx.NamedStmt takes.
+var (
+	_ NamedStatement = (*NamedStmt)(nil)
+	_ NamedStatement = (*sqlx.NamedStmt)(nil)
+)

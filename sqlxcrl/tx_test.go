@@ -2,7 +2,10 @@ package sqlxcrl_test
 
 import (
 	"context"
+	"database/sql"
 	"testing"
+
+	"github.com/jmoiron/sqlx"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -157,4 +160,50 @@ func TestTxFailedPrepareRecorded(t *testing.T) {
 			assert.Equal(t, [][]string{{insertLedger, update}}, srv.Committed(), "committed")
 		})
 	}
+}
+
+// tx.Stmtx takes what sqlx's takes and sqlxcrl's Stmt; for anything else
+// (sqlx's panics) and for a nil statement, every execution of the Stmt it
+// returns fails with ErrNotStmt, and nothing panics.
+func TestTxStmtxRefusesOtherValues(t *testing.T) {
+	srv := mssqltest.NewServer(t)
+	db, _ := open(t, srv, "")
+	tx, err := db.Beginx()
+	require.NoError(t, err)
+	defer tx.Rollback()
+	for name, stmt := range map[string]any{
+		"a string":            update,
+		"nil":                 nil,
+		"a nil *sql.Stmt":     (*sql.Stmt)(nil),
+		"a nil *sqlx.Stmt":    (*sqlx.Stmt)(nil),
+		"a zero sqlx.Stmt":    sqlx.Stmt{},
+		"a nil *sqlxcrl.Stmt": (*sqlxcrl.Stmt)(nil),
+		"a refused Stmt":      tx.Stmtx(42),
+	} {
+		s := tx.Stmtx(stmt)
+		_, err := s.Exec()
+		assert.ErrorIs(t, err, sqlxcrl.ErrNotStmt, name)
+		var n []int64
+		assert.ErrorIs(t, s.Select(&n), sqlxcrl.ErrNotStmt, name)
+		assert.ErrorIs(t, s.Unsafe().Get(&n), sqlxcrl.ErrNotStmt, name)
+		assert.ErrorIs(t, s.QueryRow().Err(), sqlxcrl.ErrNotStmt, name)
+		assert.ErrorIs(t, s.QueryRowx().Err(), sqlxcrl.ErrNotStmt, name)
+		_, err = s.Queryx()
+		assert.ErrorIs(t, err, sqlxcrl.ErrNotStmt, name)
+		assert.NoError(t, s.Close(), name)
+	}
+	// the statements it does take still work
+	srv.Handle(update, mssqltest.Affected(1))
+	raw, err := db.DB.DB.Prepare(update)
+	require.NoError(t, err)
+	defer raw.Close()
+	_, err = tx.Stmtx(raw).Exec()
+	assert.NoError(t, err, "*sql.Stmt")
+	sx, err := db.DB.Preparex(update)
+	require.NoError(t, err)
+	defer sx.Close()
+	_, err = tx.Stmtx(sx).Exec()
+	assert.NoError(t, err, "*sqlx.Stmt")
+	_, err = tx.Stmtx(*sx).Exec()
+	assert.NoError(t, err, "sqlx.Stmt")
 }
