@@ -75,6 +75,14 @@ type Config struct {
 	// Observer receives the loops' events and the reload events. Nil means
 	// none. Only code sets it.
 	Observer core.Observer
+	// DriverFamily names the database family of a driver whose registered
+	// name does not say it (a driver wrapped for tracing, such as
+	// "sqlserver-otel"): "sqlserver", "mysql" (MariaDB too) or "postgres".
+	// The DSN is then read in that family's forms, crl's keys removed from
+	// it, the properties file looked for as for that family, and the
+	// execution cut-off set as for it. "" is the family of the driver's
+	// name. Only code sets it (WithDriverFamily).
+	DriverFamily string
 
 	set uint16 // bit i: settings[i] was given a value by an Option, a DSN or a file, even a zero one
 }
@@ -247,6 +255,13 @@ func (c Config) Cutoff() time.Duration {
 // the properties file's refresh (tests pass a coretest.Clock).
 func WithClock(clock core.Clock) Option {
 	return option(nameClock, func(c *Config) { c.Clock = clock })
+}
+
+// WithDriverFamily names the database family of a driver whose name does
+// not say it (see Config.DriverFamily): "sqlserver", "mysql" or
+// "postgres". Any other value is an error of the handle's Open naming it.
+func WithDriverFamily(family string) Option {
+	return option(nameDriverFamily, func(c *Config) { c.DriverFamily = family })
 }
 
 // WithObserver sets the receiver of the retry events and of the reload

@@ -61,7 +61,7 @@ func ParseDSN(driverName, dsn string) (Config, string, error) {
 		if k, ok := mentionsKey(dsn); ok {
 			return Config{}, "", &dsnError{reason: "driver " + strconv.Quote(driverName) +
 				" is not one whose DSN this package can read, and the DSN seems to set " + k +
-				"; set it in code (config.With…) or in the properties file"}
+				"; for a wrapped driver, name its family with config.WithDriverFamily(\"sqlserver\"|\"mysql\"|\"postgres\"), or set it in code (config.With…) or in the properties file"}
 		}
 		return Config{}, dsn, nil
 	}

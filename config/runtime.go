@@ -2,6 +2,7 @@ package config
 
 import (
 	"crypto/sha256"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/crl-go/crl/core"
+	"github.com/crl-go/crl/internal/connector"
+	"github.com/crl-go/crl/internal/family"
 )
 
 // Runtime is the configuration of one database handle at run time: its
@@ -22,6 +25,7 @@ import (
 type Runtime struct {
 	retrier  *core.Retrier
 	breaker  *core.Breaker // nil when off
+	family   family.Family // of the driver, or as WithDriverFamily names it
 	fixed    Config        // code over DSN: what the file cannot override
 	defaults Config        // below the file: the JDBC driver's Azure connectRetryCount, when the DSN names an Azure endpoint
 	start    Config        // the settings read only at start (startOnly), as in effect: only a restart changes them
@@ -52,6 +56,21 @@ func hashContent(data []byte) contentHash {
 	return sha256.Sum256(data)
 }
 
+// familyDriver returns the driver name whose DSN forms a handle of
+// driverName reads: driverName itself, or, when WithDriverFamily names
+// the family, that family's (family.Family.Driver).
+func familyDriver(driverName, fam string) (string, error) {
+	if fam == "" {
+		return driverName, nil
+	}
+	f, ok := family.Parse(fam)
+	if !ok {
+		return "", &ValueError{Source: "option", Key: nameDriverFamily, Value: fam,
+			Reason: "expected sqlserver, mysql (MariaDB too) or postgres", Err: ErrInvalidValue}
+	}
+	return f.Driver(), nil
+}
+
 // New is NewRuntime.
 //
 // Deprecated: use NewRuntime, whose name says what it returns (NewConfig
@@ -79,11 +98,15 @@ func NewRuntime(driverName, dsn string, opts ...Option) (*Runtime, string, error
 	if err := code.validate("option"); err != nil {
 		return nil, "", err
 	}
+	driverName, err := familyDriver(driverName, code.DriverFamily)
+	if err != nil {
+		return nil, "", err
+	}
 	fromDSN, driverDSN, err := ParseDSN(driverName, dsn)
 	if err != nil {
 		return nil, "", err
 	}
-	r := &Runtime{fixed: code.over(fromDSN), clock: code.Clock, observer: code.Observer}
+	r := &Runtime{family: family.Of(driverName), fixed: code.over(fromDSN), clock: code.Clock, observer: code.Observer}
 	if n := azureConnectRetryCount(driverName, driverDSN); n > 0 {
 		r.defaults = Config{ConnectRetryCount: n}
 	}
@@ -139,6 +162,11 @@ func (r *Runtime) ExecutionCutoff() time.Duration { return r.cutoff }
 // Retrier returns the retrier that the adapters run statements and
 // connections with. Its policy changes when the properties file does.
 func (r *Runtime) Retrier() *core.Retrier { return r.retrier }
+
+// DriverFamily returns the handle's database family: "sqlserver",
+// "mysql" (MariaDB too), "postgres", or "other" for a driver crl does not
+// know; its driver's, or the one WithDriverFamily names.
+func (r *Runtime) DriverFamily() string { return r.family.String() }
 
 // Breaker returns the handle's circuit breaker, nil when it is off (the
 // default), for a hook that shows its state (hooks/prometheus's
@@ -358,4 +386,36 @@ func (r *Runtime) now() time.Time {
 		return time.Now()
 	}
 	return r.clock.Now()
+}
+
+// WrapConnector returns c under crl's connection loop, for plain
+// database/sql (sql.OpenDB), sqlc, ent, bun and every other user of a
+// driver.Connector, with the Runtime whose Retrier the statement loops of
+// the same handle must use (sqlxcrl.OpenDB and gormcrl.OpenDB do), so that
+// one handle has one budget, one breaker, one properties file. Every
+// Connect of the returned connector — every new pooled connection — runs
+// the JDBC connection algorithm around c.Connect (both loops,
+// loginTimeout, the retry budget, the events), sets the execution
+// cut-off when one is configured, and, for MySQL/MariaDB, ends COMMIT and
+// ROLLBACK under their transaction's context.
+//
+// driverName names the family (internal/family's table: sqlserver, mssql,
+// azuresql, mysql, pgx, postgres, …); a wrapped name (sqlserver-otel)
+// needs WithDriverFamily. Settings come from opts, the properties file and
+// the defaults (there is no DSN to read). A driver of no known family gets
+// the connection loop too, with its errors classified by their shape; an
+// execution cut-off is then an error.
+func WrapConnector(c driver.Connector, driverName string, opts ...Option) (driver.Connector, *Runtime, error) {
+	if c == nil {
+		return nil, nil, errors.New("config: WrapConnector: the connector is nil")
+	}
+	rt, _, err := NewRuntime(driverName, "", opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	wrapped, err := connector.Wrap(c, rt.family, rt.Retrier(), rt.ExecutionCutoff())
+	if err != nil {
+		return nil, nil, fmt.Errorf("config: WrapConnector: %w", err)
+	}
+	return wrapped, rt, nil
 }

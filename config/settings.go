@@ -57,6 +57,7 @@ const (
 	keyRetryProperties      = "retryProperties"
 	nameClock               = "clock"
 	nameObserver            = "observer"
+	nameDriverFamily        = "driverFamily"
 )
 
 // settings is the table of settings, in the order of Keys; validate

@@ -9,49 +9,11 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
-	"io"
 
 	"github.com/crl-go/crl/config"
-	"github.com/crl-go/crl/core"
+	"github.com/crl-go/crl/internal/connector"
+	"github.com/crl-go/crl/internal/family"
 )
-
-// loopConnector runs the connection loop around every Connect of the
-// driver's connector, so every new pooled connection gets it, not only the
-// first.
-type loopConnector struct {
-	inner   driver.Connector
-	retrier *core.Retrier
-}
-
-var (
-	_ driver.Connector = (*loopConnector)(nil)
-	_ io.Closer        = (*loopConnector)(nil)
-)
-
-// Connect opens one connection under the connection loop.
-func (c *loopConnector) Connect(ctx context.Context) (driver.Conn, error) {
-	var conn driver.Conn
-	err := c.retrier.Connect(ctx, func(ctx context.Context) error {
-		var err error
-		conn, err = c.inner.Connect(ctx)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return conn, nil
-}
-
-// Driver returns the wrapped driver.
-func (c *loopConnector) Driver() driver.Driver { return c.inner.Driver() }
-
-// Close closes the wrapped connector when it can be closed.
-func (c *loopConnector) Close() error {
-	if cl, ok := c.inner.(io.Closer); ok {
-		return cl.Close()
-	}
-	return nil
-}
 
 // dsnConnector is the connector of a driver without driver.DriverContext.
 type dsnConnector struct {
@@ -82,22 +44,18 @@ func driverConnector(driverName, dsn string) (driver.Connector, error) {
 // (a DSN without the retry settings), whose every new connection gets rt's
 // execution cut-off (for the DSN form: sqlserver, mysql or pgx), ends its
 // transactions under their context (BeginTx's) where the driver does not
-// (see commitIgnoresContext), and runs the connection loop. It does not connect. Its errors carry no package
+// (see internal/connector), and runs the connection loop. It does not connect. Its errors carry no package
 // prefix: the adapter that calls it adds its own.
 func Open(form, driverName, driverDSN string, rt *config.Runtime) (*sql.DB, error) {
 	inner, err := driverConnector(driverName, driverDSN)
 	if err != nil {
 		return nil, fmt.Errorf("open %q: %w", driverName, err)
 	}
-	if cutoff := rt.ExecutionCutoff(); cutoff > 0 {
-		if inner, err = withCutoff(form, inner, cutoff); err != nil {
-			return nil, err
-		}
+	wrapped, err := connector.Wrap(inner, family.Of(form), rt.Retrier(), rt.ExecutionCutoff())
+	if err != nil {
+		return nil, err
 	}
-	if commitIgnoresContext(form) {
-		inner = &txContextConnector{Connector: inner}
-	}
-	return sql.OpenDB(&loopConnector{inner: inner, retrier: rt.Retrier()}), nil
+	return sql.OpenDB(wrapped), nil
 }
 
 // FailingConnector returns a connector whose every Connect fails with err:

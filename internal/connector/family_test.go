@@ -1,4 +1,4 @@
-package adapter
+package connector
 
 import (
 	"context"
@@ -20,7 +20,7 @@ func (nopConnector) Driver() driver.Driver                        { return nil }
 // driver families, in any case (it did not know postgresql or POSTGRES).
 func TestFamiliesOfTheCutoff(t *testing.T) {
 	for name, want := range family.Probes() {
-		_, err := withCutoff(name, nopConnector{}, time.Second)
+		_, err := withCutoff(family.Of(name), nopConnector{}, time.Second)
 		assert.Equal(t, want != family.Other, err == nil, "%q: %v", name, err)
 	}
 }

@@ -1,10 +1,12 @@
-package adapter
+package connector
 
 import (
 	"context"
 	"database/sql/driver"
 	"errors"
 	"sync/atomic"
+
+	"github.com/crl-go/crl/internal/family"
 )
 
 // commitIgnoresContext reports whether the driver family's Tx.Commit and
@@ -12,7 +14,7 @@ import (
 // stalled on the wire outlives the caller's deadline: go-sql-driver/mysql's
 // do (database/sql gives a driver's Commit no context). go-mssqldb's and
 // pgx's run under the context given to BeginTx, and need nothing more.
-func commitIgnoresContext(form string) bool { return form == "mysql" }
+func commitIgnoresContext(fam family.Family) bool { return fam == family.MySQL }
 
 // txContextConnector wraps the connector of a driver whose Commit and
 // Rollback take no context, so that every connection's COMMIT and

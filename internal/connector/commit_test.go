@@ -1,4 +1,4 @@
-package adapter
+package connector
 
 import (
 	"context"
@@ -88,7 +88,7 @@ func TestTxContextDeadlineBreaksTheConnection(t *testing.T) {
 	assert.False(t, c.IsValid(), "a connection whose COMMIT was cut off never goes back to the pool")
 	assert.ErrorIs(t, c.ResetSession(context.Background()), driver.ErrBadConn)
 
-	_, outcome := CommitOutcome("sqlxcrl", err)
+	outcome := core.CommitFailed(err)
 	assert.ErrorIs(t, outcome, core.ErrCommitUnknown)
 }
 
@@ -106,7 +106,7 @@ func TestTxContextEndedContextSendsNothing(t *testing.T) {
 
 	// A COMMIT too late to send is no success either.
 	_, tx = begin(t, ctx, &fakeConn{})
-	_, outcome := CommitOutcome("sqlxcrl", tx.Commit())
+	outcome := core.CommitFailed(tx.Commit())
 	assert.ErrorIs(t, outcome, core.ErrCommitUnknown)
 }
 

@@ -1,4 +1,4 @@
-package adapter
+package connector
 
 import (
 	"context"
@@ -20,8 +20,8 @@ const unknownSystemVariable = 1193
 // SELECT only); PostgreSQL's statement_timeout. For SQL Server it returns
 // inner unchanged: go-mssqldb cancels a statement on the server (ATTENTION)
 // when its context ends. Another driver is an error.
-func withCutoff(driverName string, inner driver.Connector, cutoff time.Duration) (driver.Connector, error) {
-	switch family.Of(driverName) {
+func withCutoff(fam family.Family, inner driver.Connector, cutoff time.Duration) (driver.Connector, error) {
+	switch fam {
 	case family.SQLServer:
 		return inner, nil
 	case family.MySQL:
@@ -35,7 +35,7 @@ func withCutoff(driverName string, inner driver.Connector, cutoff time.Duration)
 		ms := strconv.FormatInt(max(cutoff.Milliseconds(), 1), 10)
 		return &cutoffConnector{Connector: inner, statements: []string{"SET statement_timeout = " + ms}}, nil
 	}
-	return nil, fmt.Errorf("executionCutoff is not supported for driver %q: expected sqlserver, mysql or pgx", driverName)
+	return nil, fmt.Errorf("executionCutoff is not supported for this driver (family %s): expected one of the sqlserver, mysql or postgres family, or name the family with config.WithDriverFamily", fam)
 }
 
 // cutoffConnector runs the first of its statements that the server knows
