@@ -3,6 +3,7 @@ package sqlxcrl
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/internal/adapter"
+	"github.com/crl-go/crl/internal/family"
 )
 
 // DB is a *sqlx.DB whose statements run under the statement loop and whose
@@ -44,6 +46,27 @@ func Open(driverName, dsn string, opts ...Option) (*DB, error) {
 		return nil, fmt.Errorf("sqlxcrl: %w", err)
 	}
 	return &DB{DB: sqlx.NewDb(sqlDB, driverName), retrier: rt.Retrier(), runtime: rt}, nil
+}
+
+// OpenDB opens a database over a driver.Connector of your own, like
+// sql.OpenDB with sqlx on top, with crl: every new pooled connection runs
+// the connection loop around c.Connect (config.WrapConnector), and the
+// statements and RunInTx run under the statement loops of the same
+// handle (one budget, one breaker, one properties file). driverName names
+// the driver's family (sqlserver, mysql, pgx, …; a wrapped name needs
+// config.WithDriverFamily) and sets sqlx's bind type. There is no DSN:
+// settings come from opts, the properties file and the defaults. It does
+// not connect.
+func OpenDB(c driver.Connector, driverName string, opts ...Option) (*DB, error) {
+	wrapped, rt, err := config.WrapConnector(c, driverName, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("sqlxcrl: %w", err)
+	}
+	bindName := driverName
+	if f, ok := family.Parse(rt.DriverFamily()); ok && sqlx.BindType(driverName) == sqlx.UNKNOWN {
+		bindName = f.Driver() // a wrapped name binds as its family's driver
+	}
+	return &DB{DB: sqlx.NewDb(sql.OpenDB(wrapped), bindName), retrier: rt.Retrier(), runtime: rt}, nil
 }
 
 // Connect is Open and Ping; the ping runs the connection loop.
