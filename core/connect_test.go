@@ -201,3 +201,44 @@ func TestConnectCallerContextEndsDuringLogin(t *testing.T) {
 		})
 	}
 }
+
+// Every login attempt ends at the earlier of the caller's deadline and
+// start + loginTimeout, and the loop never waits past either: a retry
+// whose wait would outlast the caller's deadline is not waited for, it
+// ends the loop at once (ErrDeadline), wrapping the last login error.
+func TestConnectAttemptsEndByTheCallersDeadline(t *testing.T) {
+	r, clock := newRetrier(t, core.Policy{ConnectRetryCount: 3, ConnectRetryInterval: 10 * time.Second, LoginTimeout: 30 * time.Second}, core.Options{})
+	for _, tc := range []struct {
+		name   string
+		caller time.Duration // the caller's deadline from now
+		want   time.Duration // the attempt's deadline from now, at most
+	}{
+		{"the caller's deadline first", 5 * time.Second, 5 * time.Second},
+		{"loginTimeout first", time.Hour, 30 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), tc.caller)
+			defer cancel()
+			var deadlines []time.Time
+			sleptBefore := len(clock.Sleeps())
+			err := r.Connect(ctx, func(actx context.Context) error {
+				dl, ok := actx.Deadline()
+				require.True(t, ok, "every attempt has a deadline")
+				deadlines = append(deadlines, dl)
+				return serverError{40613}
+			})
+			require.Error(t, err)
+			assert.ErrorIs(t, err, serverError{40613}, "the last login error, wrapped")
+			for i, dl := range deadlines {
+				assert.False(t, dl.After(time.Now().Add(tc.want)), "attempt %d ends by %v", i+1, tc.want)
+			}
+			for _, d := range clock.Sleeps()[sleptBefore:] {
+				assert.Less(t, d, tc.caller, "no wait outlasts the caller's deadline")
+			}
+			if tc.caller < 10*time.Second {
+				assert.ErrorIs(t, err, core.ErrDeadline, "the 10 s wait would pass the caller's deadline")
+				assert.Len(t, deadlines, 2, "the first retry is immediate, the second would wait 10 s")
+			}
+		})
+	}
+}
