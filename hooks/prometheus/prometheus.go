@@ -22,7 +22,7 @@
 //	crl_retry_wait_seconds{kind}              the waits before retries (histogram)
 //	crl_give_ups_total{kind,reason}           errors returned after a retryable failure, and circuit-open refusals
 //	crl_recovered_total{kind}                 operations that succeeded after retries
-//	crl_properties_reloads_total{result}      properties-file reloads, result ok or error
+//	crl_properties_reloads_total{result}      properties-file reloads, result ok, error or restart_required
 //	crl_operation_duration_seconds{kind,outcome}  every operation crl ran, from its start to its end, retries and waits included (histogram)
 //	crl_breaker_open                          1 while the watched circuit breaker is open or half-open, else 0 (WatchBreaker)
 //
@@ -39,7 +39,7 @@
 // is built, so that rate() and increase() see the first event: both
 // database_ counters, crl_recovered_total and the wait histogram for each
 // kind, crl_give_ups_total for each reason a kind can give up with,
-// crl_properties_reloads_total for ok and error, crl_retries_total for
+// crl_properties_reloads_total for ok, error and restart_required, crl_retries_total for
 // Options.Tokens, and the duration histogram for each kind and outcome.
 //
 // On the success path the hook costs one atomic add, two clock reads and
@@ -51,11 +51,13 @@
 package prometheus
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 
 	prom "github.com/prometheus/client_golang/prometheus"
 
+	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/hooks"
 )
@@ -193,7 +195,7 @@ func New(reg prom.Registerer, o Options) (*Metrics, error) {
 		recovered: prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Subsystem: sub, Name: "recovered_total", ConstLabels: o.ConstLabels,
 			Help: "Operations that succeeded after at least one retry."}, []string{"kind"}),
 		reloads: prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Subsystem: sub, Name: "properties_reloads_total", ConstLabels: o.ConstLabels,
-			Help: "Reloads of the properties file, by result (ok, error)."}, []string{"result"}),
+			Help: "Reloads of the properties file, by result (ok, error, restart_required)."}, []string{"result"}),
 		durations: prom.NewHistogramVec(prom.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "operation_duration_seconds", ConstLabels: o.ConstLabels, Buckets: durationBuckets,
 			Help: "Operations crl ran, from their start to their end (retries and waits included), by loop kind and outcome."}, []string{"kind", "outcome"}),
 	}
@@ -219,6 +221,7 @@ func New(reg prom.Registerer, o Options) (*Metrics, error) {
 	}
 	m.reloads.WithLabelValues("ok")
 	m.reloads.WithLabelValues("error")
+	m.reloads.WithLabelValues("restart_required")
 	if reg != nil {
 		if err := reg.Register(m); err != nil {
 			return nil, fmt.Errorf("prometheus: register crl metrics: %w", err)
@@ -299,10 +302,16 @@ func (m *Metrics) GaveUp(e core.GaveUp) {
 // Succeeded counts an operation that succeeded after retries.
 func (m *Metrics) Succeeded(e core.Succeeded) { m.recovered.WithLabelValues(e.Kind.String()).Inc() }
 
-// RulesReloaded counts a reload of the properties file.
+// RulesReloaded counts a reload of the properties file: result ok, error
+// (the file no longer parses, or is gone: the last good rules stay), or
+// restart_required (an edit of a key read only at start, such as
+// retryBudget: the other keys were applied, config.ErrRestartRequired).
 func (m *Metrics) RulesReloaded(e core.RulesReloaded) {
 	result := "ok"
-	if e.Err != nil {
+	switch {
+	case errors.Is(e.Err, config.ErrRestartRequired):
+		result = "restart_required"
+	case e.Err != nil:
 		result = "error"
 	}
 	m.reloads.WithLabelValues(result).Inc()

@@ -78,10 +78,11 @@ crl_retries_total{db="orders",kind="statement",token="40P01"} 0
 crl_retries_total{db="orders",kind="transaction",token="1205"} 1
 crl_retries_total{db="orders",kind="transaction",token="1213"} 0
 crl_retries_total{db="orders",kind="transaction",token="40P01"} 0
-# HELP crl_properties_reloads_total Reloads of the properties file, by result (ok, error).
+# HELP crl_properties_reloads_total Reloads of the properties file, by result (ok, error, restart_required).
 # TYPE crl_properties_reloads_total counter
 crl_properties_reloads_total{db="orders",result="error"} 1
 crl_properties_reloads_total{db="orders",result="ok"} 0
+crl_properties_reloads_total{db="orders",result="restart_required"} 0
 `
 	assert.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want),
 		"crl_recovered_total", "crl_retries_total", "crl_properties_reloads_total"))
@@ -126,7 +127,7 @@ func TestSeriesCreatedAtZero(t *testing.T) {
 		"crl_retry_wait_seconds":         3,
 		"crl_retries_total":              4,         // 2 tokens × statement, transaction
 		"crl_give_ups_total":             7 + 7 + 5, // the reasons each kind can give up with
-		"crl_properties_reloads_total":   2,
+		"crl_properties_reloads_total":   3,
 		"crl_operation_duration_seconds": 3 * 5, // each kind × each outcome
 		"crl_breaker_open":               1,
 	}, got)
