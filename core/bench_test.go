@@ -41,7 +41,8 @@ var sink error
 // BenchmarkDoSuccess is the success path through the statement loop,
 // compared with calling the statement directly; both must allocate nothing.
 func BenchmarkDoSuccess(b *testing.B) {
-	rules, _ := core.ParseStatementRules("{1205,1222:3,2*2:select,update}")
+	rules, err := core.ParseStatementRules("{1205,1222:3,2*2:select,update}")
+	require.NoError(b, err)
 	r, err := core.NewRetrier(core.Policy{Statement: rules}, core.Options{})
 	require.NoError(b, err)
 	ctx := context.Background()
@@ -65,8 +66,10 @@ func BenchmarkDoSuccess(b *testing.B) {
 }
 
 func TestDoSuccessAllocatesNothing(t *testing.T) {
-	rules, _ := core.ParseStatementRules("{1205:3,2*2}")
-	r, _ := core.NewRetrier(core.Policy{Statement: rules}, core.Options{})
+	rules, err := core.ParseStatementRules("{1205:3,2*2}")
+	require.NoError(t, err)
+	r, err := core.NewRetrier(core.Policy{Statement: rules}, core.Options{})
+	require.NoError(t, err)
 	ctx := context.Background()
 	n := 7
 	allocs := testing.AllocsPerRun(1000, func() {

@@ -1,11 +1,14 @@
 package core_test
 
 import (
+	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/crl-go/crl/core"
+	"github.com/crl-go/crl/internal/sqlscan"
 )
 
 func FuzzParseStatementRules(f *testing.F) {
@@ -58,9 +61,12 @@ func FuzzRuleMatches(f *testing.F) {
 	for _, q := range []string{"select 1", "/* x */ update", "-- c\n(select", "/* unterminated", "--"} {
 		f.Add(q)
 	}
-	rules, _ := core.ParseStatementRules("{1205:1:select,update}")
-	r, _ := rules.Lookup(1205)
+	rules, err := core.ParseStatementRules("{1205:1,0:select,update}")
+	require.NoError(f, err)
+	r, ok := rules.Lookup(1205)
+	require.True(f, ok, "the rule of 1205")
 	f.Fuzz(func(t *testing.T, q string) {
-		r.Matches(q)
+		kw := strings.ToLower(sqlscan.FirstKeyword(q))
+		assert.Equal(t, kw == "select" || kw == "update", r.Matches(q), "%q: first keyword %q", q, kw)
 	})
 }
