@@ -167,10 +167,22 @@ func redact(s string, f Form) (string, []string) {
 		if end := schemeEnd(s[lead:]); end > 0 {
 			rest := lead + end
 			if at := userinfoEnd(s[rest:], false); at >= 0 {
-				switch colon := strings.IndexByte(s[rest:rest+at], ':'); {
+				colon := strings.IndexByte(s[rest:rest+at], ':')
+				switch {
+				case knownScheme(s[lead : lead+end-3]):
+					if colon >= 0 {
+						mask(rest+colon+1, rest+at)
+					}
 				case colon >= 0:
-					mask(rest+colon+1, rest+at)
-				case !knownScheme(s[lead : lead+end-3]):
+					// app://0:x@tcp(db)/shop may be a MySQL DSN whose user
+					// is app and whose password is "//0:x", as
+					// go-sql-driver/mysql reads it: hide what either
+					// reading calls a password.
+					if myAt := userinfoEnd(s[lead:], true); myAt >= 0 {
+						mask(lead+end-2, lead+myAt) // from the first '/', just after the user's ':'
+						at = lead + myAt - rest
+					}
+				default:
 					// app://x@db/shop may be a MySQL DSN whose password is
 					// "//x": hide the whole userinfo.
 					mask(rest, rest+at)
