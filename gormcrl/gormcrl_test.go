@@ -549,8 +549,7 @@ func TestPluginInitializeIsIdempotent(t *testing.T) {
 	require.NoError(t, err)
 	p := gormcrl.New(gormcrl.WithRetryExec(deadlockRules), config.WithClock(coretest.NewClock(time.Time{})))
 	require.Equal(t, "crl:retry", p.Name())
-	plugin, ok := p.(*gormcrl.Plugin) // its methods are reachable by type assertion
-	require.True(t, ok, "New returns a *Plugin")
+	plugin := p // a *Plugin: its methods need no type assertion
 	require.Nil(t, plugin.Retrier(), "before Initialize")
 	require.NoError(t, db.Use(p))
 	require.NotNil(t, plugin.Retrier())

@@ -46,17 +46,16 @@ var _ gorm.Plugin = (*Plugin)(nil)
 // DSN of the DB's dialector when it has one this package can read (an
 // exported DSN field, as gorm.io/driver/sqlserver, mysql, postgres and
 // most other dialectors have; see Open), from the properties file, and
-// the defaults. New does
-// not wrap the connections of a DB that is already open, so the
-// connection loop does not apply; Open does that.
+// the defaults. New does not wrap the connections of a DB that is already
+// open, so the connection loop does not apply; Open does that.
 //
-// New returns a *Plugin (its result type is gorm.Plugin, as db.Use takes
-// it): its Retrier and Runtime are reachable by type assertion,
+// The *Plugin is a gorm.Plugin; keep it to reach its retry engine and
+// configuration once db.Use has initialized it:
 //
-//	p := gormcrl.New(opts...).(*gormcrl.Plugin)
+//	p := gormcrl.New(opts...)
 //	err := db.Use(p)
-//	retrier := p.Retrier() // after Use
-func New(opts ...Option) gorm.Plugin {
+//	retrier := p.Retrier() // nil before Use
+func New(opts ...Option) *Plugin {
 	return &Plugin{opts: opts}
 }
 
