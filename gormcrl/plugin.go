@@ -129,9 +129,10 @@ func (p *Plugin) register(db *gorm.DB) error {
 	add(row.Get, row.After("*").Register, "crl:restore_pool", restorePool)
 	add(raw.Get, raw.Before("gorm:raw").Register, "crl:retry_pool", p.installPool)
 	add(raw.Get, raw.After("*").Register, "crl:restore_pool", restorePool)
-	// Query: the read too, rows scanned included (see read.go).
-	if err := p.wrapQuery(db); err != nil {
-		errs = append(errs, fmt.Errorf("gormcrl: wrap gorm:query: %w", err))
+	// Query, Create, Update, Delete: the statement callback's whole run,
+	// rows read included (see attempt.go).
+	if err := p.wrapStatements(db); err != nil {
+		errs = append(errs, err)
 	}
 
 	// Create, Update, Delete: the whole unit of GORM's implicit transaction
