@@ -12,6 +12,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"go/token"
 	"io"
 	"os"
 	"sort"
@@ -72,11 +73,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "crl vet: %v\n", err)
 		return 2
 	}
-	type finding struct {
-		pos string
-		key [2]any // file, offset: the order of the findings
-		msg string
-	}
 	var (
 		found   []finding
 		seen    = map[string]bool{} // a package and its test variant share files
@@ -90,15 +86,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if act.Err != nil && failed == nil {
 			failed = act.Err
 		}
-		checked[act.Package.PkgPath] = true
+		if !strings.HasSuffix(act.Package.PkgPath, ".test") { // a test's generated main
+			checked[act.Package.PkgPath] = true
+		}
 		for _, d := range act.Diagnostics {
-			p := act.Package.Fset.Position(d.Pos)
-			line := p.String() + ": " + d.Message
-			if seen[line] {
-				continue
+			f := finding{act.Package.Fset.Position(d.Pos), d.Message}
+			if line := f.String(); !seen[line] {
+				seen[line] = true
+				found = append(found, f)
 			}
-			seen[line] = true
-			found = append(found, finding{p.String(), [2]any{p.Filename, p.Offset}, d.Message})
 		}
 	}
 	if failed != nil {
@@ -106,14 +102,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	sort.Slice(found, func(i, j int) bool {
-		a, b := found[i].key, found[j].key
-		if a[0].(string) != b[0].(string) {
-			return a[0].(string) < b[0].(string)
+		a, b := found[i].pos, found[j].pos
+		if a.Filename != b.Filename {
+			return a.Filename < b.Filename
 		}
-		return a[1].(int) < b[1].(int)
+		return a.Offset < b.Offset
 	})
 	for _, f := range found {
-		fmt.Fprintf(stdout, "%s: %s\n", f.pos, f.msg)
+		fmt.Fprintln(stdout, f)
 	}
 	if len(found) > 0 {
 		fmt.Fprintf(stderr, "crl vet: %d place(s) where a crl handle loses its retries\n", len(found))
@@ -122,3 +118,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "ok: %d package(s), no crl handle loses its retries\n", len(checked))
 	return 0
 }
+
+// finding is one place that loses retries.
+type finding struct {
+	pos token.Position
+	msg string
+}
+
+// String is the finding as go vet prints one: file:line:col: message.
+func (f finding) String() string { return f.pos.String() + ": " + f.msg }
