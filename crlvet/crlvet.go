@@ -42,13 +42,22 @@ const (
 	gormPath    = "gorm.io/gorm"
 )
 
-// Analyzer reports code that loses the retries of crl's adapters.
-var Analyzer = newAnalyzer()
+// Analyzer reports code that loses the retries of crl's adapters, with
+// the default Settings; its flag -gormall sets Settings.GormAll.
+var Analyzer = New(Settings{})
 
-// newAnalyzer returns an Analyzer with flags of its own, so that no state
-// is shared between analyzers (Analyzer is the one the drivers use).
-func newAnalyzer() *analysis.Analyzer {
-	c := &checker{}
+// Settings are the analyzer's settings; the zero value checks GORM code
+// in the packages that import gormcrl only.
+type Settings struct {
+	// GormAll runs the GORM checks on every package (false: on those that
+	// import gormcrl).
+	GormAll bool `json:"gormall"`
+}
+
+// New returns an analyzer with the settings s and flags of its own (for
+// a driver that runs it configured, such as golangci-lint's plugin).
+func New(s Settings) *analysis.Analyzer {
+	c := &checker{gormAll: s.GormAll}
 	a := &analysis.Analyzer{
 		Name: "crlvet",
 		Doc: "report code that loses the retries of crl's sqlx and GORM adapters\n\n" +
@@ -59,7 +68,7 @@ func newAnalyzer() *analysis.Analyzer {
 		URL: "https://github.com/crl-go/crl/blob/main/docs/gorm.md#crl-vet",
 		Run: c.run,
 	}
-	a.Flags.BoolVar(&c.gormAll, "gormall", false, "run the GORM checks on every package, not only on those that import gormcrl")
+	a.Flags.BoolVar(&c.gormAll, "gormall", s.GormAll, "run the GORM checks on every package, not only on those that import gormcrl")
 	return a
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/tools/go/analysis"
 	"golang.org/x/tools/go/analysis/analysistest"
 )
 
@@ -25,9 +26,9 @@ func TestAnalyzerFindsLostRetries(t *testing.T) {
 }
 
 func TestAnalyzerGormAll(t *testing.T) {
-	a := newAnalyzer()
-	require.NoError(t, a.Flags.Set("gormall", "true"))
+	a := newFlagged(t)
 	analysistest.Run(t, testdata(t), a, "./gormplain", "./gormuse", "./clean")
+	analysistest.Run(t, testdata(t), New(Settings{GormAll: true}), "./gormplain")
 }
 
 // collecting is an analysistest.Testing that keeps what it is told.
@@ -41,7 +42,7 @@ func (c *collecting) Errorf(format string, args ...any) {
 // for GORM: its only "error" is the want comment that -gormall matches.
 func TestAnalyzerGormNeedsTheImport(t *testing.T) {
 	c := &collecting{}
-	results := analysistest.Run(c, testdata(t), newAnalyzer(), "./gormplain")
+	results := analysistest.Run(c, testdata(t), New(Settings{}), "./gormplain")
 	require.Len(t, results, 1)
 	assert.Empty(t, results[0].Diagnostics)
 	require.Len(t, c.errors, 1, "%q", c.errors)
@@ -52,4 +53,11 @@ func TestAnalyzerIsValid(t *testing.T) {
 	assert.Equal(t, "crlvet", Analyzer.Name)
 	assert.NotEmpty(t, Analyzer.Doc)
 	assert.NotNil(t, Analyzer.Flags.Lookup("gormall"))
+}
+
+// newFlagged returns an analyzer whose -gormall flag is set.
+func newFlagged(t *testing.T) *analysis.Analyzer {
+	a := New(Settings{})
+	require.NoError(t, a.Flags.Set("gormall", "true"))
+	return a
 }

@@ -3,6 +3,7 @@ module github.com/crl-go/crl/crlvet
 go 1.25.0
 
 require (
+	github.com/golangci/plugin-module-register v0.1.2
 	github.com/stretchr/testify v1.12.1
 	golang.org/x/tools v0.48.0
 )

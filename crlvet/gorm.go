@@ -197,4 +197,3 @@ func objectOf(info *types.Info, id *ast.Ident) types.Object {
 	}
 	return info.Uses[id]
 }
-
