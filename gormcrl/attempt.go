@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/callbacks"
@@ -52,11 +53,18 @@ const wholeMarker = "crl:whole"
 // writes were wrapped too).
 const readMarker = "crl:read"
 
-// attemptPrep readies a statement for the loop: it builds its SQL and
-// returns it (the text the rule's filter sees) with what puts back,
-// before a retry, what a failed attempt wrote; ok false runs the callback
-// once.
-type attemptPrep func(db *gorm.DB, original func(*gorm.DB)) (query string, rewind func(), ok bool)
+// attempts is the state of one statement callback's run under the loop,
+// one value per statement (the loop's closure is its method).
+type attempts struct {
+	db       *gorm.DB
+	original func(*gorm.DB)
+	query    string         // the text the rule's filter sees
+	rewind   adapter.Rewind // a read's slice
+	restore  func()         // a write's value and statement; nil for a read
+	n        int            // the attempts run
+	failed   attemptLog     // the last attempt that failed
+	caller   string         // the operation's caller, found for the first retry
+}
 
 // callbacksOf is what wrapStatement uses of a GORM processor (whose type
 // GORM does not export).
@@ -68,12 +76,12 @@ type callbacksOf interface {
 // wrapStatement replaces the callback name of a processor with one that
 // runs it as the attempts of the statement loop, once per processor: the
 // marker, registered by mark, says it is done.
-func (p *Plugin) wrapStatement(proc callbacksOf, mark func(string, func(*gorm.DB)) error, name, marker string, prep attemptPrep) error {
+func (p *Plugin) wrapStatement(proc callbacksOf, mark func(string, func(*gorm.DB)) error, name, marker string, write bool) error {
 	original := proc.Get(name)
 	if original == nil || proc.Get(marker) != nil {
 		return nil
 	}
-	if err := proc.Replace(name, p.wholeStatement(original, prep)); err != nil {
+	if err := proc.Replace(name, wholeStatement(original, write)); err != nil {
 		return fmt.Errorf("gormcrl: wrap %s: %w", name, err)
 	}
 	if err := mark(marker, func(*gorm.DB) {}); err != nil {
@@ -88,16 +96,16 @@ func (p *Plugin) wrapStatements(db *gorm.DB) error {
 	cb := db.Callback()
 	q, c, u, d := cb.Query(), cb.Create(), cb.Update(), cb.Delete()
 	return errors.Join(
-		p.wrapStatement(q, q.After("gorm:query").Register, "gorm:query", readMarker, prepareRead),
-		p.wrapStatement(c, c.After("gorm:create").Register, "gorm:create", wholeMarker, prepareWrite),
-		p.wrapStatement(u, u.After("gorm:update").Register, "gorm:update", wholeMarker, prepareWrite),
-		p.wrapStatement(d, d.After("gorm:delete").Register, "gorm:delete", wholeMarker, prepareWrite),
+		p.wrapStatement(q, q.After("gorm:query").Register, "gorm:query", readMarker, false),
+		p.wrapStatement(c, c.After("gorm:create").Register, "gorm:create", wholeMarker, true),
+		p.wrapStatement(u, u.After("gorm:update").Register, "gorm:update", wholeMarker, true),
+		p.wrapStatement(d, d.After("gorm:delete").Register, "gorm:delete", wholeMarker, true),
 	)
 }
 
 // wholeStatement returns original with its whole run under the statement
 // loop, for a statement that crl:retry_pool put the loop on.
-func (p *Plugin) wholeStatement(original func(*gorm.DB), prep attemptPrep) func(*gorm.DB) {
+func wholeStatement(original func(*gorm.DB), write bool) func(*gorm.DB) {
 	return func(db *gorm.DB) {
 		stmt := db.Statement
 		rp, ok := unwrapPool(stmt.ConnPool)
@@ -105,7 +113,14 @@ func (p *Plugin) wholeStatement(original func(*gorm.DB), prep attemptPrep) func(
 			original(db)
 			return
 		}
-		query, rewind, ok := prep(db, original)
+		// a is the loop's state; it stays on the stack (prepare is not
+		// called through a func value, which would move it to the heap).
+		a := &attempts{db: db, original: original}
+		if write {
+			ok = a.prepareWrite()
+		} else {
+			ok = a.prepareRead()
+		}
 		if db.Error != nil {
 			return
 		}
@@ -115,16 +130,7 @@ func (p *Plugin) wholeStatement(original func(*gorm.DB), prep attemptPrep) func(
 		}
 		pool, parent := stmt.ConnPool, stmt.Context
 		stmt.ConnPool = rp.inner // the attempt's statement is not a loop of its own
-		attempt := 0
-		err := rp.retrier.Do(parent, query, func(ctx context.Context) error {
-			if attempt++; attempt > 1 {
-				db.Error, db.RowsAffected = nil, 0
-				rewind()
-			}
-			stmt.Context = ctx
-			original(db)
-			return db.Error
-		})
+		err := rp.retrier.Do(parent, a.query, a.run)
 		stmt.ConnPool, stmt.Context = pool, parent
 		db.Error = err
 		if stmt.Result != nil {
@@ -133,42 +139,66 @@ func (p *Plugin) wholeStatement(original func(*gorm.DB), prep attemptPrep) func(
 	}
 }
 
+// run is one attempt: the callback's whole run. A retry first logs the
+// attempt that failed (GORM's processor logs only the last) and puts back
+// what it wrote.
+func (a *attempts) run(ctx context.Context) error {
+	db := a.db
+	if a.n++; a.n > 1 {
+		if a.caller == "" {
+			a.caller = callerOf()
+		}
+		a.failed.trace(db, a.n-1, a.caller)
+		db.Error, db.RowsAffected = nil, 0
+		a.rewind.Reset()
+		if a.restore != nil {
+			a.restore()
+		}
+	}
+	start := time.Now()
+	db.Statement.Context = ctx
+	a.original(db)
+	if db.Error != nil {
+		a.failed = failedAttempt(db, start)
+	}
+	return db.Error
+}
+
 // prepareRead builds a query's SQL (what gorm:query does first; the
 // callback then runs it as built) and rewinds the slice a failed attempt
 // appended to.
-func prepareRead(db *gorm.DB, _ func(*gorm.DB)) (string, func(), bool) {
-	callbacks.BuildQuerySQL(db)
-	return db.Statement.SQL.String(), adapter.RewindOf(db.Statement.Dest).Reset, true
+func (a *attempts) prepareRead() bool {
+	callbacks.BuildQuerySQL(a.db)
+	a.query, a.rewind = a.db.Statement.SQL.String(), adapter.RewindOf(a.db.Statement.Dest)
+	return true
 }
 
-// prepareWrite builds a write's SQL by running original in GORM's dry-run
-// mode, then puts the statement and its value back as they were before
-// the build: each attempt builds the statement itself, as the callback
-// expects (sqlserver's Create decides while building whether it reads
-// OUTPUT rows), so what it writes to the value is the attempt's own.
-func prepareWrite(db *gorm.DB, original func(*gorm.DB)) (string, func(), bool) {
+// prepareWrite builds a write's SQL by running the callback in GORM's
+// dry-run mode, then puts the statement and its value back as they were
+// before the build: each attempt builds the statement itself, as the
+// callback expects (sqlserver's Create decides while building whether it
+// reads OUTPUT rows), so what it writes to the value is the attempt's own.
+func (a *attempts) prepareWrite() bool {
+	db := a.db
 	stmt := db.Statement
 	restoreValue, ok := snapshotValues(stmt)
 	if !ok {
-		return "", nil, false
+		return false
 	}
 	restoreStmt := snapshotStatement(stmt)
 	config := db.Config
 	dry := *config
 	dry.DryRun = true
 	db.Config = &dry // this operation's *gorm.DB only
-	original(db)
+	a.original(db)
 	db.Config = config
 	if db.Error != nil {
-		return "", nil, false // the operation's error, as GORM's build would have it
+		return false // the operation's error, as GORM's build would have it
 	}
-	query := stmt.SQL.String()
-	rewind := func() { restoreStmt(); restoreValue() }
-	rewind()
-	if query == "" {
-		return "", nil, false // nothing to run (an update with nothing to set)
-	}
-	return query, rewind, true
+	a.query = stmt.SQL.String()
+	a.restore = func() { restoreStmt(); restoreValue() }
+	a.restore()
+	return a.query != "" // "": nothing to run (an update with nothing to set)
 }
 
 // snapshotStatement returns a function that puts back what building a
