@@ -5,7 +5,8 @@
 // analyzers run: as `crl vet ./...` (which runs the crlvet command), as
 // `go vet -vettool=$(which crlvet) ./...`, from golangci-lint as a module
 // plugin (package github.com/crl-go/crl/crlvet/golangci), and in any other
-// driver of analyzers. It lives in a module of its own so that the
+// driver of analyzers (gopls loads none but its own: in an editor it runs
+// through golangci-lint's integration). It lives in a module of its own so that the
 // library's users do not require golang.org/x/tools.
 //
 // What it reports, each with the fix in the message:

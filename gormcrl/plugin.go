@@ -34,6 +34,14 @@ type Plugin struct {
 	mu      sync.Mutex // held by Initialize
 	runtime atomic.Pointer[config.Runtime]
 	shared  atomic.Pointer[retryPool] // the statement pool over a *sql.DB (statementPool)
+
+	// The plugins of the other handles that Open opened with a copy of
+	// this handle's gorm.Config (whose map of plugins is this one's), by
+	// their pool: gorm.io/plugin/dbresolver opens each source and replica
+	// so. A statement on one of those pools is retried with its own
+	// handle's settings (forPool).
+	pools    sync.Map // gorm.ConnPool → *Plugin
+	hasPools atomic.Bool
 }
 
 var _ gorm.Plugin = (*Plugin)(nil)
@@ -99,6 +107,31 @@ func (p *Plugin) retrier() *core.Retrier { return p.runtime.Load().Retrier() }
 func (p *Plugin) active(db *gorm.DB) *Plugin {
 	if q, ok := db.Plugins[PluginName].(*Plugin); ok && q != p && q.runtime.Load() != nil {
 		return q
+	}
+	return p
+}
+
+// addPool makes q the plugin of the statements that run on pool.
+func (p *Plugin) addPool(pool gorm.ConnPool, q *Plugin) {
+	if pool == nil || q == p {
+		return
+	}
+	p.pools.Store(pool, q)
+	p.hasPools.Store(true)
+}
+
+// forPool returns the plugin whose settings retry a statement on pool: the
+// plugin of the handle that opened the pool, when it is one of p's pools
+// (see addPool), else p.
+func (p *Plugin) forPool(pool gorm.ConnPool) *Plugin {
+	if !p.hasPools.Load() {
+		return p
+	}
+	if ps, ok := pool.(*gorm.PreparedStmtDB); ok { // PrepareStmt: GORM's layer over the pool
+		pool = ps.ConnPool
+	}
+	if q, ok := p.pools.Load(pool); ok {
+		return q.(*Plugin)
 	}
 	return p
 }
@@ -184,7 +217,7 @@ func (p *Plugin) installPool(db *gorm.DB) {
 	if _, ok := unwrapPool(stmt.ConnPool); ok { // a nested statement of a retried one
 		return
 	}
-	stmt.ConnPool = p.active(db).statementPool(stmt.ConnPool)
+	stmt.ConnPool = p.active(db).forPool(stmt.ConnPool).statementPool(stmt.ConnPool)
 }
 
 // statementPool returns inner under p's statement loop. The pool over a

@@ -111,7 +111,7 @@ func (c *unitCallbacks) start(db *gorm.DB) {
 	// The breaker is asked before anything of the first attempt runs: an
 	// operation it refuses must not write, and its verdict is applied to
 	// the attempts that ran (crl:unit_end).
-	admission, err := c.plugin.active(db).retrier().Admit(stmt.Context)
+	admission, err := c.plugin.active(db).forPool(stmt.ConnPool).retrier().Admit(stmt.Context)
 	if err != nil {
 		_ = db.AddError(err) // the chain's callbacks see it and run nothing
 		return
