@@ -1,8 +1,11 @@
 package gormcrl_test
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
 
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/conformance"
@@ -209,4 +213,63 @@ func holdThenWait(t *testing.T, db *sql.DB, first, second string, d time.Duratio
 		released <- holder.Rollback()
 	}()
 	return released
+}
+
+// An Update and a Delete alone (SkipDefaultTransaction) that wait for a
+// row another session holds are retried the same way; each attempt
+// builds the statement from the clauses as they were before the first
+// build, so the WHERE of the primary key that GORM adds while building is
+// not added twice.
+func TestRealUpdateDeleteAloneRetried(t *testing.T) {
+	d := conformance.DatabaseNamed(t, "mariadb")
+	log := &retryLog{}
+	var buf bytes.Buffer
+	db, err := gorm.Open(gormcrl.Open(dialectors[d.Driver](d.With("innodb_lock_wait_timeout=1")),
+		gormcrl.WithRetryExec("{1205:3,0}"), config.WithObserver(log)),
+		&gorm.Config{SkipDefaultTransaction: true, Logger: logger.New(logWriter{&buf}, logger.Config{LogLevel: logger.Info})})
+	require.NoError(t, err)
+	table := conformance.Table("gormp_upd")
+	tdb := func() *gorm.DB { return db.Table(table) }
+	require.NoError(t, tdb().Migrator().CreateTable(&gormpItem{}))
+	defer func() { _ = tdb().Migrator().DropTable(table) }()
+	item := gormpItem{Name: "held"}
+	require.NoError(t, tdb().Create(&item).Error)
+	sqlDB, err := db.DB()
+	require.NoError(t, err)
+	lock := "SELECT id FROM " + table + " WHERE id = " + strconv.FormatInt(item.ID, 10) + " FOR UPDATE"
+
+	released := conformance.Hold(t, sqlDB, lock, 1500*time.Millisecond)
+	buf.Reset()
+	res := tdb().Model(&item).Update("note", "updated")
+	require.NoError(t, <-released)
+	require.NoError(t, res.Error)
+	assert.Equal(t, int64(1), res.RowsAffected)
+	require.Len(t, log.all(), 1, "retried once")
+	last := lastStatement(t, buf.String())
+	assert.Equal(t, 1, strings.Count(last, "`id` = "), "the WHERE of the key once: %s", last)
+	var got gormpItem
+	require.NoError(t, tdb().First(&got, item.ID).Error)
+	assert.Equal(t, "updated", got.Note)
+
+	released = conformance.Hold(t, sqlDB, lock, 1500*time.Millisecond)
+	buf.Reset()
+	res = tdb().Delete(&item)
+	require.NoError(t, <-released)
+	require.NoError(t, res.Error)
+	assert.Equal(t, int64(1), res.RowsAffected)
+	require.Len(t, log.all(), 2, "retried once more")
+	last = lastStatement(t, buf.String())
+	assert.Equal(t, 1, strings.Count(last, "`id` = "), "the WHERE of the key once: %s", last)
+	var n int64
+	require.NoError(t, tdb().Count(&n).Error)
+	assert.Zero(t, n)
+}
+
+// lastStatement returns the statement of the last entry GORM's logger
+// wrote (a file line, then the statement).
+func lastStatement(t *testing.T, log string) string {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(log), "\n")
+	require.NotEmpty(t, lines)
+	return lines[len(lines)-1]
 }
