@@ -186,12 +186,7 @@ func (a *attempts) prepareWrite() bool {
 		return false
 	}
 	restoreStmt := snapshotStatement(stmt)
-	config := db.Config
-	dry := *config
-	dry.DryRun = true
-	db.Config = &dry // this operation's *gorm.DB only
-	a.original(db)
-	db.Config = config
+	a.dryRun()
 	if db.Error != nil {
 		return false // the operation's error, as GORM's build would have it
 	}
@@ -199,6 +194,20 @@ func (a *attempts) prepareWrite() bool {
 	a.restore = func() { restoreStmt(); restoreValue() }
 	a.restore()
 	return a.query != "" // "": nothing to run (an update with nothing to set)
+}
+
+// dryRun runs the callback in GORM's dry-run mode, which builds the
+// statement and runs nothing. The mode is set on a copy of the
+// configuration given to this operation's *gorm.DB only, and put back even
+// if the callback panics.
+func (a *attempts) dryRun() {
+	db := a.db
+	config := db.Config
+	dry := *config
+	dry.DryRun = true
+	db.Config = &dry
+	defer func() { db.Config = config }()
+	a.original(db)
 }
 
 // snapshotStatement returns a function that puts back what building a

@@ -42,7 +42,8 @@ import (
 //     runs the processor's whole chain on the clone (Execute), GORM's own
 //     begin and commit included; the clone's callbacks record its
 //     failures the same way. The outcome of the last attempt becomes the
-//     operation's Error and RowsAffected.
+//     operation's Error and RowsAffected, and its statement the one GORM's
+//     processor logs for the operation (see trace.go).
 //
 // A COMMIT that failed with an unknown outcome is never retried (the error
 // matches core.ErrCommitUnknown); a COMMIT the server refused is the failed
