@@ -79,9 +79,8 @@ type checker struct {
 }
 
 func (c *checker) run(pass *analysis.Pass) (any, error) {
-	path := pass.Pkg.Path()
-	if path == sqlxcrlPath || path == gormcrlPath || strings.HasPrefix(path, gormcrlPath+"/") || path == gormPath || strings.HasPrefix(path, gormPath+"/") {
-		return nil, nil // where the handles belong
+	if owns(pass.Pkg.Path()) {
+		return nil, nil // where the handles belong, and the adapters' own tests
 	}
 	gorm := c.gormAll || imports(pass, gormcrlPath)
 	for _, f := range pass.Files {
@@ -94,6 +93,18 @@ func (c *checker) run(pass *analysis.Pass) (any, error) {
 		checkGormSQLDB(pass)
 	}
 	return nil, nil
+}
+
+// owns reports whether the package at path is (or tests) one whose code
+// the handles belong to: sqlxcrl, gormcrl and GORM.
+func owns(path string) bool {
+	path = strings.TrimSuffix(path, "_test")
+	for _, p := range []string{sqlxcrlPath, gormcrlPath, gormPath} {
+		if path == p || strings.HasPrefix(path, p+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // imports reports whether the package imports path directly.
