@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +27,7 @@ import (
 // written to the value.
 type gormpItem struct {
 	ID   int64  `gorm:"primaryKey;autoIncrement"`
+	Code string `gorm:"size:32"`
 	Name string `gorm:"size:32;uniqueIndex"`
 	Note string `gorm:"size:32;default:fresh"`
 }
@@ -69,13 +71,13 @@ var returningCases = []returningCase{
 // the values as GORM left them.
 func createItems(db *gorm.DB, names []string) ([]gormpItem, error) {
 	if len(names) == 1 {
-		item := gormpItem{Name: names[0]}
+		item := gormpItem{Code: "c_" + names[0], Name: names[0]}
 		err := db.Create(&item).Error
 		return []gormpItem{item}, err
 	}
 	items := make([]gormpItem, len(names))
 	for i, n := range names {
-		items[i].Name = n
+		items[i].Code, items[i].Name = "c_"+n, n
 	}
 	err := db.Create(&items).Error
 	return items, err
@@ -123,8 +125,9 @@ func TestRealReturningLockWaitRetried(t *testing.T) {
 			require.NoError(t, sqlDB.QueryRow("SELECT VERSION()").Scan(&version))
 
 			// The holder takes the key "held" and lets go after the first
-			// attempt's time-out (1 s): the second attempt succeeds.
-			released := conformance.Hold(t, sqlDB, "INSERT INTO "+table+" (name) VALUES ('held')", 1500*time.Millisecond)
+			// attempt's time-out (1 s; the Create may start up to 0.9 s
+			// late on a loaded machine): the second attempt succeeds.
+			released := conformance.Hold(t, sqlDB, "INSERT INTO "+table+" (name) VALUES ('held')", 1900*time.Millisecond)
 			w := tdb()
 			if tc.skip {
 				w = w.Session(&gorm.Session{SkipDefaultTransaction: true})
@@ -149,30 +152,37 @@ func TestRealReturningLockWaitRetried(t *testing.T) {
 }
 
 // PostgreSQL reports a deadlock (40P01) with the query, not while its
-// rows are read; the same writes are retried there too. The INSERT of
-// two rows inserts "free", then waits for "held", which the holder has;
-// the holder then waits for "free": a deadlock whose victim is the INSERT
-// (it has waited longest; the holder's deadlock_timeout is longer).
+// rows are read; the same writes are retried there too. The holder has
+// the name "held"; the INSERT of the row named "held" (code "c_held")
+// enters its code in the code's unique index, then waits for the holder
+// in the name's; the holder then inserts the code "c_held" and waits for
+// the INSERT: a deadlock whose victim is the INSERT (it has waited
+// longest; the holder's deadlock_timeout is longer).
 func TestRealReturningDeadlockRetriedPostgres(t *testing.T) {
 	d := conformance.DatabaseNamed(t, "postgres")
 	for _, tc := range returningCases {
-		if len(tc.names) == 1 {
-			continue // one row holds no lock that the holder could wait for
-		}
 		t.Run(tc.name, func(t *testing.T) {
 			log := &retryLog{}
 			db, err := openGorm(d.Driver, d.DSN, gormcrl.WithRetryExec("{40P01:3,0:insert}"), config.WithObserver(log))
 			require.NoError(t, err)
 			table := conformance.Table("gormp_ret")
 			tdb := func() *gorm.DB { return db.Table(table) }
-			require.NoError(t, tdb().Migrator().CreateTable(&gormpItem{}))
+			// The code's index first: PostgreSQL enters a row in a table's
+			// unique indexes in the order they were created.
+			for _, ddl := range []string{
+				"CREATE TABLE " + table + " (id bigserial PRIMARY KEY, code varchar(32), name varchar(32), note varchar(32) DEFAULT 'fresh')",
+				"CREATE UNIQUE INDEX " + table + "_code ON " + table + " (code)",
+				"CREATE UNIQUE INDEX " + table + "_name ON " + table + " (name)",
+			} {
+				require.NoError(t, db.Exec(ddl).Error)
+			}
 			defer func() { _ = tdb().Migrator().DropTable(table) }()
 			sqlDB, err := db.DB()
 			require.NoError(t, err)
 
-			released := holdThenWait(t, sqlDB,
-				"INSERT INTO "+table+" (name) VALUES ('held')",
-				"INSERT INTO "+table+" (name) VALUES ('free')", 300*time.Millisecond)
+			released := holdThenWait(t, sqlDB, table,
+				"INSERT INTO "+table+" (code, name) VALUES ('h', 'held')",
+				"INSERT INTO "+table+" (code, name) VALUES ('c_held', 'other')")
 			w := tdb()
 			if tc.skip {
 				w = w.Session(&gorm.Session{SkipDefaultTransaction: true})
@@ -184,16 +194,17 @@ func TestRealReturningDeadlockRetriedPostgres(t *testing.T) {
 			require.NotEmpty(t, retries, "a retry was scheduled")
 			assert.Contains(t, retries[0].Query, "INSERT INTO")
 			assert.Equal(t, "40P01", retries[0].Token)
+			assert.Equal(t, "fresh", items[0].Note, "the default read back")
 			requireStoredOnce(t, tdb, items)
 		})
 	}
 }
 
-// holdThenWait runs first in a transaction of its own, then, after d,
-// second (which waits for the other session's locks until the deadlock
-// detector picks a victim), and rolls back; the channel receives the
-// rollback's error, or the first error of the transaction.
-func holdThenWait(t *testing.T, db *sql.DB, first, second string, d time.Duration) <-chan error {
+// holdThenWait runs first in a transaction of its own, then, once another
+// session's INSERT INTO table waits for a lock, second (which waits for
+// that session until the deadlock detector picks a victim), and rolls
+// back; the channel receives the rollback's error, or the first error.
+func holdThenWait(t *testing.T, db *sql.DB, table, first, second string) <-chan error {
 	t.Helper()
 	ctx := context.Background()
 	holder, err := db.BeginTx(ctx, nil)
@@ -204,7 +215,11 @@ func holdThenWait(t *testing.T, db *sql.DB, first, second string, d time.Duratio
 	require.NoError(t, err, first)
 	released := make(chan error, 1)
 	go func() {
-		time.Sleep(d)
+		if err := waitForLockWait(ctx, db, table); err != nil {
+			_ = holder.Rollback()
+			released <- err
+			return
+		}
 		if _, err := holder.ExecContext(ctx, second); err != nil {
 			_ = holder.Rollback()
 			released <- err
@@ -213,6 +228,25 @@ func holdThenWait(t *testing.T, db *sql.DB, first, second string, d time.Duratio
 		released <- holder.Rollback()
 	}()
 	return released
+}
+
+// waitForLockWait returns once a session's INSERT INTO table waits for a
+// lock (PostgreSQL's pg_stat_activity), or an error after 10 s.
+func waitForLockWait(ctx context.Context, db *sql.DB, table string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		var n int
+		err := db.QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1",
+			"INSERT INTO \""+table+"\"%").Scan(&n)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return errors.New("no INSERT INTO " + table + " waited for a lock within 10 s")
 }
 
 // An Update and a Delete alone (SkipDefaultTransaction) that wait for a
@@ -238,7 +272,7 @@ func TestRealUpdateDeleteAloneRetried(t *testing.T) {
 	require.NoError(t, err)
 	lock := "SELECT id FROM " + table + " WHERE id = " + strconv.FormatInt(item.ID, 10) + " FOR UPDATE"
 
-	released := conformance.Hold(t, sqlDB, lock, 1500*time.Millisecond)
+	released := conformance.Hold(t, sqlDB, lock, 1900*time.Millisecond)
 	buf.Reset()
 	res := tdb().Model(&item).Update("note", "updated")
 	require.NoError(t, <-released)
@@ -251,7 +285,7 @@ func TestRealUpdateDeleteAloneRetried(t *testing.T) {
 	require.NoError(t, tdb().First(&got, item.ID).Error)
 	assert.Equal(t, "updated", got.Note)
 
-	released = conformance.Hold(t, sqlDB, lock, 1500*time.Millisecond)
+	released = conformance.Hold(t, sqlDB, lock, 1900*time.Millisecond)
 	buf.Reset()
 	res = tdb().Delete(&item)
 	require.NoError(t, <-released)

@@ -121,8 +121,8 @@ func TestReplicasOpenedWithGormcrlHaveTheirOwnRetries(t *testing.T) {
 
 	names := map[string]bool{}
 	for range 2 { // round robin: one read per replica
-		heldA := lockRow(t, admin, nameA+"."+table, 1500*time.Millisecond)
-		heldB := lockRow(t, admin, nameB+"."+table, 1500*time.Millisecond)
+		heldA := lockRow(t, admin, nameA+"."+table, 1900*time.Millisecond)
+		heldB := lockRow(t, admin, nameB+"."+table, 1900*time.Millisecond)
 		var items []gormpItem
 		err := db.Raw("SELECT id, name FROM " + table + " WHERE id = 1 LOCK IN SHARE MODE").Find(&items).Error
 		require.NoError(t, <-heldA)
