@@ -47,10 +47,10 @@ type gormpItem struct {
 	Name string
 }
 
-// replicaDB creates a database of its own on the server of dsn, with the
+// ownDatabase creates a database of its own on the server of dsn, with the
 // table of the test holding one row named after it, and drops it when the
 // test ends; it returns the DSN of that database.
-func replicaDB(t *testing.T, admin *sql.DB, dsn *mysql.Config, name, table string) string {
+func ownDatabase(t *testing.T, admin *sql.DB, dsn *mysql.Config, name, table string) string {
 	t.Helper()
 	_, err := admin.Exec("CREATE DATABASE " + name)
 	require.NoError(t, err)
@@ -81,11 +81,12 @@ func lockRow(t *testing.T, admin *sql.DB, table string, d time.Duration) <-chan 
 // Sources and replicas that dbresolver opens from dialectors of
 // gormcrl.Open get their own retries: a read that dbresolver sends to a
 // replica is retried by that replica's rules (and observed by its
-// observer), not by the source's. Real MariaDB, with two databases as the
+// observer), a write it sends to a source by the source's, not by the
+// main handle's. Real MariaDB, with two databases as the
 // replicas: each read locks in share mode a row that another session
 // holds, waits past innodb_lock_wait_timeout (1205), and succeeds on the
 // retry after the holder let go.
-func TestReplicasOpenedWithGormcrlHaveTheirOwnRetries(t *testing.T) {
+func TestSourcesAndReplicasOpenedWithGormcrlHaveTheirOwnRetries(t *testing.T) {
 	dsn := os.Getenv("CRL_MYSQL_DSN")
 	if dsn == "" {
 		t.Skip("CRL_MYSQL_DSN is not set")
@@ -98,17 +99,21 @@ func TestReplicasOpenedWithGormcrlHaveTheirOwnRetries(t *testing.T) {
 
 	suffix := fmt.Sprintf("%d_%d", time.Now().UnixNano()%1e9, rand.IntN(1000))
 	table := "gormp_resolver"
-	nameA, nameB := "crl_replica_a_"+suffix, "crl_replica_b_"+suffix
-	a := replicaDB(t, admin, parsed, nameA, table)
-	b := replicaDB(t, admin, parsed, nameB, table)
+	nameA, nameB, nameS := "crl_replica_a_"+suffix, "crl_replica_b_"+suffix, "crl_source_"+suffix
+	a := ownDatabase(t, admin, parsed, nameA, table)
+	b := ownDatabase(t, admin, parsed, nameB, table)
+	s := ownDatabase(t, admin, parsed, nameS, table)
 
-	source, replicaA, replicaB := &retryLog{}, &retryLog{}, &retryLog{}
+	main, replicaA, replicaB, source := &retryLog{}, &retryLog{}, &retryLog{}, &retryLog{}
 	withTimeout := func(d string) string { return d + "&innodb_lock_wait_timeout=1" }
 	db, err := gorm.Open(gormcrl.Open(gormmysql.Open(withTimeout(dsn)),
-		gormcrl.WithRetryExec("{1205:1,0}"), config.WithObserver(source)),
+		gormcrl.WithRetryExec("{1205:1,0}"), config.WithObserver(main)),
 		&gorm.Config{Logger: logger.Discard})
 	require.NoError(t, err)
 	require.NoError(t, db.Use(dbresolver.Register(dbresolver.Config{
+		Sources: []gorm.Dialector{
+			gormcrl.Open(gormmysql.Open(withTimeout(s)), gormcrl.WithRetryExec("{1205:2,0}"), config.WithObserver(source)),
+		},
 		Replicas: []gorm.Dialector{
 			gormcrl.Open(gormmysql.Open(withTimeout(a)), gormcrl.WithRetryExec("{1205:2,0}"), config.WithObserver(replicaA)),
 			gormcrl.Open(gormmysql.Open(withTimeout(b)), gormcrl.WithRetryExec("{1205:2,0}"), config.WithObserver(replicaB)),
@@ -134,5 +139,31 @@ func TestReplicasOpenedWithGormcrlHaveTheirOwnRetries(t *testing.T) {
 	assert.Equal(t, map[string]bool{nameA: true, nameB: true}, names, "a read on each replica")
 	assert.Equal(t, 1, replicaA.count(), "replica A's rules retried its read")
 	assert.Equal(t, 1, replicaB.count(), "replica B's rules retried its read")
-	assert.Equal(t, 0, source.count(), "the source's rules retried nothing")
+	assert.Equal(t, 0, main.count(), "the main handle's rules retried nothing")
+
+	// A write goes to the source: its rules retry its unit, whose INSERT
+	// waited for a key another session holds there.
+	held := holdKey(t, admin, nameS+"."+table, 2, 1900*time.Millisecond)
+	err = db.Table(table).Create(&gormpItem{ID: 2, Name: "mine"}).Error
+	require.NoError(t, <-held)
+	require.NoError(t, err)
+	assert.Equal(t, 1, source.count(), "the source's rules retried the write")
+	assert.Equal(t, 0, main.count(), "the main handle's rules retried nothing")
+	var n int
+	require.NoError(t, admin.QueryRow("SELECT COUNT(*) FROM "+nameS+"."+table+" WHERE name = 'mine'").Scan(&n))
+	assert.Equal(t, 1, n, "the row is in the source's database, once")
+}
+
+// holdKey inserts the key id into db.table in a transaction of its own and
+// rolls it back after d.
+func holdKey(t *testing.T, admin *sql.DB, table string, id int, d time.Duration) <-chan error {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := admin.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	_, err = tx.ExecContext(ctx, fmt.Sprintf("INSERT INTO %s VALUES (%d, 'holder')", table, id))
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	time.AfterFunc(d, func() { done <- tx.Rollback() })
+	return done
 }
