@@ -54,7 +54,11 @@ func ownDatabase(t *testing.T, admin *sql.DB, dsn *mysql.Config, name, table str
 	t.Helper()
 	_, err := admin.Exec("CREATE DATABASE " + name)
 	require.NoError(t, err)
-	t.Cleanup(func() { _, _ = admin.Exec("DROP DATABASE IF EXISTS " + name) })
+	t.Cleanup(func() {
+		if _, err := admin.Exec("DROP DATABASE IF EXISTS " + name); err != nil {
+			t.Errorf("drop the database %s: %v", name, err)
+		}
+	})
 	c := dsn.Clone()
 	c.DBName = name
 	_, err = admin.Exec(fmt.Sprintf("CREATE TABLE %s.%s (id BIGINT PRIMARY KEY, name VARCHAR(32))", name, table))
@@ -95,7 +99,7 @@ func TestSourcesAndReplicasOpenedWithGormcrlHaveTheirOwnRetries(t *testing.T) {
 	require.NoError(t, err)
 	admin, err := sql.Open("mysql", dsn)
 	require.NoError(t, err)
-	defer admin.Close()
+	t.Cleanup(func() { _ = admin.Close() }) // after the databases' drops (cleanups run last first)
 
 	suffix := fmt.Sprintf("%d_%d", time.Now().UnixNano()%1e9, rand.IntN(1000))
 	table := "gormp_resolver"
