@@ -10,6 +10,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"go/token"
@@ -50,8 +51,14 @@ func vetProtocol(args []string) bool {
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("crlvet", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: crlvet [-gormall] [packages]\n\n%s\n\nFlags:\n", crlvet.Analyzer.Doc)
+		fs.PrintDefaults()
+	}
 	crlvet.Analyzer.Flags.VisitAll(func(f *flag.Flag) { fs.Var(f.Value, f.Name, f.Usage) })
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
 		return 2
 	}
 	patterns := fs.Args()

@@ -73,6 +73,10 @@ func TestCommand(t *testing.T) {
 
 	code, _, _ = runIn(t, dir, bin, "-nosuchflag", "./clean")
 	assert.Equal(t, 2, code, "an unknown flag")
+
+	code, _, errOut = runIn(t, dir, bin, "-h")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, errOut, "usage: crlvet [-gormall] [packages]")
 }
 
 // The command is a vet tool: go vet runs it with its own protocol (-flags,
