@@ -80,3 +80,24 @@ func plainAndPlugin(b *testing.B, s *mssqltest.Server) []benchDB {
 	}
 	return []benchDB{{"plain", plain}, {"plugin", withPlugin}}
 }
+
+// BenchmarkCreateAlone measures Create with SkipDefaultTransaction on the
+// success path: the plugin builds the statement once in GORM's dry-run
+// mode (for the rule's filter), snapshots the value and the statement's
+// clauses, and the attempt builds it again.
+func BenchmarkCreateAlone(b *testing.B) {
+	s := mssqltest.NewServer(b)
+	s.Handle(insertOrder, idRow(8))
+	for _, bc := range plainAndPlugin(b, s) {
+		db := bc.db.Session(&gorm.Session{SkipDefaultTransaction: true})
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				o := Order{Name: "pen"}
+				if err := db.Create(&o).Error; err != nil || o.ID != 8 {
+					b.Fatal(err, o)
+				}
+			}
+		})
+	}
+}

@@ -85,7 +85,15 @@ func (d *dialector) Initialize(db *gorm.DB) error {
 	if err := p.register(db); err != nil {
 		return err
 	}
-	db.Plugins[PluginName] = p
+	if q, ok := pluginOf(db); ok {
+		// db's gorm.Config is a copy of another handle's, whose map of
+		// plugins it shares (dbresolver opens its sources and replicas
+		// so): that handle's plugin stays in effect there, and statements
+		// on this handle's pool are retried with this handle's settings.
+		q.addPool(db.ConnPool, p)
+	} else {
+		db.Plugins[PluginName] = p
+	}
 	db.Dialector = inner
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -76,6 +77,63 @@ func TestLogNamesTheCallersLine(t *testing.T) {
 	assert.Contains(t, out, "dialector_test.go:", "the log names this file")
 	assert.NotContains(t, out, "unit.go", "the log does not name gormcrl's file")
 	assert.Equal(t, 1, strings.Count(out, "INSERT INTO"), "the attempt is logged once:\n%s", out)
+}
+
+// A retried operation: GORM's processor logs the attempt that ended it at
+// the caller's line (its text, rows and error are the operation's), and
+// gormcrl logs each attempt that failed and was retried, naming the caller
+// in a comment. Alone (SkipDefaultTransaction), in GORM's implicit
+// transaction, and for a read.
+func TestLogOfRetriedOperationNamesTheCaller(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(db *gorm.DB, s *mssqltest.Server) (error, int) // the error, and the caller's line
+	}{
+		{"unit", func(db *gorm.DB, s *mssqltest.Server) (error, int) {
+			s.Handle(insertOrder, mssqltest.Error(1205), mssqltest.Error(1205), idRow(8))
+			_, _, line, _ := runtime.Caller(0)
+			return db.Create(&Order{Name: "pen"}).Error, line + 1
+		}},
+		{"alone", func(db *gorm.DB, s *mssqltest.Server) (error, int) {
+			s.Handle(insertOrder, mssqltest.Error(1205), mssqltest.Error(1205), idRow(8))
+			_, _, line, _ := runtime.Caller(0)
+			return db.Session(&gorm.Session{SkipDefaultTransaction: true}).Create(&Order{Name: "pen"}).Error, line + 1
+		}},
+		{"read", func(db *gorm.DB, s *mssqltest.Server) (error, int) {
+			s.Handle(selectFirst, mssqltest.Error(1205), mssqltest.Error(1205), orderRow(7, "pen"))
+			var o Order
+			_, _, line, _ := runtime.Caller(0)
+			return db.First(&o, 7).Error, line + 1
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mssqltest.NewServer(t)
+			var buf bytes.Buffer
+			lg := logger.New(logWriter{&buf}, logger.Config{LogLevel: logger.Info, Colorful: false})
+			db, _ := open(t, s, &gorm.Config{Logger: lg}, gormcrl.WithRetryExec(deadlockRules))
+			s.Handle("BEGIN TRANSACTION", mssqltest.Affected(0))
+			buf.Reset()
+			err, line := tc.run(db, s)
+			require.NoError(t, err)
+			here := fmt.Sprintf("dialector_test.go:%d", line)
+			lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+			var entries []string // GORM's logger writes a file line, then the statement
+			for i := 0; i+1 < len(lines); i += 2 {
+				entries = append(entries, lines[i]+" "+lines[i+1])
+			}
+			require.Len(t, entries, 3, "each attempt is logged once:\n%s", buf.String())
+			for i, e := range entries[:2] {
+				assert.Contains(t, e, fmt.Sprintf("/* crl: attempt %d failed, retried; called at ", i+1), "a failed attempt")
+				assert.Contains(t, e, here+" */", "names the caller")
+				assert.Contains(t, e, "mssql: ", "with its error")
+			}
+			final := entries[2]
+			assert.True(t, strings.HasPrefix(final, "/"), "a file first: %s", final)
+			assert.Contains(t, strings.Fields(final)[0], here, "the last attempt is logged at the caller's line")
+			assert.NotContains(t, final, "crl:", "as GORM logs any statement")
+			assert.Contains(t, final, "[rows:1]")
+		})
+	}
 }
 
 type logWriter struct{ b *bytes.Buffer }

@@ -25,7 +25,8 @@
 //     done safely (GORM would save associations with it, or it is of a
 //     shape this package does not snapshot), not at all. With
 //     SkipDefaultTransaction each statement commits on its own and is
-//     retried on its own.
+//     retried on its own, the scan of the rows it returns (INSERT …
+//     RETURNING, OUTPUT INSERTED) included.
 //   - Transaction retries a whole closure on a fresh transaction.
 //
 // What is never retried: a statement inside a transaction (db.Transaction,
@@ -33,7 +34,14 @@
 // transaction of a deadlock victim and re-running one statement would run
 // it outside any transaction; a statement on a *sql.Conn (db.Connection);
 // a COMMIT whose outcome is unknown (core.ErrCommitUnknown); an error that
-// arrives while rows are read; an operation with db.Clauses(NoRetry).
+// arrives while the caller reads rows GORM handed out (Rows, Row, Scan);
+// an operation with db.Clauses(NoRetry). An error met while GORM itself
+// reads a statement's rows (Find, First, a write's RETURNING) is retried
+// with the statement.
+//
+// GORM's db.Transaction cannot be made to retry (nothing a plugin hooks
+// sees its closure): use Transaction. crl vet (module
+// github.com/crl-go/crl/crlvet) reports the code that calls GORM's.
 //
 // Hooks run again on each attempt of a retried unit, as the closure of
 // Transaction does: they must not do anything outside the transaction

@@ -85,3 +85,27 @@ func ExampleNoRetry() {
 	// Output:
 	// true 1
 }
+
+// Register the plugin on a DB opened without Open, and keep the *Plugin to
+// read its settings after db.Use.
+func ExampleNew() {
+	srv, err := mssqltest.Start()
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Close()
+	db, err := gorm.Open(sqlserver.Open(srv.DSN()), &gorm.Config{Logger: logger.Discard})
+	if err != nil {
+		panic(err)
+	}
+	p := gormcrl.New(gormcrl.WithRetryExec("{1205:3,100ms*2}"))
+	fmt.Println("before Use:", p.Retrier() == nil)
+	if err := db.Use(p); err != nil {
+		panic(err)
+	}
+	rule, _ := p.Retrier().Policy().Statement.Lookup(1205)
+	fmt.Println("after Use:", rule.WaitTimes())
+	// Output:
+	// before Use: true
+	// after Use: [100ms 200ms 400ms]
+}

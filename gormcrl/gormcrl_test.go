@@ -549,12 +549,10 @@ func TestPluginInitializeIsIdempotent(t *testing.T) {
 	require.NoError(t, err)
 	p := gormcrl.New(gormcrl.WithRetryExec(deadlockRules), config.WithClock(coretest.NewClock(time.Time{})))
 	require.Equal(t, "crl:retry", p.Name())
-	plugin, ok := p.(*gormcrl.Plugin) // its methods are reachable by type assertion
-	require.True(t, ok, "New returns a *Plugin")
-	require.Nil(t, plugin.Retrier(), "before Initialize")
+	require.Nil(t, p.Retrier(), "before Initialize") // a *Plugin: no type assertion
 	require.NoError(t, db.Use(p))
-	require.NotNil(t, plugin.Retrier())
-	require.NotNil(t, plugin.Runtime())
+	require.NotNil(t, p.Retrier())
+	require.NotNil(t, p.Runtime())
 	require.NoError(t, p.Initialize(db))
 	require.NoError(t, p.Initialize(db.Session(&gorm.Session{})))
 	require.ErrorIs(t, db.Use(p), gorm.ErrRegistered, "second Use")

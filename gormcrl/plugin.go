@@ -34,6 +34,14 @@ type Plugin struct {
 	mu      sync.Mutex // held by Initialize
 	runtime atomic.Pointer[config.Runtime]
 	shared  atomic.Pointer[retryPool] // the statement pool over a *sql.DB (statementPool)
+
+	// The plugins of the other handles that Open opened with a copy of
+	// this handle's gorm.Config (whose map of plugins is this one's), by
+	// their pool: gorm.io/plugin/dbresolver opens each source and replica
+	// so. A statement on one of those pools is retried with its own
+	// handle's settings (forPool).
+	pools    sync.Map // gorm.ConnPool → *Plugin
+	hasPools atomic.Bool
 }
 
 var _ gorm.Plugin = (*Plugin)(nil)
@@ -46,17 +54,16 @@ var _ gorm.Plugin = (*Plugin)(nil)
 // DSN of the DB's dialector when it has one this package can read (an
 // exported DSN field, as gorm.io/driver/sqlserver, mysql, postgres and
 // most other dialectors have; see Open), from the properties file, and
-// the defaults. New does
-// not wrap the connections of a DB that is already open, so the
-// connection loop does not apply; Open does that.
+// the defaults. New does not wrap the connections of a DB that is already
+// open, so the connection loop does not apply; Open does that.
 //
-// New returns a *Plugin (its result type is gorm.Plugin, as db.Use takes
-// it): its Retrier and Runtime are reachable by type assertion,
+// The *Plugin is a gorm.Plugin; keep it to reach its retry engine and
+// configuration once db.Use has initialized it:
 //
-//	p := gormcrl.New(opts...).(*gormcrl.Plugin)
+//	p := gormcrl.New(opts...)
 //	err := db.Use(p)
-//	retrier := p.Retrier() // after Use
-func New(opts ...Option) gorm.Plugin {
+//	retrier := p.Retrier() // nil before Use
+func New(opts ...Option) *Plugin {
 	return &Plugin{opts: opts}
 }
 
@@ -104,6 +111,31 @@ func (p *Plugin) active(db *gorm.DB) *Plugin {
 	return p
 }
 
+// addPool makes q the plugin of the statements that run on pool.
+func (p *Plugin) addPool(pool gorm.ConnPool, q *Plugin) {
+	if pool == nil || q == p {
+		return
+	}
+	p.pools.Store(pool, q)
+	p.hasPools.Store(true)
+}
+
+// forPool returns the plugin whose settings retry a statement on pool: the
+// plugin of the handle that opened the pool, when it is one of p's pools
+// (see addPool), else p.
+func (p *Plugin) forPool(pool gorm.ConnPool) *Plugin {
+	if !p.hasPools.Load() {
+		return p
+	}
+	if ps, ok := pool.(*gorm.PreparedStmtDB); ok { // PrepareStmt: GORM's layer over the pool
+		pool = ps.ConnPool
+	}
+	if q, ok := p.pools.Load(pool); ok {
+		return q.(*Plugin)
+	}
+	return p
+}
+
 // register puts the callbacks on the processors.
 func (p *Plugin) register(db *gorm.DB) error {
 	var errs []error
@@ -130,9 +162,10 @@ func (p *Plugin) register(db *gorm.DB) error {
 	add(row.Get, row.After("*").Register, "crl:restore_pool", restorePool)
 	add(raw.Get, raw.Before("gorm:raw").Register, "crl:retry_pool", p.installPool)
 	add(raw.Get, raw.After("*").Register, "crl:restore_pool", restorePool)
-	// Query: the read too, rows scanned included (see read.go).
-	if err := p.wrapQuery(db); err != nil {
-		errs = append(errs, fmt.Errorf("gormcrl: wrap gorm:query: %w", err))
+	// Query, Create, Update, Delete: the statement callback's whole run,
+	// rows read included (see attempt.go).
+	if err := p.wrapStatements(db); err != nil {
+		errs = append(errs, err)
 	}
 
 	// Create, Update, Delete: the whole unit of GORM's implicit transaction
@@ -184,7 +217,7 @@ func (p *Plugin) installPool(db *gorm.DB) {
 	if _, ok := unwrapPool(stmt.ConnPool); ok { // a nested statement of a retried one
 		return
 	}
-	stmt.ConnPool = p.active(db).statementPool(stmt.ConnPool)
+	stmt.ConnPool = p.active(db).forPool(stmt.ConnPool).statementPool(stmt.ConnPool)
 }
 
 // statementPool returns inner under p's statement loop. The pool over a

@@ -26,6 +26,13 @@ func snapshot(stmt *gorm.Statement, op operation) (func(), bool) {
 	if op != opDelete && savesAssociations(stmt, op == opCreate) {
 		return nil, false
 	}
+	return snapshotValues(stmt)
+}
+
+// snapshotValues is snapshot without the associations: what one statement
+// writes to the value, for a retry of that statement alone (the rows of
+// associations are written by statements of their own).
+func snapshotValues(stmt *gorm.Statement) (func(), bool) {
 	var restores []func()
 	for i, v := range []any{stmt.Dest, stmt.Model} {
 		if v == nil || (i == 1 && sameValue(stmt.Model, stmt.Dest)) {

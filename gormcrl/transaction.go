@@ -52,7 +52,7 @@ func Transaction(db *gorm.DB, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	return p.retrier().DoTx(ctx, func(context.Context) (string, error) {
+	return p.forPool(db.Statement.ConnPool).retrier().DoTx(ctx, func(context.Context) (string, error) {
 		return runTx(db, fn, opts)
 	})
 }

@@ -42,7 +42,8 @@ import (
 //     runs the processor's whole chain on the clone (Execute), GORM's own
 //     begin and commit included; the clone's callbacks record its
 //     failures the same way. The outcome of the last attempt becomes the
-//     operation's Error and RowsAffected.
+//     operation's Error and RowsAffected, and its statement the one GORM's
+//     processor logs for the operation (see trace.go).
 //
 // A COMMIT that failed with an unknown outcome is never retried (the error
 // matches core.ErrCommitUnknown); a COMMIT the server refused is the failed
@@ -59,6 +60,11 @@ type unit struct {
 	rec   adapter.Recorder
 	armed bool // the chain runs in a transaction this package records
 	retry bool // this statement is a retry's clone: the loop runs elsewhere
+
+	// Of a retry's clone: its statement, taken off the clone so that the
+	// clone's processor does not log it (see trace.go).
+	sql  string
+	vars []any
 
 	// Of the first attempt only.
 	admission core.Admission // the circuit breaker's leave, asked before the chain ran
@@ -106,7 +112,7 @@ func (c *unitCallbacks) start(db *gorm.DB) {
 	// The breaker is asked before anything of the first attempt runs: an
 	// operation it refuses must not write, and its verdict is applied to
 	// the attempts that ran (crl:unit_end).
-	admission, err := c.plugin.active(db).retrier().Admit(stmt.Context)
+	admission, err := c.plugin.active(db).forPool(stmt.ConnPool).retrier().Admit(stmt.Context)
 	if err != nil {
 		_ = db.AddError(err) // the chain's callbacks see it and run nothing
 		return
@@ -141,7 +147,15 @@ func (c *unitCallbacks) end(db *gorm.DB) {
 	restorePool(db)
 	stmt := db.Statement
 	u := unitOf(stmt)
-	if u == nil || u.retry {
+	if u == nil {
+		return
+	}
+	if u.retry {
+		// The loop in the first attempt's end logs this attempt, or makes
+		// it the operation's statement (see trace.go).
+		u.sql, u.vars = stmt.SQL.String(), stmt.Vars
+		stmt.SQL.Reset()
+		stmt.Vars = nil
 		return
 	}
 	stmt.Settings.Delete(unitKey{stmt})
@@ -149,15 +163,24 @@ func (c *unitCallbacks) end(db *gorm.DB) {
 		return
 	}
 	var (
-		first = true
-		last  *gorm.DB
+		n      int
+		last   *gorm.DB
+		failed attemptLog // the attempt that failed last
+		caller string
 	)
 	err := u.admission.DoTx(stmt.Context, func(ctx context.Context) (string, error) {
-		if first {
-			first = false
+		if n++; n == 1 {
+			if db.Error != nil {
+				failed = failedAttempt(db, u.began)
+				stmt.SQL.Reset() // logged by the retry, if one follows (below)
+				stmt.Vars = nil
+			}
 			return u.outcome(db.Error)
 		}
-		traceAttempt(db, u.began) // a retry follows the first attempt
+		if caller == "" {
+			caller = callerOf()
+		}
+		failed.trace(db, n-1, caller)
 		u.restore()
 		r := &unit{armed: true, retry: true}
 		// Initialized: a *gorm.DB of its own with a clone of the pristine
@@ -165,11 +188,19 @@ func (c *unitCallbacks) end(db *gorm.DB) {
 		next := u.base.Session(&gorm.Session{Initialized: true})
 		next.Statement.Context = ctx
 		next.Statement.Settings.Store(unitKey{next.Statement}, r)
+		start := time.Now()
 		last = c.execute(next)
+		failed = attemptLog{sql: r.sql, vars: r.vars, rows: last.RowsAffected, err: last.Error, took: time.Since(start)}
 		return r.outcome(last.Error)
 	})
-	if last != nil {
+	switch {
+	case last != nil: // the last attempt is the operation's statement
 		db.RowsAffected = last.RowsAffected
+		stmt.SQL.WriteString(failed.sql)
+		stmt.Vars = failed.vars
+	case err != nil && n == 1: // not retried: the first attempt is the operation's
+		stmt.SQL.WriteString(failed.sql)
+		stmt.Vars = failed.vars
 	}
 	db.Error = err
 	if stmt.Result != nil {
@@ -188,29 +219,4 @@ func (u *unit) outcome(err error) (string, error) {
 		return adapter.CommitOutcome("gormcrl", cerr)
 	}
 	return u.rec.FailedQuery(), err
-}
-
-// traceAttempt logs the first attempt, which failed and is about to be
-// retried, as GORM's processor logs a statement, and empties the
-// statement's SQL so that the processor does not log it again when the
-// chain ends: each attempt is logged once. It runs only when a retry
-// follows: a first attempt that is not retried is logged by GORM's
-// processor itself, so its line names the caller's file and line (GORM's
-// logger names the first frame outside gorm.io; the line of an attempt
-// logged from inside the retry loop names this package's file, as GORM
-// cannot be told otherwise).
-func traceAttempt(db *gorm.DB, began time.Time) {
-	stmt := db.Statement
-	if db.Error == nil || stmt.SQL.Len() == 0 || db.Logger == nil {
-		return
-	}
-	sqlText, vars, rows, err := stmt.SQL.String(), stmt.Vars, db.RowsAffected, db.Error
-	db.Logger.Trace(stmt.Context, began, func() (string, int64) {
-		if filter, ok := db.Logger.(gorm.ParamsFilter); ok {
-			sqlText, vars = filter.ParamsFilter(stmt.Context, sqlText, vars...)
-		}
-		return db.Dialector.Explain(sqlText, vars...), rows
-	}, err)
-	stmt.SQL.Reset()
-	stmt.Vars = nil
 }

@@ -117,10 +117,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 				fmt.Fprint(stdout, help)
 				return 0
 			}
-			fmt.Fprintf(stderr, "crl vet: unknown flag %s: expected packages such as ./...\n", args[1])
-			return 2
 		}
-		return vet(args[1:], stdout, stderr)
+		return vet(args[1:], stdout, stderr) // vet checks its flags
 	case "check", "explain":
 	default:
 		fmt.Fprintf(stderr, "crl: unknown command %q: expected check, explain, vet or help\n\n%s", cmd, help)
