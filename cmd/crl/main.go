@@ -63,12 +63,16 @@ Commands:
            and the retries that queryTimeout refuses; then the connection loop.
              crl explain '{1205:3,2*2}'
              crl explain -querytimeout 5 '{1205:5,2*2}'
-  vet      Type-checks Go packages (default: the one in the working directory)
-           and reports every place that takes the embedded sqlx handle out of
+  vet      Runs crlvet (the analyzer, installed beside crl or on PATH) on Go
+           packages (default: the one in the working directory) and reports
+           code whose statements are not retried: the embedded sqlx handle taken out of
            a sqlxcrl handle (db.DB, db.DB.DB, tx.Tx, stmt.Stmt) to run
-           statements or to pass it on: those statements are not retried.
-           Methods that run no statement (db.DB.Stats(), SetMaxOpenConns) are
-           fine. Exits 1 when it finds one.
+           statements or to pass it on, sqlx's package functions given a
+           sqlxcrl handle, and GORM's db.Transaction, db.Begin, db.DB() and
+           db.ConnPool on a handle with the plugin (use
+           gormcrl.Transaction(db, fn)). Methods that run no statement
+           (db.DB.Stats(), SetMaxOpenConns) are fine. Exits 1 when it finds
+           one.
              crl vet ./...
   help     Prints this text (as does crl -h; crl with no command prints it
            to stderr and exits 2).
