@@ -85,6 +85,7 @@ func (c *checker) run(pass *analysis.Pass) (any, error) {
 	gorm := c.gormAll || imports(pass, gormcrlPath)
 	for _, f := range pass.Files {
 		checkSqlx(pass, f)
+		checkSqlxPackageCalls(pass, f)
 		if gorm {
 			checkGorm(pass, f)
 		}

@@ -105,3 +105,56 @@ func isNamed(t types.Type, path, name string) bool {
 	obj := named.Obj()
 	return obj.Pkg() != nil && obj.Pkg().Path() == path && (name == "" || obj.Name() == name)
 }
+
+// sqlxLosesHandle are the sqlx package functions that, given a sqlxcrl
+// handle, read its Mapper or Unsafe with a type switch over sqlx's own
+// types, which no wrapper matches: they bind or scan with sqlx's defaults,
+// and Preparex's statement is a plain *sqlx.Stmt, whose executions are not
+// retried. The handles' own methods do it right.
+var sqlxLosesHandle = map[string]string{
+	"NamedExec":           "binds with sqlx's default Mapper, not the handle's",
+	"NamedExecContext":    "binds with sqlx's default Mapper, not the handle's",
+	"NamedQuery":          "binds with sqlx's default Mapper, not the handle's",
+	"NamedQueryContext":   "binds with sqlx's default Mapper, not the handle's",
+	"Preparex":            "loses the handle's Mapper and Unsafe, and its statement's executions are not retried",
+	"PreparexContext":     "loses the handle's Mapper and Unsafe, and its statement's executions are not retried",
+	"PrepareNamed":        "loses the handle's Mapper, and its statement's executions are not retried",
+	"PrepareNamedContext": "loses the handle's Mapper, and its statement's executions are not retried",
+}
+
+// checkSqlxPackageCalls reports calls of sqlxLosesHandle's functions whose
+// handle argument (the first, or the one after the context) is a sqlxcrl
+// handle (*DB or *Tx).
+func checkSqlxPackageCalls(pass *analysis.Pass, f *ast.File) {
+	ast.Inspect(f, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok || len(call.Args) == 0 {
+			return true
+		}
+		sel, ok := call.Fun.(*ast.SelectorExpr)
+		if !ok {
+			return true
+		}
+		fn, ok := pass.TypesInfo.Uses[sel.Sel].(*types.Func)
+		if !ok || fn.Pkg() == nil || fn.Pkg().Path() != "github.com/jmoiron/sqlx" {
+			return true
+		}
+		lost, ok := sqlxLosesHandle[fn.Name()]
+		if !ok {
+			return true
+		}
+		i := 0
+		if strings.HasSuffix(fn.Name(), "Context") {
+			i = 1
+		}
+		if len(call.Args) <= i {
+			return true
+		}
+		arg := call.Args[i]
+		if tv, ok := pass.TypesInfo.Types[arg]; ok && (isNamed(tv.Type, sqlxcrlPath, "DB") || isNamed(tv.Type, sqlxcrlPath, "Tx")) {
+			pass.Reportf(call.Pos(), "sqlx.%s given a sqlxcrl handle %s; call %s.%s(…) instead",
+				fn.Name(), lost, types.ExprString(arg), fn.Name())
+		}
+		return true
+	})
+}

@@ -56,8 +56,8 @@ func TestCommand(t *testing.T) {
 	assert.Contains(t, out, filepath.Join(dir, "gormuse", "gormuse.go")+":24:")
 	assert.Contains(t, out, "use gormcrl.Transaction(db.WithContext(ctx), fn)")
 	assert.Contains(t, out, "db.DB is the embedded *sqlx.DB of a *sqlxcrl.DB")
-	assert.Equal(t, 11, strings.Count(out, "\n"), "6 sqlx places, 5 GORM ones:\n%s", out)
-	assert.Contains(t, errOut, "11 place(s)")
+	assert.Equal(t, 15, strings.Count(out, "\n"), "10 sqlx places, 5 GORM ones:\n%s", out)
+	assert.Contains(t, errOut, "15 place(s)")
 
 	code, out, errOut = runIn(t, dir, bin, "./clean", "./gormplain")
 	assert.Equal(t, 0, code, "%s%s", out, errOut)

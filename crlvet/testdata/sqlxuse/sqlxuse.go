@@ -34,5 +34,11 @@ func use(ctx context.Context, db *sqlxcrl.DB, tx *sqlxcrl.Tx, st *sqlxcrl.Stmt) 
 	_ = db.DB.Mapper
 	_ = db.DB.DriverName()
 	_, _ = db.ExecContext(ctx, "DELETE t")
+	_, _ = sqlx.NamedExec(db, "UPDATE t SET a = :a", map[string]any{"a": 1})             // want `sqlx.NamedExec given a sqlxcrl handle binds with sqlx's default Mapper, not the handle's; call db.NamedExec`
+	_, _ = sqlx.NamedQueryContext(ctx, db, "SELECT :a", map[string]any{"a": 1})          // want `sqlx.NamedQueryContext given a sqlxcrl handle`
+	_, _ = sqlx.Preparex(db, "SELECT 1")                                                 // want `sqlx.Preparex given a sqlxcrl handle loses the handle's Mapper and Unsafe, and its statement's executions are not retried`
+	_, _ = sqlx.NamedExecContext(ctx, tx, "UPDATE t SET a = :a", map[string]any{"a": 1}) // want `sqlx.NamedExecContext given a sqlxcrl handle`
+	_, _ = db.NamedExec("UPDATE t SET a = :a", map[string]any{"a": 1})
+	_ = sqlx.Get(db, new(int), "SELECT 1")
 	return takesExt(ctx, db)
 }
