@@ -69,8 +69,6 @@ func (p *Plugin) readQuery(original func(*gorm.DB)) func(*gorm.DB) {
 		})
 		stmt.ConnPool, stmt.Context = pool, parent
 		db.Error = err
-		if stmt.Result != nil {
-			stmt.Result.Error = err
-		}
+		setResultError(stmt, err)
 	}
 }

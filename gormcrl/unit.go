@@ -172,9 +172,7 @@ func (c *unitCallbacks) end(db *gorm.DB) {
 		db.RowsAffected = last.RowsAffected
 	}
 	db.Error = err
-	if stmt.Result != nil {
-		stmt.Result.Error = err
-	}
+	setResultError(stmt, err)
 }
 
 // outcome is what an attempt returns to the transaction loop: the
