@@ -85,26 +85,36 @@ var connectorWays = []connectorWay{
 	}},
 }
 
-// Over go-mssqldb's connectors against mssqltest: a first login that
-// fails with 40613 is retried by the login loop (connectRetryCount=1: 2
-// logins), and a deadlock (1205) by the statement rule, on the same handle.
+// Over go-mssqldb's connectors (NewConnector, and the access-token
+// provider connector an Azure SQL service with a managed identity uses)
+// against mssqltest: a first login that fails with 40613 is retried by the
+// login loop (connectRetryCount=1: 2 logins), and a deadlock (1205) by the
+// statement rule, on the same handle.
 func TestOpenDBSQLServerConnector(t *testing.T) {
-	for _, w := range connectorWays {
-		t.Run(w.name, func(t *testing.T) {
-			srv := mssqltest.NewServer(t)
-			c, err := mssql.NewConnectorWithAccessTokenProvider(srv.DSN(), func(context.Context) (string, error) { return "token", nil })
-			require.NoError(t, err)
-			srv.FailLogin(40613, 1)
-			h := w.open(t, c, "sqlserver", sqlserver.New(sqlserver.Config{}), gormcrl.WithRetryExec("{1205:1,0}"))
-			defer h.close()
-			require.NoError(t, h.ping(context.Background()), "the login loop retried the failed login")
-			assert.Equal(t, 2, srv.Logins(), "logins: the JDBC algorithm's")
+	connectors := map[string]func(dsn string) (*mssql.Connector, error){
+		"NewConnector": mssql.NewConnector,
+		"NewConnectorWithAccessTokenProvider": func(dsn string) (*mssql.Connector, error) {
+			return mssql.NewConnectorWithAccessTokenProvider(dsn, func(context.Context) (string, error) { return "token", nil })
+		},
+	}
+	for cname, newConnector := range connectors {
+		for _, w := range connectorWays {
+			t.Run(cname+"/"+w.name, func(t *testing.T) {
+				srv := mssqltest.NewServer(t)
+				c, err := newConnector(srv.DSN())
+				require.NoError(t, err)
+				srv.FailLogin(40613, 1)
+				h := w.open(t, c, "sqlserver", sqlserver.New(sqlserver.Config{}), gormcrl.WithRetryExec("{1205:1,0}"))
+				defer h.close()
+				require.NoError(t, h.ping(context.Background()), "the login loop retried the failed login")
+				assert.Equal(t, 2, srv.Logins(), "logins: the JDBC algorithm's")
 
-			const q = "UPDATE t SET n = n + 1"
-			srv.Handle(q, mssqltest.Error(1205), mssqltest.Affected(1))
-			require.NoError(t, h.exec(context.Background(), q))
-			assert.Equal(t, 2, srv.Count(q), "the deadlock was retried")
-		})
+				const q = "UPDATE t SET n = n + 1"
+				srv.Handle(q, mssqltest.Error(1205), mssqltest.Affected(1))
+				require.NoError(t, h.exec(context.Background(), q))
+				assert.Equal(t, 2, srv.Count(q), "the deadlock was retried")
+			})
+		}
 	}
 }
 
