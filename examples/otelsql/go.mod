@@ -10,9 +10,10 @@ replace (
 require (
 	github.com/XSAM/otelsql v0.44.0
 	github.com/crl-go/crl v0.0.0
-	github.com/crl-go/crl/hooks/otel v0.0.0-00010101000000-000000000000
+	github.com/crl-go/crl/hooks/otel v0.0.0
 	github.com/microsoft/go-mssqldb v1.11.2
 	github.com/stretchr/testify v1.12.1
+	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/trace v1.47.0
 )
@@ -29,7 +30,6 @@ require (
 	github.com/jmoiron/sqlx v1.4.0 // indirect
 	github.com/shopspring/decimal v1.4.0 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
-	go.opentelemetry.io/otel v1.47.0 // indirect
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
