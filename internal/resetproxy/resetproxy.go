@@ -29,15 +29,15 @@ func PostgresLogin(first []byte) bool {
 
 // Proxy is a running proxy. Its methods are safe for concurrent use.
 type Proxy struct {
-	ln       net.Listener
-	target   string
-	isLogin  Classifier
-	toReset  atomic.Int64 // connections still to reset
-	accepted atomic.Int64
-	wg       sync.WaitGroup
-	mu       sync.Mutex
-	open     map[net.Conn]struct{} // forwarded connections, closed by Close
-	closed   bool
+	ln      net.Listener
+	target  string
+	isLogin Classifier
+	toReset atomic.Int64 // connections still to reset
+	logins  atomic.Int64
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	open    map[net.Conn]struct{} // forwarded connections, closed by Close
+	closed  bool
 }
 
 // Start listens on a loopback port and forwards to target (host:port);
@@ -56,13 +56,13 @@ func Start(target string, isLogin Classifier) (*Proxy, error) {
 // Addr returns the proxy's host:port.
 func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 
-// Reset makes the next n connections be reset as soon as they are
-// accepted.
+// Reset makes the next n logins be reset: at once when the proxy has no
+// Classifier, else after their first bytes.
 func (p *Proxy) Reset(n int) { p.toReset.Store(int64(n)) }
 
 // Logins returns how many logins the proxy accepted (reset ones
 // included): the driver's login attempts.
-func (p *Proxy) Logins() int { return int(p.accepted.Load()) }
+func (p *Proxy) Logins() int { return int(p.logins.Load()) }
 
 // Close stops the proxy and closes every forwarded connection.
 func (p *Proxy) Close() error {
@@ -109,7 +109,7 @@ func (p *Proxy) handle(c net.Conn) {
 			return
 		}
 	}
-	p.accepted.Add(1)
+	p.logins.Add(1)
 	if p.toReset.Add(-1) >= 0 {
 		reset(c)
 		return
