@@ -133,9 +133,7 @@ func wholeStatement(original func(*gorm.DB), write bool) func(*gorm.DB) {
 		err := rp.retrier.Do(parent, a.query, a.run)
 		stmt.ConnPool, stmt.Context = pool, parent
 		db.Error = err
-		if stmt.Result != nil {
-			stmt.Result.Error = err
-		}
+		setResultError(stmt, err)
 	}
 }
 

@@ -203,9 +203,7 @@ func (c *unitCallbacks) end(db *gorm.DB) {
 		stmt.Vars = failed.vars
 	}
 	db.Error = err
-	if stmt.Result != nil {
-		stmt.Result.Error = err
-	}
+	setResultError(stmt, err)
 }
 
 // outcome is what an attempt returns to the transaction loop: the

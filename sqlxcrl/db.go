@@ -45,7 +45,18 @@ func Open(driverName, dsn string, opts ...Option) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlxcrl: %w", err)
 	}
-	return &DB{DB: sqlx.NewDb(sqlDB, driverName), retrier: rt.Retrier(), runtime: rt}, nil
+	return &DB{DB: sqlx.NewDb(sqlDB, bindName(driverName, rt)), retrier: rt.Retrier(), runtime: rt}, nil
+}
+
+// bindName is the driver name whose bind type (?, $1, @p1) sqlx uses for
+// a handle: driverName, or for a wrapped name that sqlx does not know
+// (sqlserver-otelsql-0) and config.WithDriverFamily names, that family's
+// driver.
+func bindName(driverName string, rt *config.Runtime) string {
+	if f, ok := family.Parse(rt.DriverFamily()); ok && sqlx.BindType(driverName) == sqlx.UNKNOWN {
+		return f.Driver()
+	}
+	return driverName
 }
 
 // OpenDB opens a database over a driver.Connector of your own, like
@@ -62,11 +73,7 @@ func OpenDB(c driver.Connector, driverName string, opts ...Option) (*DB, error) 
 	if err != nil {
 		return nil, fmt.Errorf("sqlxcrl: %w", err)
 	}
-	bindName := driverName
-	if f, ok := family.Parse(rt.DriverFamily()); ok && sqlx.BindType(driverName) == sqlx.UNKNOWN {
-		bindName = f.Driver() // a wrapped name binds as its family's driver
-	}
-	return &DB{DB: sqlx.NewDb(sql.OpenDB(wrapped), bindName), retrier: rt.Retrier(), runtime: rt}, nil
+	return &DB{DB: sqlx.NewDb(sql.OpenDB(wrapped), bindName(driverName, rt)), retrier: rt.Retrier(), runtime: rt}, nil
 }
 
 // Connect is Open and Ping; the ping runs the connection loop.
@@ -144,7 +151,7 @@ func WrapDB(db *sql.DB, driverName string, opts ...Option) (*DB, error) {
 	if db == nil {
 		return nil, ErrNilPool
 	}
-	return &DB{DB: sqlx.NewDb(db, driverName), retrier: rt.Retrier(), runtime: rt}, nil
+	return &DB{DB: sqlx.NewDb(db, bindName(driverName, rt)), retrier: rt.Retrier(), runtime: rt}, nil
 }
 
 // NewDbE is WrapDB.

@@ -1,0 +1,5 @@
+CREATE TABLE authors (
+  id   BIGINT PRIMARY KEY AUTO_INCREMENT,
+  name TEXT NOT NULL,
+  bio  TEXT
+);
