@@ -95,10 +95,10 @@ func (c *connectRun) run() error {
 // stop is the error to return at once (the caller's context ended, the
 // budget refused a retry), nil when the connection loop decides.
 func (c *connectRun) loginLoop() (err, stop error) {
-	caller := c.op.ctx
 	began := c.r.clock.Now()
 	var firstTry time.Duration
 	for retry := 0; ; retry++ {
+		caller := c.op.ctx // a ContextObserver may have given the retries a context of its own
 		c.attempts++
 		actx, cancel := context.WithTimeout(caller, c.deadline.Sub(c.r.clock.Now()))
 		err := c.fn(actx)

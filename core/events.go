@@ -177,6 +177,19 @@ type EndObserver interface {
 	OperationEnded(OperationEnded)
 }
 
+// ContextObserver is an optional interface of an Observer, found by type
+// assertion when the Retrier is built (NewRetrier). RetryContext is called
+// right after RetryScheduled, with the operation's context and the same
+// event, and returns the context that the operation's wait, its later
+// attempts and its later events run under: a tracing hook returns ctx with
+// the span it opened for the retries, so that the driver's spans of the
+// retried attempts nest under it. It must return ctx or a context derived
+// from it that ends no earlier (values only), never nil. It is not called
+// on the success path.
+type ContextObserver interface {
+	RetryContext(ctx context.Context, e RetryScheduled) context.Context
+}
+
 // OperationEnded describes how one operation ended.
 type OperationEnded struct {
 	Context context.Context

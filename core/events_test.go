@@ -173,3 +173,43 @@ func BenchmarkDoSuccessObserved(b *testing.B) {
 		coretest.ObserverCase{Name: "observer", Observer: core.NopObserver{}},
 		coretest.ObserverCase{Name: "operation-observer", Observer: &countingObserver{}})
 }
+
+type retryCtxKey struct{}
+
+// ctxObserver gives the retries of every operation a context with a value.
+type ctxObserver struct{ core.NopObserver }
+
+func (ctxObserver) RetryContext(ctx context.Context, e core.RetryScheduled) context.Context {
+	return context.WithValue(ctx, retryCtxKey{}, e.Attempt)
+}
+
+// A ContextObserver's context is the one of the retried attempts, in every
+// loop: a tracing hook's retry span becomes their parent.
+func TestContextObserverGivesTheRetriesItsContext(t *testing.T) {
+	r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:2,0}"), ConnectRetryCount: 2, ConnectRetryInterval: time.Second},
+		core.Options{Observer: ctxObserver{}})
+	var seen []any
+	record := func(ctx context.Context) error {
+		seen = append(seen, ctx.Value(retryCtxKey{}))
+		if len(seen) < 3 {
+			return serverError{1205}
+		}
+		return nil
+	}
+	require.NoError(t, r.Do(context.Background(), "update t set n = 1", record))
+	assert.Equal(t, []any{nil, 1, 2}, seen, "statement: the first attempt has the caller's context, each retry the observer's")
+
+	seen = nil
+	require.NoError(t, r.DoTx(context.Background(), func(ctx context.Context) (string, error) { return "update t", record(ctx) }))
+	assert.Equal(t, []any{nil, 1, 2}, seen, "transaction")
+
+	seen = nil
+	require.NoError(t, r.Connect(context.Background(), func(ctx context.Context) error {
+		seen = append(seen, ctx.Value(retryCtxKey{}))
+		if len(seen) < 2 {
+			return serverError{40613}
+		}
+		return nil
+	}))
+	assert.Equal(t, []any{nil, 1}, seen, "connection")
+}

@@ -46,6 +46,7 @@ type Retrier struct {
 	refresh  func()
 	ops      OperationObserver // observer, when it implements it
 	ends     EndObserver       // observer, when it implements it
+	ctxs     ContextObserver   // observer, when it implements it
 	timed    bool              // the observer reads Elapsed (ElapsedObserver): an operation notes its start
 	opBase   uint64            // random base of the Op numbers of events
 	opSeq    atomic.Uint64
@@ -67,6 +68,7 @@ func NewRetrier(p Policy, o Options) (*Retrier, error) {
 	if r.observer != nil {
 		r.ops, _ = r.observer.(OperationObserver)
 		r.ends, _ = r.observer.(EndObserver)
+		r.ctxs, _ = r.observer.(ContextObserver)
 		r.opBase = rand.Uint64()
 		eo, ok := r.observer.(ElapsedObserver)
 		r.timed = !ok || eo.WantsElapsed()
@@ -459,6 +461,9 @@ func (r *Retrier) schedule(o *operation, n int, err error, wait time.Duration, d
 			e.Token = d.tok.String()
 		}
 		r.observer.RetryScheduled(e)
+		if r.ctxs != nil {
+			o.ctx = r.ctxs.RetryContext(o.ctx, e)
+		}
 	}
 	if cerr := r.clock.Sleep(o.ctx, wait); cerr != nil {
 		return r.giveUp(o, n, ErrDeadline, err, cerr, "context ended during the wait")

@@ -1,6 +1,10 @@
 package hooks
 
-import "github.com/crl-go/crl/core"
+import (
+	"context"
+
+	"github.com/crl-go/crl/core"
+)
 
 // Multi returns an observer that hands every event to each of observers,
 // in order. Nil observers are skipped; with none left it returns nil, which
@@ -98,6 +102,17 @@ func endOne(o core.EndObserver, e core.OperationEnded) (v any) {
 	defer func() { v = recover() }()
 	o.OperationEnded(e)
 	return nil
+}
+
+// RetryContext hands the context of an operation's retries through every
+// member that gives one (core.ContextObserver), in order.
+func (m multi) RetryContext(ctx context.Context, e core.RetryScheduled) context.Context {
+	for _, o := range m {
+		if c, ok := o.(core.ContextObserver); ok {
+			ctx = c.RetryContext(ctx, e)
+		}
+	}
+	return ctx
 }
 
 func (m multi) RetryScheduled(e core.RetryScheduled) {

@@ -120,3 +120,38 @@ func names(spans []sdktrace.ReadOnlySpan) []string {
 	}
 	return out
 }
+
+// Without a caller's span, crl opens a span of its own at the first retry
+// (crl.retry statement) and gives the retried attempts its context
+// (core.ContextObserver): the driver's span of the retry nests under it,
+// and the first attempt's, which ran before it existed, is a root.
+func TestRetryNestsUnderCrlsSpan(t *testing.T) {
+	srv := mssqltest.NewServer(t)
+	srv.Handle(reserve, mssqltest.Error(1205), mssqltest.Affected(1))
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	db, obs, err := openTraced(tp, srv.DSN()+"&retryExec={1205:1,0}")
+	require.NoError(t, err)
+	defer obs.Close()
+	defer db.Close()
+
+	_, err = db.ExecContext(context.Background(), reserve)
+	require.NoError(t, err)
+	assert.Equal(t, 2, srv.Count(reserve), "the deadlock was retried")
+
+	var retry sdktrace.ReadOnlySpan
+	var execs []sdktrace.ReadOnlySpan
+	for _, s := range spans.Ended() {
+		switch {
+		case s.Name() == "crl.retry statement":
+			retry = s
+		case strings.Contains(s.Name(), "exec"):
+			execs = append(execs, s)
+		}
+	}
+	require.NotNil(t, retry, "crl's span: %v", names(spans.Ended()))
+	require.Len(t, execs, 2, "one driver span per attempt: %v", names(spans.Ended()))
+	assert.False(t, execs[0].Parent().IsValid(), "the first attempt ran before crl's span existed")
+	assert.Equal(t, retry.SpanContext().SpanID(), execs[1].Parent().SpanID(), "the retried attempt's span nests under crl's retry span")
+	assert.Equal(t, retry.SpanContext().TraceID(), execs[1].SpanContext().TraceID())
+}

@@ -159,6 +159,7 @@ var (
 	_ core.Observer          = (*Observer)(nil)
 	_ core.OperationObserver = (*Observer)(nil)
 	_ core.EndObserver       = (*Observer)(nil)
+	_ core.ContextObserver   = (*Observer)(nil)
 )
 
 var kinds = [...]core.Kind{core.KindStatement, core.KindTransaction, core.KindConnection}
@@ -320,7 +321,7 @@ func (o *Observer) Succeeded(e core.Succeeded) {
 	attrs := o.attrs(e.Kind, e.Op, e.Query,
 		attribute.Int("crl.attempts", e.Attempts),
 		attribute.Float64("crl.elapsed", e.Elapsed.Seconds()))
-	if span := trace.SpanFromContext(e.Context); span.SpanContext().IsValid() {
+	if span, ok := o.callerSpan(e.Context, e.Op); ok {
 		span.AddEvent("crl.succeeded", trace.WithAttributes(attrs...))
 		return
 	}
@@ -340,7 +341,7 @@ func (o *Observer) GaveUp(e core.GaveUp) {
 		attribute.Int("crl.attempts", e.Attempts),
 		attribute.String("crl.give_up.reason", reason))
 	attrs = appendError(attrs, e.Err, "")
-	if span := trace.SpanFromContext(e.Context); span.SpanContext().IsValid() {
+	if span, ok := o.callerSpan(e.Context, e.Op); ok {
 		span.AddEvent("crl.gave_up", trace.WithAttributes(attrs...))
 		return
 	}
@@ -377,7 +378,7 @@ func (o *Observer) OperationEnded(e core.OperationEnded) {
 		return
 	}
 	exc := panicAttributes(e.Panic)
-	if span := trace.SpanFromContext(e.Context); span.SpanContext().IsValid() {
+	if span, ok := o.callerSpan(e.Context, e.Op); ok {
 		span.AddEvent("crl.panicked", trace.WithAttributes(append(o.attrs(e.Kind, e.Op, e.Query), exc...)...))
 		return
 	}
@@ -448,7 +449,7 @@ func (o *Observer) RulesReloaded(core.RulesReloaded) {}
 
 // retry records one retry on the caller's span, or on the operation's own.
 func (o *Observer) retry(ctx context.Context, k core.Kind, op uint64, attrs []attribute.KeyValue) {
-	if span := trace.SpanFromContext(ctx); span.SpanContext().IsValid() {
+	if span, ok := o.callerSpan(ctx, op); ok {
 		span.AddEvent("crl.retry", trace.WithAttributes(attrs...))
 		return
 	}
@@ -464,6 +465,31 @@ func (o *Observer) retry(ctx context.Context, k core.Kind, op uint64, attrs []at
 		trace.WithAttributes(o.base...), trace.WithAttributes(KindKey.String(k.String())))
 	span.AddEvent("crl.retry", trace.WithAttributes(attrs...))
 	o.open.Store(op, span)
+}
+
+// RetryContext gives an operation's retried attempts, waits and later
+// events the operation's own span (core.ContextObserver), so that the
+// driver's spans of those attempts (otelsql's, pgx's tracer) nest under
+// crl's retry span. An operation that runs under a caller's span has no
+// span of its own, and keeps the caller's context.
+func (o *Observer) RetryContext(ctx context.Context, e core.RetryScheduled) context.Context {
+	if v, ok := o.open.Load(e.Op); ok {
+		return trace.ContextWithSpan(ctx, v.(trace.Span))
+	}
+	return ctx
+}
+
+// callerSpan returns the caller's span in ctx: a valid span that is not
+// op's own (RetryContext puts that one in the retries' context).
+func (o *Observer) callerSpan(ctx context.Context, op uint64) (trace.Span, bool) {
+	span := trace.SpanFromContext(ctx)
+	if !span.SpanContext().IsValid() {
+		return nil, false
+	}
+	if v, ok := o.open.Load(op); ok && v.(trace.Span).SpanContext().SpanID() == span.SpanContext().SpanID() {
+		return nil, false
+	}
+	return span, true
 }
 
 // take removes and returns the open span of op.
