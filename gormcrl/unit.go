@@ -2,6 +2,7 @@ package gormcrl
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"gorm.io/gorm"
@@ -215,6 +216,13 @@ func (u *unit) outcome(err error) (string, error) {
 	}
 	if cerr := u.rec.CommitErr(); cerr != nil {
 		return adapter.CommitOutcome("gormcrl", cerr)
+	}
+	if ferr := u.rec.FailedErr(); ferr != nil && !errors.Is(err, ferr) {
+		// GORM joins a later error to the statement's with %v, keeping only
+		// its text: go-mssqldb before v1.10 answers the ROLLBACK of a
+		// deadlock victim's transaction with 3903, and the 1205 that the
+		// rules retry would be lost. The statement's error comes first.
+		err = errors.Join(ferr, err)
 	}
 	return u.rec.FailedQuery(), err
 }

@@ -21,10 +21,11 @@ import (
 // transaction that reads many result sets keeps the rows still open, not
 // one per read.
 type Recorder struct {
-	mu     sync.Mutex
-	failed string
-	rows   []openedRows // rows opened after the last failed statement, in order, less those settle let go
-	commit error
+	mu        sync.Mutex
+	failed    string
+	failedErr error        // the error of the statement that failed last
+	rows      []openedRows // rows opened after the last failed statement, in order, less those settle let go
+	commit    error
 }
 
 // openedRows is a query whose rows may fail after the query returned.
@@ -40,7 +41,7 @@ func (r *Recorder) Statement(query string, err error) {
 		return
 	}
 	r.mu.Lock()
-	r.failed = query
+	r.failed, r.failedErr = query, err
 	clear(r.rows)
 	r.rows = r.rows[:0]
 	r.mu.Unlock()
@@ -75,7 +76,7 @@ func (r *Recorder) settle() {
 		case !closed(o.rows):
 			kept = append(kept, o)
 		case failed(o.rows):
-			r.failed = o.query
+			r.failed, r.failedErr = o.query, o.rows.Err()
 			kept = kept[:0]
 		}
 	}
@@ -121,6 +122,22 @@ func (r *Recorder) FailedQuery() string {
 		}
 	}
 	return r.failed
+}
+
+// FailedErr returns the error of the last statement that failed (nil when
+// none did), an error met while its rows were read included. Call it
+// before the transaction is rolled back, as FailedQuery. An adapter whose
+// ORM keeps only the text of a statement's error once a later one joins
+// it (GORM's AddError) gives the loop this one.
+func (r *Recorder) FailedErr() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.rows) - 1; i >= 0; i-- {
+		if failed(r.rows[i].rows) {
+			return r.rows[i].rows.Err()
+		}
+	}
+	return r.failedErr
 }
 
 // CommitErr returns the error of a failed COMMIT, or nil.
