@@ -72,6 +72,15 @@ func (d *dialector) Initialize(db *gorm.DB) error {
 	if err != nil {
 		return err
 	}
+	return initialize(db, inner, rt, pool, d.opts)
+}
+
+// initialize is the end of Open's and OpenDB's Initialize: it initializes
+// inner, the copy of the caller's dialector over pool (nil when the
+// dialector keeps a pool of its own), registers a plugin with rt, and
+// puts inner in db.Dialector. A pool that GORM did not take is closed on
+// an error.
+func initialize(db *gorm.DB, inner gorm.Dialector, rt *config.Runtime, pool *sql.DB, opts []Option) error {
 	if err := inner.Initialize(db); err != nil {
 		if pool != nil && db.ConnPool != pool { // gorm.Open closes only the pool it sees
 			if cerr := pool.Close(); cerr != nil {
@@ -80,7 +89,7 @@ func (d *dialector) Initialize(db *gorm.DB) error {
 		}
 		return err
 	}
-	p := &Plugin{opts: d.opts}
+	p := &Plugin{opts: opts}
 	p.runtime.Store(rt)
 	if err := p.register(db); err != nil {
 		return err

@@ -78,20 +78,5 @@ func (d *connectorDialector) Initialize(db *gorm.DB) error {
 	}
 	pool := sql.OpenDB(wrapped)
 	f.conn.Set(reflect.ValueOf(pool))
-	if err := inner.Initialize(db); err != nil {
-		if db.ConnPool != pool { // gorm.Open closes only the pool it sees
-			if cerr := pool.Close(); cerr != nil {
-				return errors.Join(err, fmt.Errorf("gormcrl: close the pool after the error above: %w", cerr))
-			}
-		}
-		return err
-	}
-	p := &Plugin{opts: d.opts}
-	p.runtime.Store(rt)
-	if err := p.register(db); err != nil {
-		return err
-	}
-	db.Plugins[PluginName] = p
-	db.Dialector = inner
-	return nil
+	return initialize(db, inner, rt, pool, d.opts)
 }
