@@ -167,27 +167,25 @@ func redact(s string, f Form) (string, []string) {
 		if end := schemeEnd(s[lead:]); end > 0 {
 			rest := lead + end
 			if at := userinfoEnd(s[rest:], false); at >= 0 {
-				colon := strings.IndexByte(s[rest:rest+at], ':')
-				switch {
-				case knownScheme(s[lead : lead+end-3]):
-					if colon >= 0 {
-						mask(rest+colon+1, rest+at)
+				urlAt := rest + at // the '@' that ends the userinfo, as a URL reads it
+				if knownScheme(s[lead : lead+end-3]) {
+					if colon := strings.IndexByte(s[rest:urlAt], ':'); colon >= 0 {
+						mask(rest+colon+1, urlAt)
 					}
-				case colon >= 0:
-					// app://0:x@tcp(db)/shop may be a MySQL DSN whose user
-					// is app and whose password is "//0:x", as
-					// go-sql-driver/mysql reads it: hide what either
-					// reading calls a password.
+				} else {
+					// app://x:y@db/shop may also be a MySQL DSN of user app
+					// whose password is "//x:y" (go-sql-driver/mysql reads
+					// up to the last '@' before the last '/'): hide all
+					// that either reading calls a password, from the first
+					// '/' on.
+					last := urlAt
 					if myAt := userinfoEnd(s[lead:], true); myAt >= 0 {
-						mask(lead+end-2, lead+myAt) // from the first '/', just after the user's ':'
-						at = lead + myAt - rest
+						last = max(last, lead+myAt)
 					}
-				default:
-					// app://x@db/shop may be a MySQL DSN whose password is
-					// "//x": hide the whole userinfo.
-					mask(rest, rest+at)
+					mask(lead+end-2, last)
+					urlAt = last
 				}
-				pairsFrom = rest + at
+				pairsFrom = urlAt
 			}
 		}
 	case FormMySQL:

@@ -27,7 +27,7 @@ func TestDSN(t *testing.T) {
 		{"postgres://app:S3c@ret@db/shop", "postgres://app:xxxxx@db/shop"},
 		{"jdbc:sqlserver://db;user=sa;password=S3cretPass", "jdbc:sqlserver://db;user=sa;password=xxxxx"},
 		{"sqlserver://db?accessToken=eyJ0eXAi.S3cret&database=d", "sqlserver://db?accessToken=xxxxx&database=d"},
-		{"app://S3cretPass@db:3306/shop", "app://xxxxx@db:3306/shop"}, // a MySQL DSN whose password starts with //
+		{"app://S3cretPass@db:3306/shop", "app:xxxxx@db:3306/shop"}, // a MySQL DSN whose password starts with //
 		// ADO.
 		{"server=db;user id=sa;password=S3cretPass;database=shop", "server=db;user id=sa;password=xxxxx;database=shop"},
 		{"Server=db;User ID=sa;Password = S3cret Pass ;Database=shop", "Server=db;User ID=sa;Password = xxxxx;Database=shop"},
