@@ -41,16 +41,7 @@ func TestRetriedUnderTheDriversSpans(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, srv.Count(reserve), "the deadlock was retried")
 
-	var parent sdktrace.ReadOnlySpan
-	var execs []sdktrace.ReadOnlySpan
-	for _, s := range spans.Ended() {
-		switch {
-		case s.Name() == "reserve":
-			parent = s
-		case strings.Contains(s.Name(), "exec"):
-			execs = append(execs, s)
-		}
-	}
+	parent, execs := spanAndExecs(spans.Ended(), "reserve")
 	require.NotNil(t, parent)
 	var events []string
 	for _, e := range parent.Events() {
@@ -139,19 +130,26 @@ func TestRetryNestsUnderCrlsSpan(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, srv.Count(reserve), "the deadlock was retried")
 
-	var retry sdktrace.ReadOnlySpan
-	var execs []sdktrace.ReadOnlySpan
-	for _, s := range spans.Ended() {
-		switch {
-		case s.Name() == "crl.retry statement":
-			retry = s
-		case strings.Contains(s.Name(), "exec"):
-			execs = append(execs, s)
-		}
-	}
+	retry, execs := spanAndExecs(spans.Ended(), "crl.retry statement")
 	require.NotNil(t, retry, "crl's span: %v", names(spans.Ended()))
 	require.Len(t, execs, 2, "one driver span per attempt: %v", names(spans.Ended()))
 	assert.False(t, execs[0].Parent().IsValid(), "the first attempt ran before crl's span existed")
 	assert.Equal(t, retry.SpanContext().SpanID(), execs[1].Parent().SpanID(), "the retried attempt's span nests under crl's retry span")
 	assert.Equal(t, retry.SpanContext().TraceID(), execs[1].SpanContext().TraceID())
+}
+
+// spanAndExecs returns the span named name and the driver's spans of
+// executions, in the order they ended.
+func spanAndExecs(ended []sdktrace.ReadOnlySpan, name string) (sdktrace.ReadOnlySpan, []sdktrace.ReadOnlySpan) {
+	var span sdktrace.ReadOnlySpan
+	var execs []sdktrace.ReadOnlySpan
+	for _, s := range ended {
+		switch {
+		case s.Name() == name:
+			span = s
+		case strings.Contains(s.Name(), "exec"):
+			execs = append(execs, s)
+		}
+	}
+	return span, execs
 }
