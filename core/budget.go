@@ -250,7 +250,8 @@ func (b *Budget) classOf(c *class) budgetClass {
 // its capacity over the cost of the error's class, for a handle of the
 // database/sql driver driverName (the class table is per family; an
 // unknown driver or a nil budget makes every error transient, and a nil
-// budget, which is off, allows every retry: -1). It is what crl check
+// budget, which is off, allows every retry: -1; a token that rules
+// cannot write allows none: 0). It is what crl check
 // and crl explain tell of a rule that asks for more retries.
 func (b *Budget) Allowance(driverName, tok string) int {
 	if b == nil {
