@@ -413,7 +413,7 @@ func WrapConnector(c driver.Connector, driverName string, opts ...Option) (drive
 	if err != nil {
 		return nil, nil, err
 	}
-	wrapped, err := connector.Wrap(c, rt.family, rt.Retrier(), rt.ExecutionCutoff())
+	wrapped, err := connector.Wrap(c, rt.family, rt, rt.Retrier(), rt.ExecutionCutoff())
 	if err != nil {
 		return nil, nil, fmt.Errorf("config: WrapConnector: %w", err)
 	}

@@ -66,6 +66,11 @@ func (p *Policy) decide(kind Kind, query string, attempt int, err error, attempt
 		// the transaction was applied.
 		return Decision{Reason: ErrCommitUnknown, verdict: failedRun}
 	}
+	if kind == KindStatement && retriedBelow(err) {
+		// A loop under this one (crl's driver layer) already ran its
+		// retries: retrying again would multiply the rule's count.
+		return Decision{Reason: ErrNotRetryable, verdict: failedRun}
+	}
 	var cl class
 	cl.fill(err, attemptTimedOut)
 	rule := p.Statement.lookup(&cl)
@@ -75,6 +80,9 @@ func (p *Policy) decide(kind Kind, query string, attempt int, err error, attempt
 	if kind == KindStatement {
 		if why := notAlone(query, rule); why != "" {
 			return Decision{Reason: ErrBatchNotRetried, Detail: why, verdict: failedRun}
+		}
+		if why := brokenWrite(query, &cl); why != "" {
+			return Decision{Reason: ErrNotRetryable, Detail: why, verdict: failedRun}
 		}
 	}
 	retry := attempt - 1
@@ -150,4 +158,41 @@ func notAlone(query string, r *Rule) string {
 		return ""
 	}
 	return batchRisk(query, r)
+}
+
+// retriedBelow reports whether err is the give-up of a statement loop:
+// the loop that returned it has already retried the statement.
+func retriedBelow(err error) bool {
+	for err != nil {
+		switch e := err.(type) {
+		case *RetryError:
+			return e.statement
+		case interface{ Unwrap() error }:
+			err = e.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, x := range e.Unwrap() {
+				if retriedBelow(x) {
+					return true
+				}
+			}
+			return false
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// brokenWrite returns why a statement whose connection broke (cl) may not be
+// run again, or "" when it may: a statement that writes may have been
+// applied before the answer was lost, so only a text whose every
+// statement reads is run again.
+func brokenWrite(query string, cl *class) string {
+	if cl.family != familyNone || !cl.badConn() {
+		return "" // the server answered: the connection did not break
+	}
+	if s := shapeOf(query); s.statements > 0 && s.reads == s.statements {
+		return ""
+	}
+	return "the connection broke: the statement may have been applied"
 }

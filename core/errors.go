@@ -64,6 +64,12 @@ var (
 	// Adapters wrap such failures with it.
 	ErrCommitUnknown = errors.New("core: commit outcome unknown, the transaction was not retried")
 
+	// ErrAfterFirstRow is the Reason of the GaveUp event of a query whose
+	// error came after its first row was handed to the caller (see
+	// Retrier.Unretried): the caller may have read that row, so the query
+	// is not run again.
+	ErrAfterFirstRow = errors.New("core: error after the query's first row, not retried")
+
 	// ErrNotAdmitted is what Admission.DoTx returns for an Admission that
 	// Retrier.Admit did not make (its zero value): nothing ran.
 	ErrNotAdmitted = errors.New("core: Admission.DoTx needs an Admission from Retrier.Admit")
@@ -98,6 +104,8 @@ type RetryError struct {
 	Err      error // the last attempt's error, as the driver returned it
 	CtxErr   error // the context's error when the context ended the loop, else nil
 	Detail   string
+
+	statement bool // a statement loop gave up (see retriedBelow)
 }
 
 // Error implements error. When no attempt ran (an open circuit breaker),

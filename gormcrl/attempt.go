@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm/callbacks"
 
 	"github.com/crl-go/crl/internal/adapter"
+	"github.com/crl-go/crl/internal/connector"
 )
 
 // A statement callback as one attempt of the statement loop.
@@ -130,7 +131,11 @@ func wholeStatement(original func(*gorm.DB), write bool) func(*gorm.DB) {
 		}
 		pool, parent := stmt.ConnPool, stmt.Context
 		stmt.ConnPool = rp.inner // the attempt's statement is not a loop of its own
-		err := rp.retrier.Do(parent, a.query, a.run)
+		ctx := parent
+		if rp.layered && connector.UnitOf(ctx) == nil {
+			ctx = connector.WithUnit(ctx, &connector.Unit{}) // nor the driver layer's
+		}
+		err := rp.retrier.Do(ctx, a.query, a.run)
 		stmt.ConnPool, stmt.Context = pool, parent
 		db.Error = err
 		setResultError(stmt, err)

@@ -5,6 +5,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/crl-go/crl/internal/connector"
 )
 
 // NoRetry opts one operation out of every retry of this package:
@@ -51,7 +53,8 @@ type noRetryKey struct{}
 func propagateNoRetry(stmt *gorm.Statement) bool {
 	if _, ok := stmt.Clauses[noRetryClause]; ok {
 		if stmt.Context.Value(noRetryKey{}) == nil {
-			stmt.Context = context.WithValue(stmt.Context, noRetryKey{}, true)
+			// The unit makes crl's driver layer run each statement once.
+			stmt.Context = connector.WithUnit(context.WithValue(stmt.Context, noRetryKey{}, true), &connector.Unit{})
 		}
 		return true
 	}

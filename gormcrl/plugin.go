@@ -228,11 +228,11 @@ func (p *Plugin) installPool(db *gorm.DB) {
 func (p *Plugin) statementPool(inner gorm.ConnPool) gorm.ConnPool {
 	r := p.retrier()
 	if _, ok := inner.(*sql.DB); !ok {
-		return (&retryPool{inner: inner, retrier: r}).asPool()
+		return newRetryPool(inner, r).asPool()
 	}
 	rp := p.shared.Load()
 	if rp == nil || rp.inner != inner || rp.retrier != r {
-		rp = &retryPool{inner: inner, retrier: r}
+		rp = newRetryPool(inner, r)
 		p.shared.Store(rp)
 	}
 	return rp.asPool()

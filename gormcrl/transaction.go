@@ -8,7 +8,10 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/crl-go/crl"
+	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/internal/adapter"
+	"github.com/crl-go/crl/internal/connector"
 )
 
 // Transaction runs fn in a transaction and commits it, like
@@ -29,8 +32,11 @@ import (
 // Called on a *gorm.DB that is already in a transaction, Transaction is
 // db.Transaction (a savepoint) and retries nothing: the enclosing
 // transaction is the unit to retry. With db.Clauses(NoRetry) it is
-// db.Transaction too. db must have the plugin (Open or
-// db.Use(New(...))); otherwise the error is ErrNoPlugin.
+// db.Transaction too. db must be over a pool crl opened (crl.Open,
+// crl.OpenDB, Open, OpenDB) or have the plugin (db.Use(New(...)));
+// otherwise the error is ErrNoPlugin. Over a pool crl opened, fn's tx is
+// GORM's own transaction: tx.Statement.ConnPool is the *sql.Tx (or GORM's
+// prepared-statement layer over it) that db.Transaction would give.
 func Transaction(db *gorm.DB, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions) error {
 	if db == nil || db.Statement == nil {
 		return fmt.Errorf("gormcrl: Transaction: %w", gorm.ErrInvalidDB)
@@ -41,8 +47,9 @@ func Transaction(db *gorm.DB, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions
 		// an attempt could only fail with it again.
 		return db.Error
 	}
-	p, ok := pluginOf(db)
-	if !ok {
+	p, hasPlugin := pluginOf(db)
+	pool, layered := poolRuntime(db.Statement.ConnPool)
+	if !hasPlugin && !layered {
 		return ErrNoPlugin
 	}
 	if !retriesAlone(db.Statement.ConnPool) || propagateNoRetry(db.Statement) {
@@ -52,9 +59,52 @@ func Transaction(db *gorm.DB, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	return p.forPool(db.Statement.ConnPool).retrier().DoTx(ctx, func(context.Context) (string, error) {
-		return runTx(db, fn, opts)
+	if !layered {
+		return p.forPool(db.Statement.ConnPool).retrier().DoTx(ctx, func(context.Context) (string, error) {
+			return runTx(db, fn, opts)
+		})
+	}
+	// Over a pool crl opened, the driver layer records the transaction's
+	// statements: the transaction is GORM's own, its ConnPool a *sql.Tx.
+	if u := connector.UnitOf(ctx); u != nil {
+		_, err := runUnitTx(db.WithContext(ctx), u, fn, opts) // an enclosing unit is the one retried
+		return err
+	}
+	r := pool.Retrier()
+	if hasPlugin {
+		r = p.forPool(db.Statement.ConnPool).retrier()
+	}
+	u := &connector.Unit{}
+	return r.DoTx(ctx, func(ctx context.Context) (string, error) {
+		u.Reset()
+		return runUnitTx(db.WithContext(connector.WithUnit(ctx, u)), u, fn, opts)
 	})
+}
+
+// poolRuntime returns the Runtime of the pool under a *gorm.DB's pool
+// when crl opened it.
+func poolRuntime(pool gorm.ConnPool) (*config.Runtime, bool) {
+	db, err := sqlDBOf(pool)
+	if err != nil {
+		return nil, false
+	}
+	return crl.RuntimeOf(db)
+}
+
+// runUnitTx is one attempt of Transaction over a pool crl opened: GORM's
+// own transaction, begun with the context that carries u, in which the
+// driver layer records the statement that failed.
+func runUnitTx(db *gorm.DB, u *connector.Unit, fn func(tx *gorm.DB) error, opts []*sql.TxOptions) (failed string, err error) {
+	tx := db.Begin(opts...)
+	if tx.Error != nil {
+		return "", tx.Error // BEGIN failed: nothing to end
+	}
+	committer, ok := tx.Statement.ConnPool.(gorm.TxCommitter)
+	if !ok {
+		return "", endUncommittable(tx.Statement.ConnPool)
+	}
+	failedQuery := func() string { q, _ := u.Failed(); return q }
+	return adapter.Run("gormcrl", failedQuery, func() error { return fn(tx) }, committer.Rollback, committer.Commit)
 }
 
 // runTx is one attempt of Transaction. Every path that began a

@@ -12,6 +12,7 @@ import (
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/internal/adapter"
+	"github.com/crl-go/crl/internal/connector"
 	"github.com/crl-go/crl/internal/family"
 )
 
@@ -22,6 +23,17 @@ type DB struct {
 	*sqlx.DB
 	retrier *core.Retrier
 	runtime *config.Runtime
+	layered bool // the pool is crl's: its driver layer runs the statement loop (see loop)
+}
+
+// loop returns the Retrier of the statement loop that DB's methods run
+// their statements under, nil over a pool crl opened: its driver layer
+// runs the loop, and a second one would retry each statement again.
+func (db *DB) loop() *core.Retrier {
+	if db.layered {
+		return nil
+	}
+	return db.retrier
 }
 
 // Compile-time checks: *DB is still usable wherever sqlx takes a handle.
@@ -45,7 +57,7 @@ func Open(driverName, dsn string, opts ...Option) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlxcrl: %w", err)
 	}
-	return &DB{DB: sqlx.NewDb(sqlDB, bindName(driverName, rt)), retrier: rt.Retrier(), runtime: rt}, nil
+	return &DB{DB: sqlx.NewDb(sqlDB, bindName(driverName, rt)), retrier: rt.Retrier(), runtime: rt, layered: true}, nil
 }
 
 // bindName is the driver name whose bind type (?, $1, @p1) sqlx uses for
@@ -73,7 +85,7 @@ func OpenDB(c driver.Connector, driverName string, opts ...Option) (*DB, error) 
 	if err != nil {
 		return nil, fmt.Errorf("sqlxcrl: %w", err)
 	}
-	return &DB{DB: sqlx.NewDb(sql.OpenDB(wrapped), bindName(driverName, rt)), retrier: rt.Retrier(), runtime: rt}, nil
+	return &DB{DB: sqlx.NewDb(sql.OpenDB(wrapped), bindName(driverName, rt)), retrier: rt.Retrier(), runtime: rt, layered: true}, nil
 }
 
 // Connect is Open and Ping; the ping runs the connection loop.
@@ -151,6 +163,14 @@ func WrapDB(db *sql.DB, driverName string, opts ...Option) (*DB, error) {
 	if db == nil {
 		return nil, ErrNilPool
 	}
+	if d, ok := db.Driver().(*connector.Driver); ok {
+		// A pool crl opened: its driver layer retries the statements
+		// under the pool's rules; without options the DB is the pool's.
+		if pool, ok := d.Owner().(*config.Runtime); ok && len(opts) == 0 {
+			rt = pool
+		}
+		return &DB{DB: sqlx.NewDb(db, bindName(driverName, rt)), retrier: rt.Retrier(), runtime: rt, layered: true}, nil
+	}
 	return &DB{DB: sqlx.NewDb(db, bindName(driverName, rt)), retrier: rt.Retrier(), runtime: rt}, nil
 }
 
@@ -175,12 +195,12 @@ func (db *DB) Runtime() *config.Runtime { return db.runtime }
 // Unsafe returns a DB that, like sqlx's, silently ignores columns with no
 // destination field; it shares the retry engine.
 func (db *DB) Unsafe() *DB {
-	return &DB{DB: db.DB.Unsafe(), retrier: db.retrier, runtime: db.runtime}
+	return &DB{DB: db.DB.Unsafe(), retrier: db.retrier, runtime: db.runtime, layered: db.layered}
 }
 
 // ExecContext runs a statement under the statement loop.
 func (db *DB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return core.Retry(ctx, db.retrier, query, func(ctx context.Context) (sql.Result, error) {
+	return retry(ctx, db.loop(), query, func(ctx context.Context) (sql.Result, error) {
 		return db.DB.ExecContext(ctx, query, args...)
 	})
 }
@@ -193,7 +213,7 @@ func (db *DB) Exec(query string, args ...any) (sql.Result, error) {
 // QueryContext runs a query under the statement loop; an error while the
 // rows are read is not retried.
 func (db *DB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return core.RetryRows(ctx, db.retrier, query, func(ctx context.Context) (*sql.Rows, error) {
+	return retryRows(ctx, db.loop(), query, func(ctx context.Context) (*sql.Rows, error) {
 		return db.DB.QueryContext(ctx, query, args...)
 	})
 }
@@ -206,7 +226,7 @@ func (db *DB) Query(query string, args ...any) (*sql.Rows, error) {
 // QueryxContext runs a query under the statement loop; an error while the
 // rows are read is not retried.
 func (db *DB) QueryxContext(ctx context.Context, query string, args ...any) (*sqlx.Rows, error) {
-	return core.RetryRows(ctx, db.retrier, query, func(ctx context.Context) (*sqlx.Rows, error) {
+	return retryRows(ctx, db.loop(), query, func(ctx context.Context) (*sqlx.Rows, error) {
 		return db.DB.QueryxContext(ctx, query, args...)
 	})
 }
@@ -219,7 +239,7 @@ func (db *DB) Queryx(query string, args ...any) (*sqlx.Rows, error) {
 // QueryRowContext runs a one-row query under the statement loop. After the
 // last retry the row carries the last driver error.
 func (db *DB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	row, _ := adapter.RetryRow(ctx, db.retrier, query, func(ctx context.Context) *sql.Row {
+	row, _ := retryRow(ctx, db.loop(), query, func(ctx context.Context) *sql.Row {
 		return db.DB.QueryRowContext(ctx, query, args...)
 	}, adapter.ErrorRow)
 	return row
@@ -243,7 +263,7 @@ func (db *DB) QueryRowx(query string, args ...any) *sqlx.Row {
 }
 
 func (db *DB) queryRowx(ctx context.Context, query string, args []any) (*sqlx.Row, error) {
-	return adapter.RetryRow(ctx, db.retrier, query, func(ctx context.Context) *sqlx.Row {
+	return retryRow(ctx, db.loop(), query, func(ctx context.Context) *sqlx.Row {
 		return db.DB.QueryRowxContext(ctx, query, args...)
 	}, errorRowx)
 }
@@ -253,7 +273,7 @@ func (db *DB) queryRowx(ctx context.Context, query string, args []any) (*sqlx.Ro
 // loop: an error met while the row is read is retried by the rules too.
 // sql.ErrNoRows is returned unchanged.
 func (db *DB) GetContext(ctx context.Context, dest any, query string, args ...any) error {
-	return read(ctx, db.retrier, nil, query, dest, func(ctx context.Context) error {
+	return read(ctx, db.retrier, db.layered, nil, query, dest, func(ctx context.Context) error {
 		return sqlx.GetContext(ctx, db.DB, dest, query, args...)
 	})
 }
@@ -268,7 +288,7 @@ func (db *DB) Get(dest any, query string, args ...any) error {
 // statement loop: an error met while the rows are read is retried by the
 // rules too, after the rows of the failed attempt are dropped from dest.
 func (db *DB) SelectContext(ctx context.Context, dest any, query string, args ...any) error {
-	return read(ctx, db.retrier, nil, query, dest, func(ctx context.Context) error {
+	return read(ctx, db.retrier, db.layered, nil, query, dest, func(ctx context.Context) error {
 		return sqlx.SelectContext(ctx, db.DB, dest, query, args...)
 	})
 }
@@ -324,13 +344,13 @@ func (db *DB) MustExec(query string, args ...any) sql.Result {
 // PreparexContext prepares a statement (the PREPARE itself under the
 // statement loop) whose executions run under the statement loop.
 func (db *DB) PreparexContext(ctx context.Context, query string) (*Stmt, error) {
-	s, err := core.Retry(ctx, db.retrier, query, func(ctx context.Context) (*sqlx.Stmt, error) {
+	s, err := retry(ctx, db.loop(), query, func(ctx context.Context) (*sqlx.Stmt, error) {
 		return db.DB.PreparexContext(ctx, query)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &Stmt{Stmt: s, query: query, retrier: db.retrier}, nil
+	return &Stmt{Stmt: s, query: query, retrier: db.retrier, layered: db.layered}, nil
 }
 
 // Preparex is PreparexContext with context.Background().
@@ -341,13 +361,13 @@ func (db *DB) Preparex(query string) (*Stmt, error) {
 // PrepareNamedContext prepares a named statement whose executions run
 // under the statement loop.
 func (db *DB) PrepareNamedContext(ctx context.Context, query string) (*NamedStmt, error) {
-	s, err := core.Retry(ctx, db.retrier, query, func(ctx context.Context) (*sqlx.NamedStmt, error) {
+	s, err := retry(ctx, db.loop(), query, func(ctx context.Context) (*sqlx.NamedStmt, error) {
 		return db.DB.PrepareNamedContext(ctx, query)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &NamedStmt{NamedStmt: s, retrier: db.retrier}, nil
+	return &NamedStmt{NamedStmt: s, retrier: db.retrier, layered: db.layered}, nil
 }
 
 // PrepareNamed is PrepareNamedContext with context.Background().

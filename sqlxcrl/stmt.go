@@ -19,8 +19,17 @@ type Stmt struct {
 	*sqlx.Stmt
 	query   string
 	retrier *core.Retrier     // a DB's
+	layered bool              // a DB's over a pool crl opened (see DB.loop)
 	rec     *adapter.Recorder // a Tx's: its executions are recorded, not retried
 	err     error             // Tx.Stmtx's refusal: every execution returns it (Stmt is nil)
+}
+
+// loop is DB.loop for the statement.
+func (s *Stmt) loop() *core.Retrier {
+	if s.layered {
+		return nil
+	}
+	return s.retrier
 }
 
 // QueryString returns the SQL text the statement was prepared with, the
@@ -32,7 +41,7 @@ func (s *Stmt) Unsafe() *Stmt {
 	if s.err != nil {
 		return s
 	}
-	return &Stmt{Stmt: s.Stmt.Unsafe(), query: s.query, retrier: s.retrier, rec: s.rec}
+	return &Stmt{Stmt: s.Stmt.Unsafe(), query: s.query, retrier: s.retrier, layered: s.layered, rec: s.rec}
 }
 
 // Close closes the statement (nothing, for one that Tx.Stmtx refused).
@@ -48,7 +57,7 @@ func (s *Stmt) ExecContext(ctx context.Context, args ...any) (sql.Result, error)
 	if s.err != nil {
 		return nil, s.err
 	}
-	return execute(ctx, s.retrier, s.rec, s.query, func(ctx context.Context) (sql.Result, error) {
+	return execute(ctx, s.loop(), s.rec, s.query, func(ctx context.Context) (sql.Result, error) {
 		return s.Stmt.ExecContext(ctx, args...)
 	})
 }
@@ -77,7 +86,7 @@ func (s *Stmt) QueryContext(ctx context.Context, args ...any) (*sql.Rows, error)
 	if s.err != nil {
 		return nil, s.err
 	}
-	return queryRows(ctx, s.retrier, s.rec, s.query, func(ctx context.Context) (*sql.Rows, error) {
+	return queryRows(ctx, s.loop(), s.rec, s.query, func(ctx context.Context) (*sql.Rows, error) {
 		return s.Stmt.QueryContext(ctx, args...)
 	})
 }
@@ -92,7 +101,7 @@ func (s *Stmt) QueryxContext(ctx context.Context, args ...any) (*sqlx.Rows, erro
 	if s.err != nil {
 		return nil, s.err
 	}
-	return queryRowsx(ctx, s.retrier, s.rec, s.query, func(ctx context.Context) (*sqlx.Rows, error) {
+	return queryRowsx(ctx, s.loop(), s.rec, s.query, func(ctx context.Context) (*sqlx.Rows, error) {
 		return s.Stmt.QueryxContext(ctx, args...)
 	})
 }
@@ -108,7 +117,7 @@ func (s *Stmt) QueryRowContext(ctx context.Context, args ...any) *sql.Row {
 	if s.err != nil {
 		return adapter.ErrorRow(s.err)
 	}
-	row, _ := queryRow(ctx, s.retrier, s.rec, s.query, func(ctx context.Context) *sql.Row {
+	row, _ := queryRow(ctx, s.loop(), s.rec, s.query, func(ctx context.Context) *sql.Row {
 		return s.Stmt.QueryRowContext(ctx, args...)
 	}, adapter.ErrorRow)
 	return row
@@ -123,7 +132,7 @@ func (s *Stmt) queryRowx(ctx context.Context, args []any) (*sqlx.Row, error) {
 	if s.err != nil {
 		return errorRowx(s.err), s.err
 	}
-	return queryRow(ctx, s.retrier, s.rec, s.query, func(ctx context.Context) *sqlx.Row {
+	return queryRow(ctx, s.loop(), s.rec, s.query, func(ctx context.Context) *sqlx.Row {
 		return s.Stmt.QueryRowxContext(ctx, args...)
 	}, errorRowx)
 }
@@ -147,7 +156,7 @@ func (s *Stmt) GetContext(ctx context.Context, dest any, args ...any) error {
 	if s.err != nil {
 		return s.err
 	}
-	return read(ctx, s.retrier, s.rec, s.query, dest, func(ctx context.Context) error {
+	return read(ctx, s.retrier, s.layered, s.rec, s.query, dest, func(ctx context.Context) error {
 		return s.Stmt.GetContext(ctx, dest, args...)
 	})
 }
@@ -164,7 +173,7 @@ func (s *Stmt) SelectContext(ctx context.Context, dest any, args ...any) error {
 	if s.err != nil {
 		return s.err
 	}
-	return read(ctx, s.retrier, s.rec, s.query, dest, func(ctx context.Context) error {
+	return read(ctx, s.retrier, s.layered, s.rec, s.query, dest, func(ctx context.Context) error {
 		return s.Stmt.SelectContext(ctx, dest, args...)
 	})
 }
@@ -181,8 +190,17 @@ func (s *Stmt) Select(dest any, args ...any) error {
 type NamedStmt struct {
 	*sqlx.NamedStmt
 	retrier *core.Retrier     // a DB's
+	layered bool              // a DB's over a pool crl opened (see DB.loop)
 	rec     *adapter.Recorder // a Tx's: its executions are recorded, not retried
 	err     error             // Tx.NamedStmt's refusal: every execution returns it (NamedStmt is nil)
+}
+
+// loop is DB.loop for the statement.
+func (n *NamedStmt) loop() *core.Retrier {
+	if n.layered {
+		return nil
+	}
+	return n.retrier
 }
 
 // Unsafe returns a NamedStmt that ignores columns with no destination
@@ -192,7 +210,7 @@ func (n *NamedStmt) Unsafe() *NamedStmt {
 	if n.err != nil {
 		return n
 	}
-	return &NamedStmt{NamedStmt: n.NamedStmt.Unsafe(), retrier: n.retrier, rec: n.rec}
+	return &NamedStmt{NamedStmt: n.NamedStmt.Unsafe(), retrier: n.retrier, layered: n.layered, rec: n.rec}
 }
 
 // Close closes the statement (nothing, for one that Tx.NamedStmt refused).
@@ -208,7 +226,7 @@ func (n *NamedStmt) ExecContext(ctx context.Context, arg any) (sql.Result, error
 	if n.err != nil {
 		return nil, n.err
 	}
-	return execute(ctx, n.retrier, n.rec, n.QueryString, func(ctx context.Context) (sql.Result, error) {
+	return execute(ctx, n.loop(), n.rec, n.QueryString, func(ctx context.Context) (sql.Result, error) {
 		return n.NamedStmt.ExecContext(ctx, arg)
 	})
 }
@@ -235,7 +253,7 @@ func (n *NamedStmt) QueryContext(ctx context.Context, arg any) (*sql.Rows, error
 	if n.err != nil {
 		return nil, n.err
 	}
-	return queryRows(ctx, n.retrier, n.rec, n.QueryString, func(ctx context.Context) (*sql.Rows, error) {
+	return queryRows(ctx, n.loop(), n.rec, n.QueryString, func(ctx context.Context) (*sql.Rows, error) {
 		return n.NamedStmt.QueryContext(ctx, arg)
 	})
 }
@@ -250,7 +268,7 @@ func (n *NamedStmt) QueryxContext(ctx context.Context, arg any) (*sqlx.Rows, err
 	if n.err != nil {
 		return nil, n.err
 	}
-	return queryRowsx(ctx, n.retrier, n.rec, n.QueryString, func(ctx context.Context) (*sqlx.Rows, error) {
+	return queryRowsx(ctx, n.loop(), n.rec, n.QueryString, func(ctx context.Context) (*sqlx.Rows, error) {
 		return n.NamedStmt.QueryxContext(ctx, arg)
 	})
 }
@@ -264,7 +282,7 @@ func (n *NamedStmt) queryRowx(ctx context.Context, arg any) (*sqlx.Row, error) {
 	if n.err != nil {
 		return errorRowx(n.err), n.err
 	}
-	return queryRow(ctx, n.retrier, n.rec, n.QueryString, func(ctx context.Context) *sqlx.Row {
+	return queryRow(ctx, n.loop(), n.rec, n.QueryString, func(ctx context.Context) *sqlx.Row {
 		return n.NamedStmt.QueryRowxContext(ctx, arg)
 	}, errorRowx)
 }
@@ -295,7 +313,7 @@ func (n *NamedStmt) GetContext(ctx context.Context, dest any, arg any) error {
 	if n.err != nil {
 		return n.err
 	}
-	return read(ctx, n.retrier, n.rec, n.QueryString, dest, func(ctx context.Context) error {
+	return read(ctx, n.retrier, n.layered, n.rec, n.QueryString, dest, func(ctx context.Context) error {
 		return n.NamedStmt.GetContext(ctx, dest, arg)
 	})
 }
@@ -312,7 +330,7 @@ func (n *NamedStmt) SelectContext(ctx context.Context, dest any, arg any) error 
 	if n.err != nil {
 		return n.err
 	}
-	return read(ctx, n.retrier, n.rec, n.QueryString, dest, func(ctx context.Context) error {
+	return read(ctx, n.retrier, n.layered, n.rec, n.QueryString, dest, func(ctx context.Context) error {
 		return n.NamedStmt.SelectContext(ctx, dest, arg)
 	})
 }
@@ -328,7 +346,7 @@ func (n *NamedStmt) Select(dest any, arg any) error {
 // execute runs an execution that returns a value.
 func execute[T any](ctx context.Context, r *core.Retrier, rec *adapter.Recorder, query string, fn func(context.Context) (T, error)) (T, error) {
 	if rec == nil {
-		return core.Retry(ctx, r, query, fn)
+		return retry(ctx, r, query, fn)
 	}
 	v, err := fn(ctx)
 	rec.Statement(query, err)
@@ -339,7 +357,7 @@ func execute[T any](ctx context.Context, r *core.Retrier, rec *adapter.Recorder,
 // arrives while they are read.
 func queryRows(ctx context.Context, r *core.Retrier, rec *adapter.Recorder, query string, fn func(context.Context) (*sql.Rows, error)) (*sql.Rows, error) {
 	if rec == nil {
-		return core.RetryRows(ctx, r, query, fn)
+		return retryRows(ctx, r, query, fn)
 	}
 	rows, err := fn(ctx)
 	rec.Statement(query, err)
@@ -350,7 +368,7 @@ func queryRows(ctx context.Context, r *core.Retrier, rec *adapter.Recorder, quer
 // queryRowsx is queryRows for *sqlx.Rows.
 func queryRowsx(ctx context.Context, r *core.Retrier, rec *adapter.Recorder, query string, fn func(context.Context) (*sqlx.Rows, error)) (*sqlx.Rows, error) {
 	if rec == nil {
-		return core.RetryRows(ctx, r, query, fn)
+		return retryRows(ctx, r, query, fn)
 	}
 	rows, err := fn(ctx)
 	rec.Statement(query, err)
@@ -364,7 +382,7 @@ func queryRowsx(ctx context.Context, r *core.Retrier, rec *adapter.Recorder, que
 // (a DB's) or the row's (a Tx's), for callers that can return it (Get).
 func queryRow[R interface{ Err() error }](ctx context.Context, r *core.Retrier, rec *adapter.Recorder, query string, fn func(context.Context) R, refused func(error) R) (R, error) {
 	if rec == nil {
-		return adapter.RetryRow(ctx, r, query, fn, refused)
+		return retryRow(ctx, r, query, fn, refused)
 	}
 	row := fn(ctx)
 	err := row.Err()

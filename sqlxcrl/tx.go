@@ -111,7 +111,7 @@ func (tx *Tx) QueryRowx(query string, args ...any) *sqlx.Row {
 // GetContext runs a one-row query in the transaction and scans it, once;
 // a failure, one met while the row is read included, is recorded.
 func (tx *Tx) GetContext(ctx context.Context, dest any, query string, args ...any) error {
-	return read(ctx, nil, tx.rec, query, dest, func(ctx context.Context) error {
+	return read(ctx, nil, false, tx.rec, query, dest, func(ctx context.Context) error {
 		return sqlx.GetContext(ctx, tx.Tx, dest, query, args...)
 	})
 }
@@ -124,7 +124,7 @@ func (tx *Tx) Get(dest any, query string, args ...any) error {
 // SelectContext runs a query in the transaction and scans every row,
 // once; a failure, one met while the rows are read included, is recorded.
 func (tx *Tx) SelectContext(ctx context.Context, dest any, query string, args ...any) error {
-	return read(ctx, nil, tx.rec, query, dest, func(ctx context.Context) error {
+	return read(ctx, nil, false, tx.rec, query, dest, func(ctx context.Context) error {
 		return sqlx.SelectContext(ctx, tx.Tx, dest, query, args...)
 	})
 }

@@ -24,8 +24,8 @@ type dsnConnector struct {
 func (c dsnConnector) Connect(context.Context) (driver.Conn, error) { return c.drv.Open(c.dsn) }
 func (c dsnConnector) Driver() driver.Driver                        { return c.drv }
 
-// driverConnector returns the connector of a registered driver for dsn.
-func driverConnector(driverName, dsn string) (driver.Connector, error) {
+// DriverConnector returns the connector of a registered driver for dsn.
+func DriverConnector(driverName, dsn string) (driver.Connector, error) {
 	probe, err := sql.Open(driverName, dsn)
 	if err != nil {
 		return nil, err
@@ -47,11 +47,11 @@ func driverConnector(driverName, dsn string) (driver.Connector, error) {
 // (see internal/connector), and runs the connection loop. It does not connect. Its errors carry no package
 // prefix: the adapter that calls it adds its own.
 func Open(form, driverName, driverDSN string, rt *config.Runtime) (*sql.DB, error) {
-	inner, err := driverConnector(driverName, driverDSN)
+	inner, err := DriverConnector(driverName, driverDSN)
 	if err != nil {
 		return nil, fmt.Errorf("open %q: %w", driverName, err)
 	}
-	wrapped, err := connector.Wrap(inner, family.Of(form), rt.Retrier(), rt.ExecutionCutoff())
+	wrapped, err := connector.Wrap(inner, family.Of(form), rt, rt.Retrier(), rt.ExecutionCutoff())
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,8 @@ import (
 	"database/sql"
 	"errors"
 	"sync"
+
+	"github.com/crl-go/crl/internal/connector"
 )
 
 // Recorder remembers, for one transaction attempt, which statement failed,
@@ -35,15 +37,18 @@ type openedRows struct {
 }
 
 // Statement records the outcome of a statement: a failure makes it the
-// failed statement, later than every rows opened before it.
+// failed statement, later than every rows opened before it, unless it is
+// a ROLLBACK that an earlier failure caused (connector.Replaces).
 func (r *Recorder) Statement(query string, err error) {
 	if err == nil {
 		return
 	}
 	r.mu.Lock()
-	r.failed, r.failedErr = query, err
-	clear(r.rows)
-	r.rows = r.rows[:0]
+	if connector.Replaces(query, r.failedErr != nil) {
+		r.failed, r.failedErr = query, err
+		clear(r.rows)
+		r.rows = r.rows[:0]
+	}
 	r.mu.Unlock()
 }
 

@@ -17,8 +17,14 @@ import (
 // first. name is the adapter's package, which starts the messages of the
 // errors Finish makes.
 func (r *Recorder) Finish(name string, fnErr error, rollback, commit func() error) (failed string, err error) {
+	return Finish(name, r.FailedQuery, fnErr, rollback, commit)
+}
+
+// Finish is Recorder.Finish for any record of the attempt's statements:
+// failedQuery returns the statement that failed.
+func Finish(name string, failedQuery func() string, fnErr error, rollback, commit func() error) (failed string, err error) {
 	if fnErr != nil {
-		failed = r.FailedQuery()
+		failed = failedQuery()
 		if rbErr := rollback(); rbErr != nil && !errors.Is(rbErr, sql.ErrTxDone) && !core.IsBadConn(rbErr) {
 			// The server may already have rolled the transaction back (a
 			// deadlock victim's is); report both, the closure's first.
@@ -27,10 +33,21 @@ func (r *Recorder) Finish(name string, fnErr error, rollback, commit func() erro
 		return failed, fnErr
 	}
 	if err := commit(); err != nil {
+		if errors.Is(err, sql.ErrTxDone) {
+			// Nothing was sent: the closure ended the transaction itself.
+			return "", fmt.Errorf("%s: %w", name, ErrClosureEndedTx)
+		}
 		return CommitOutcome(name, err)
 	}
 	return "", nil
 }
+
+// ErrClosureEndedTx is the error of a transaction attempt whose closure
+// committed or rolled back the transaction itself: the helper commits
+// when the closure returns nil and rolls back when it returns an error,
+// so the closure must do neither. It is never retried.
+var ErrClosureEndedTx = errors.New("the closure committed or rolled back the transaction itself " +
+	"(sql: transaction has already been committed or rolled back); return nil to commit, an error to roll back")
 
 // CommitOutcome is what the transaction loop gets of a failed COMMIT, as
 // core.CommitFailed decides it: a COMMIT whose outcome is unknown is that
@@ -53,13 +70,19 @@ func CommitOutcome(name string, err error) (failed string, _ error) {
 // end every attempt that began a transaction through Run, so no path leaves
 // the transaction, and its pooled connection, open.
 func (r *Recorder) Run(name string, fn func() error, rollback, commit func() error) (failed string, err error) {
+	return Run(name, r.FailedQuery, fn, rollback, commit)
+}
+
+// Run is Recorder.Run for any record of the attempt's statements:
+// failedQuery returns the statement that failed.
+func Run(name string, failedQuery func() string, fn func() error, rollback, commit func() error) (failed string, err error) {
 	ended := false
 	defer func() {
 		if !ended {
 			_ = rollback() // the panic, or the goroutine's end, is what the caller sees
 		}
 	}()
-	failed, err = r.Finish(name, fn(), rollback, commit)
+	failed, err = Finish(name, failedQuery, fn(), rollback, commit)
 	ended = true
 	return failed, err
 }

@@ -62,6 +62,9 @@ var (
 	_ driver.NamedValueChecker  = (*txContextConn)(nil)
 )
 
+// driverConn returns the driver's connection, for Unwrap.
+func (c *txContextConn) driverConn() driver.Conn { return c.Conn }
+
 // BeginTx begins a transaction whose Commit and Rollback run under ctx.
 func (c *txContextConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	var (

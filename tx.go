@@ -1,0 +1,88 @@
+package crl
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/crl-go/crl/internal/adapter"
+	"github.com/crl-go/crl/internal/connector"
+)
+
+// errNilFunc is the error of RunInTx and Retry given no function.
+var errNilFunc = errors.New("crl: the function to run is nil")
+
+// RunInTx runs fn in a transaction of db and commits it, and runs it
+// again on a fresh transaction when the transaction failed with an error
+// the rules retry, the rule's query filter checked against the statement
+// whose error ended it. fn must be safe to run again (crl vet finds
+// closures that are not), and must neither commit nor roll back the
+// transaction: RunInTx commits when fn returns nil and rolls back when it
+// returns an error. A COMMIT whose outcome is unknown is never retried
+// (core.ErrCommitUnknown). db must be a pool crl opened (ErrNotCrlPool).
+//
+// Inside a unit that already retries as a whole (RunInTx, Retry), RunInTx
+// runs fn once: the outer unit is the one retried.
+func RunInTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) error) error {
+	rt, ok := RuntimeOf(db)
+	if !ok {
+		return ErrNotCrlPool
+	}
+	if fn == nil {
+		return errNilFunc
+	}
+	if u := connector.UnitOf(ctx); u != nil {
+		_, err := runTx(ctx, u, db, opts, fn)
+		return err
+	}
+	u := &connector.Unit{}
+	return rt.Retrier().DoTx(ctx, func(ctx context.Context) (string, error) {
+		u.Reset()
+		return runTx(ctx, u, db, opts, fn)
+	})
+}
+
+// runTx runs one attempt of RunInTx, its statements recorded in u.
+func runTx(ctx context.Context, u *connector.Unit, db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) error) (string, error) {
+	tx, err := db.BeginTx(connector.WithUnit(ctx, u), opts)
+	if err != nil {
+		return "", err
+	}
+	failed := func() string { q, _ := u.Failed(); return q }
+	return adapter.Run("crl", failed, func() error { return fn(tx) }, tx.Rollback, tx.Commit)
+}
+
+// Retry runs fn, a unit of work — a transaction of a library whose
+// transaction type crl cannot build (ent's client.Tx, bun's RunInTx,
+// GORM's db.Transaction), or several statements — and runs it again,
+// whole, when it failed with an error the rules retry. It needs no
+// handle: the driver layer records, in the context Retry hands fn, the
+// pool fn's statements ran on (its rules, budget, breaker, observer) and
+// the statement whose error ended the unit, for every statement and
+// transaction run with that context or one derived from it; those
+// statements are not retried on their own. An error that no pool crl
+// opened recorded is returned as it is, after one run.
+//
+// fn must be safe to run again (crl vet finds closures that are not).
+// Inside a unit that already retries as a whole, Retry runs fn once.
+func Retry(ctx context.Context, fn func(ctx context.Context) error) error {
+	if fn == nil {
+		return errNilFunc
+	}
+	if connector.UnitOf(ctx) != nil {
+		return fn(ctx)
+	}
+	u := &connector.Unit{}
+	err := fn(connector.WithUnit(ctx, u))
+	r := u.Retrier()
+	if r == nil {
+		return err
+	}
+	failed, _ := u.Failed()
+	return r.Resume(ctx, failed, err, func(ctx context.Context) (string, error) {
+		u.Reset()
+		err := fn(connector.WithUnit(ctx, u))
+		q, _ := u.Failed()
+		return q, err
+	})
+}
