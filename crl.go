@@ -86,3 +86,10 @@ func Unwrap(driverConn any) any { return connector.Unwrap(driverConn) }
 // open: its driver records no statement, so its transactions cannot be
 // retried as crl's rules say.
 var ErrNotCrlPool = errors.New("crl: the *sql.DB was not opened by crl; open it with crl.Open, crl.OpenDB or a crl.Register driver name")
+
+// ErrClosureEndedTx is the error of RunInTx (and of the adapters'
+// transaction helpers) when fn committed or rolled back the transaction
+// itself: the helper commits when fn returns nil and rolls back when it
+// returns an error. Nothing is retried; the error also matches
+// sql.ErrTxDone.
+var ErrClosureEndedTx = adapter.ErrClosureEndedTx

@@ -238,8 +238,17 @@ func (x *exchange) succeed(rs *resultSet, count int64, counted bool) error {
 
 // fail answers with an ERROR token and a DONE with the error bit. A
 // deadlock victim's transaction is rolled back first, as SQL Server does.
-func (x *exchange) fail(e serverError) error {
+func (x *exchange) fail(e serverError) error { return x.failAfter(nil, e) }
+
+// failAfter is fail after the columns and rows of rs, when rs is not nil.
+func (x *exchange) failAfter(rs *resultSet, e serverError) error {
 	t := &tokenWriter{}
+	if rs != nil && len(rs.columns) > 0 {
+		t.colMetadata(*rs)
+		for _, row := range rs.rows {
+			t.nbcRow(*rs, row)
+		}
+	}
 	t.error(e)
 	if e.number == 1205 && x.c.tx != nil {
 		t.envChangeTransaction(envRollbackTran, x.c.tx.descriptor)

@@ -75,6 +75,28 @@ func (r rowsReply) answer(x *exchange) error {
 	return x.succeed(&r.rs, int64(len(r.rs.rows)), true)
 }
 
+// RowsThenError replies with a result set's columns and rows, then the
+// error number, as SQL Server does when a statement fails after its first
+// rows were sent (a deadlock victim chosen mid-stream, a time-out): the
+// driver returns the rows, and the error from rows.Next or rows.Err. It
+// answers a transaction request as Error does.
+func RowsThenError(number int32, columns []string, rows ...[]any) Reply {
+	rs, err := newResultSet(columns, rows)
+	return rowsThenErrorReply{rows: rowsReply{rs: rs, err: err}, number: number}
+}
+
+type rowsThenErrorReply struct {
+	rows   rowsReply
+	number int32
+}
+
+func (r rowsThenErrorReply) answer(x *exchange) error {
+	if r.rows.err != nil || x.req.kind == requestTransaction {
+		return r.rows.answer(x)
+	}
+	return x.failAfter(&r.rows.rs, errorFor(r.number, x.c.session))
+}
+
 // Affected replies with success and a row count of n, which is what
 // sql.Result.RowsAffected returns. Its DONE names the statement's command
 // as SQL Server does (0xC5 for an UPDATE, for example), which is what

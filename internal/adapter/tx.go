@@ -35,7 +35,7 @@ func Finish(name string, failedQuery func() string, fnErr error, rollback, commi
 	if err := commit(); err != nil {
 		if errors.Is(err, sql.ErrTxDone) {
 			// Nothing was sent: the closure ended the transaction itself.
-			return "", fmt.Errorf("%s: %w", name, ErrClosureEndedTx)
+			return "", fmt.Errorf("%s: %w: %w", name, ErrClosureEndedTx, err)
 		}
 		return CommitOutcome(name, err)
 	}
@@ -47,7 +47,7 @@ func Finish(name string, failedQuery func() string, fnErr error, rollback, commi
 // when the closure returns nil and rolls back when it returns an error,
 // so the closure must do neither. It is never retried.
 var ErrClosureEndedTx = errors.New("the closure committed or rolled back the transaction itself " +
-	"(sql: transaction has already been committed or rolled back); return nil to commit, an error to roll back")
+	"(return nil to commit, an error to roll back)")
 
 // CommitOutcome is what the transaction loop gets of a failed COMMIT, as
 // core.CommitFailed decides it: a COMMIT whose outcome is unknown is that
