@@ -24,6 +24,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/crl-go/crl"
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/gormcrl"
@@ -66,6 +67,15 @@ var connectorWays = []connectorWay{
 			ping:  sqlDB.PingContext,
 			exec:  func(ctx context.Context, q string) error { return db.WithContext(ctx).Exec(q).Error },
 			close: sqlDB.Close,
+		}
+	}},
+	{"crl.OpenDB", func(t *testing.T, c driver.Connector, driverName string, _ gorm.Dialector, opts ...config.Option) connectorHandle {
+		db, err := crl.OpenDB(c, driverName, opts...)
+		require.NoError(t, err)
+		return connectorHandle{
+			ping:  db.PingContext,
+			exec:  func(ctx context.Context, q string) error { _, err := db.ExecContext(ctx, q); return err },
+			close: db.Close,
 		}
 	}},
 	{"sql.OpenDB(config.WrapConnector)", func(t *testing.T, c driver.Connector, driverName string, _ gorm.Dialector, opts ...config.Option) connectorHandle {
