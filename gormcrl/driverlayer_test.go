@@ -120,3 +120,22 @@ func TestGORMOverACrlPoolRetriesStatements(t *testing.T) {
 	assert.Equal(t, "pen", o.Name)
 	assert.Equal(t, 2, s.Count(selectFirst))
 }
+
+// A dialector whose DriverName is a crl.Register name opens its pool with
+// crl inside.
+func TestDialectorOverARegisteredName(t *testing.T) {
+	s := mssqltest.NewServer(t)
+	name, err := crl.Register("sqlserver", crl.WithRetryExec(deadlockRules), config.WithClock(coretest.NewClock(time.Time{})))
+	require.NoError(t, err)
+	db, err := gorm.Open(sqlserver.New(sqlserver.Config{DriverName: name, DSN: s.DSN()}), &gorm.Config{Logger: logger.Discard})
+	require.NoError(t, err)
+	sqlDB, err := db.DB()
+	require.NoError(t, err)
+	defer sqlDB.Close()
+	s.Handle(selectFirst, mssqltest.Error(1205), orderRow(7, "pen"))
+	var o Order
+	require.NoError(t, db.First(&o, 7).Error)
+	assert.Equal(t, 2, s.Count(selectFirst))
+	_, ok := crl.RuntimeOf(sqlDB)
+	assert.True(t, ok)
+}

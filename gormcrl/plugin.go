@@ -18,7 +18,7 @@ import (
 const PluginName = "crl:retry"
 
 // ErrNoPlugin is returned by Transaction for a *gorm.DB without the plugin.
-var ErrNoPlugin = errors.New("gormcrl: the " + PluginName + " plugin is not registered on this *gorm.DB; open it with gormcrl.Open or call db.Use(gormcrl.New(...))")
+var ErrNoPlugin = errors.New("gormcrl: this *gorm.DB has neither a pool crl opened nor the " + PluginName + " plugin; open its pool with crl.Open or gormcrl.Open, or call db.Use(gormcrl.New(...))")
 
 // Plugin is the GORM plugin that New returns and Open registers. Its
 // Initialize registers callbacks on the query, row, raw, create, update
