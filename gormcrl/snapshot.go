@@ -181,49 +181,88 @@ func snapshotMaps(ms []map[string]any) func() {
 	}
 }
 
-// snapshotStruct copies an addressable struct, and the values its non-nil
-// exported pointer fields point to (GORM writes through such a pointer, a
-// *time.Time UpdatedAt or a pre-allocated *int64 ID, instead of replacing
-// it), including those of embedded structs.
+// snapshotStruct copies an addressable struct, and what it reaches that
+// GORM or a hook can change in place: the values its non-nil exported
+// pointer fields point to (GORM writes through a *time.Time UpdatedAt or a
+// pre-allocated *int64 ID instead of replacing it), the entries of its
+// maps and the elements of its slices (a BeforeCreate hook that adds a
+// map entry or sets a slice element), through embedded and nested structs,
+// to a small depth. A retry starts from the value as the caller passed it.
 func snapshotStruct(v reflect.Value) func() {
 	old := reflect.New(v.Type()).Elem()
 	old.Set(v)
-	var pointees []func()
-	collectPointees(v, &pointees, 0)
+	var nested []func()
+	collectNested(v, &nested, 0)
 	return func() {
 		v.Set(old)
-		for _, r := range pointees {
+		for _, r := range nested {
 			r()
 		}
 	}
 }
 
-func collectPointees(v reflect.Value, out *[]func(), depth int) {
-	if depth > 4 {
+// maxNesting bounds how deep collectNested follows pointers, maps and
+// slices (and so a cycle through pointers).
+const maxNesting = 4
+
+// collectNested appends to out a restore of what the exported fields of
+// the struct v reach: pointed-to values, map entries, slice elements.
+func collectNested(v reflect.Value, out *[]func(), depth int) {
+	if depth > maxNesting {
 		return
 	}
 	t := v.Type()
 	for i := 0; i < t.NumField(); i++ {
-		sf := t.Field(i)
-		if !sf.IsExported() && !sf.Anonymous {
-			continue
+		if sf := t.Field(i); sf.IsExported() || sf.Anonymous {
+			collectValue(v.Field(i), out, depth)
 		}
-		f := v.Field(i)
-		switch f.Kind() {
-		case reflect.Struct:
-			if sf.Anonymous {
-				collectPointees(f, out, depth+1)
+	}
+}
+
+// collectValue appends to out a restore of what f reaches, by its kind.
+func collectValue(f reflect.Value, out *[]func(), depth int) {
+	switch f.Kind() {
+	case reflect.Struct:
+		collectNested(f, out, depth+1)
+	case reflect.Pointer:
+		if f.IsNil() || !f.Elem().CanSet() {
+			return
+		}
+		target := f.Elem()
+		old := reflect.New(target.Type()).Elem()
+		old.Set(target)
+		*out = append(*out, func() { target.Set(old) })
+		if depth < maxNesting {
+			collectValue(target, out, depth+1)
+		}
+	case reflect.Map:
+		if f.IsNil() {
+			return
+		}
+		m := f // the map itself: put its entries back in place
+		old := reflect.MakeMapWithSize(m.Type(), m.Len())
+		for it := m.MapRange(); it.Next(); {
+			old.SetMapIndex(it.Key(), it.Value())
+		}
+		*out = append(*out, func() {
+			m.Clear()
+			for it := old.MapRange(); it.Next(); {
+				m.SetMapIndex(it.Key(), it.Value())
 			}
-		case reflect.Pointer:
-			if f.IsNil() || !f.Elem().CanSet() {
-				continue
-			}
-			target := f.Elem()
-			old := reflect.New(target.Type()).Elem()
-			old.Set(target)
-			*out = append(*out, func() { target.Set(old) })
-			if target.Kind() == reflect.Struct && sf.Anonymous {
-				collectPointees(target, out, depth+1)
+		})
+	case reflect.Slice:
+		if f.IsNil() || f.Len() == 0 {
+			return
+		}
+		s := f.Slice(0, f.Len()) // the backing array as the caller passed it
+		old := reflect.MakeSlice(s.Type(), s.Len(), s.Len())
+		reflect.Copy(old, s)
+		*out = append(*out, func() { reflect.Copy(s, old) })
+		if depth < maxNesting {
+			for i := 0; i < s.Len(); i++ {
+				if e := s.Index(i); e.Kind() == reflect.Struct || e.Kind() == reflect.Pointer {
+					collectValue(e, out, depth+1)
+				}
 			}
 		}
 	}
