@@ -51,3 +51,20 @@ func TestRetryStartsFromTheValueAsPassed(t *testing.T) {
 	assert.Equal(t, map[string]int{"0": 1}, v.Meta.Labels)
 	assert.Equal(t, int64(1), v.ID)
 }
+
+// A Save with associations that loses a deadlock is not retried (its
+// associated values cannot be put back), and its error unwraps to the
+// deadlock 1205 first, though go-mssqldb v1.8's answer to GORM's ROLLBACK
+// of the victim's transaction, 3903, is the error GORM wraps (issue 28,
+// item 8; the root module requires go-mssqldb v1.8.2).
+func TestSaveWithAssociationsKeepsTheDeadlocksNumber(t *testing.T) {
+	s := mssqltest.NewServer(t)
+	db, _ := open(t, s, nil)
+	const updateInvoice = `UPDATE "invoices" SET "number"=@p1 WHERE "id" = @p2`
+	s.Handle(updateInvoice, mssqltest.Error(1205))
+	inv := Invoice{ID: 5, Number: "A-1", Lines: []Line{{ID: 1, InvoiceID: 5, Item: "pen"}}}
+	err := db.Save(&inv).Error
+	requireDeadlock(t, err, "statements: %q", s.Statements())
+	assert.Equal(t, 1, s.Count(updateInvoice), "not retried")
+	assert.Contains(t, err.Error(), "deadlock victim", "GORM's message")
+}

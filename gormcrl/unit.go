@@ -58,9 +58,10 @@ type unitKey struct{ stmt *gorm.Statement }
 // unit is the state of one Create, Update or Delete under the whole-unit
 // retry, or of one of its retries (retry set).
 type unit struct {
-	rec   adapter.Recorder
-	armed bool // the chain runs in a transaction this package records
-	retry bool // this statement is a retry's clone: the loop runs elsewhere
+	rec     adapter.Recorder
+	armed   bool // the chain runs in a transaction this package records
+	retry   bool // this statement is a retry's clone: the loop runs elsewhere
+	watches bool // not retried (its value cannot be put back), but its transaction is recorded, for the error it returns (see keepCause)
 
 	// Of a retry's clone: its statement, taken off the clone so that the
 	// clone's processor does not log it (see trace.go).
@@ -103,12 +104,16 @@ func (c *unitCallbacks) start(db *gorm.DB) {
 	if db.Error != nil || db.DryRun || db.SkipDefaultTransaction || unitOf(stmt) != nil {
 		return // nothing runs, no implicit transaction, or a retry's clone
 	}
-	if !retriesAlone(stmt.ConnPool) || propagateNoRetry(stmt) {
-		return // in a user's transaction, on a *sql.Conn, or opted out
+	if !retriesAlone(stmt.ConnPool) {
+		return // in a user's transaction, or on a *sql.Conn
 	}
 	restore, ok := snapshot(stmt, c.op)
-	if !ok {
-		return // run once, as GORM does
+	if !ok || propagateNoRetry(stmt) {
+		// Run once, as GORM does (opted out, or the value cannot be put
+		// back); its transaction is still recorded, so that the error it
+		// returns unwraps to the failed statement's.
+		stmt.Settings.Store(unitKey{stmt}, &unit{watches: true})
+		return
 	}
 	// The breaker is asked before anything of the first attempt runs: an
 	// operation it refuses must not write, and its verdict is applied to
@@ -127,7 +132,7 @@ func (c *unitCallbacks) start(db *gorm.DB) {
 func watchTx(db *gorm.DB) {
 	stmt := db.Statement
 	u := unitOf(stmt)
-	if u == nil || !u.armed || db.Error != nil {
+	if u == nil || !(u.armed || u.watches) || db.Error != nil {
 		return // not ours, or BEGIN failed (nothing ran: safe to retry)
 	}
 	if _, started := db.InstanceGet("gorm:started_transaction"); started {
@@ -160,6 +165,10 @@ func (c *unitCallbacks) end(db *gorm.DB) {
 		return
 	}
 	stmt.Settings.Delete(unitKey{stmt})
+	if u.watches && db.Error != nil {
+		db.Error = keepCause(db.Error, u.rec.FailedErr())
+		setResultError(stmt, db.Error)
+	}
 	if !u.armed {
 		return
 	}
@@ -217,12 +226,25 @@ func (u *unit) outcome(err error) (string, error) {
 	if cerr := u.rec.CommitErr(); cerr != nil {
 		return adapter.CommitOutcome("gormcrl", cerr)
 	}
-	if ferr := u.rec.FailedErr(); ferr != nil && !errors.Is(err, ferr) {
-		// GORM joins a later error to the statement's with %v, keeping only
-		// its text: go-mssqldb before v1.10 answers the ROLLBACK of a
-		// deadlock victim's transaction with 3903, and the 1205 that the
-		// rules retry would be lost. The statement's error comes first.
-		err = errors.Join(ferr, err)
-	}
-	return u.rec.FailedQuery(), err
+	return u.rec.FailedQuery(), keepCause(err, u.rec.FailedErr())
 }
+
+// keepCause returns err, GORM's error of an operation, so that it
+// unwraps to cause, the error of the statement that failed, first. GORM
+// joins a later error to the statement's with %v, keeping only its text:
+// go-mssqldb before v1.10 answers the ROLLBACK of a deadlock victim's
+// transaction with 3903, and errors.As would find that instead of the
+// 1205 that the rules retry (and that the caller asks about). The
+// message stays GORM's.
+func keepCause(err, cause error) error {
+	if err == nil || cause == nil || errors.Is(err, cause) {
+		return err
+	}
+	return &causedError{err: err, cause: cause}
+}
+
+// causedError is GORM's error over the failed statement's own.
+type causedError struct{ err, cause error }
+
+func (e *causedError) Error() string   { return e.err.Error() }
+func (e *causedError) Unwrap() []error { return []error{e.cause, e.err} }
