@@ -79,7 +79,7 @@ func TestRealDeadlockInASavepointIsRetried(t *testing.T) {
 			go func() {
 				done <- gormcrl.Transaction(db.WithContext(ctx), func(tx *gorm.DB) error {
 					runs++
-					if err := tx.Exec("UPDATE "+tb+" SET v = v + 1 WHERE id = 1").Error; err != nil {
+					if err := tx.Exec("UPDATE " + tb + " SET v = v + 1 WHERE id = 1").Error; err != nil {
 						return err
 					}
 					return tx.Transaction(func(inner *gorm.DB) error {
