@@ -139,3 +139,17 @@ func TestDialectorOverARegisteredName(t *testing.T) {
 	_, ok := crl.RuntimeOf(sqlDB)
 	assert.True(t, ok)
 }
+
+// A closure that commits its own transaction is told so; nothing is
+// retried (issue 28, item 11).
+func TestTransactionClosureThatCommitsIsToldSo(t *testing.T) {
+	s := mssqltest.NewServer(t)
+	db := openOverCrl(t, s)
+	runs := 0
+	err := gormcrl.Transaction(db, func(tx *gorm.DB) error {
+		runs++
+		return tx.Commit().Error
+	})
+	assert.ErrorIs(t, err, crl.ErrClosureEndedTx)
+	assert.Equal(t, 1, runs)
+}

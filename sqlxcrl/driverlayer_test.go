@@ -85,3 +85,18 @@ func mustOpenPlain(t *testing.T, srv *mssqltest.Server) *sql.DB {
 	t.Cleanup(func() { _ = db.Close() })
 	return db
 }
+
+// A closure that commits its own transaction is told so; nothing is
+// retried and it is not "COMMIT outcome unknown" (issue 28, item 11).
+func TestRunInTxClosureThatCommitsIsToldSo(t *testing.T) {
+	srv := mssqltest.NewServer(t)
+	db, _ := open(t, srv, "&retryExec={1205:3,0}")
+	runs := 0
+	err := db.RunInTx(context.Background(), nil, func(tx *sqlxcrl.Tx) error {
+		runs++
+		return tx.Commit()
+	})
+	assert.ErrorIs(t, err, crl.ErrClosureEndedTx)
+	assert.NotErrorIs(t, err, core.ErrCommitUnknown)
+	assert.Equal(t, 1, runs)
+}
