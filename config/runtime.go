@@ -388,16 +388,16 @@ func (r *Runtime) now() time.Time {
 	return r.clock.Now()
 }
 
-// WrapConnector returns c under crl's connection loop, for plain
-// database/sql (sql.OpenDB), sqlc, ent, bun and every other user of a
-// driver.Connector, with the Runtime whose Retrier the statement loops of
-// the same handle must use (sqlxcrl.OpenDB and gormcrl.OpenDB do), so that
-// one handle has one budget, one breaker, one properties file. Every
-// Connect of the returned connector — every new pooled connection — runs
-// the JDBC connection algorithm around c.Connect (both loops,
-// loginTimeout, the retry budget, the events), sets the execution
-// cut-off when one is configured, and, for MySQL/MariaDB, ends COMMIT and
-// ROLLBACK under their transaction's context.
+// WrapConnector returns c under crl's driver layer and connection loop,
+// for plain database/sql (sql.OpenDB; crl.OpenDB does both), sqlc, ent,
+// bun and every other user of a driver.Connector, with the handle's
+// Runtime: one budget, one breaker, one properties file. Every Connect of
+// the returned connector — every new pooled connection — runs the JDBC
+// connection algorithm around c.Connect (both loops, loginTimeout, the
+// retry budget, the events), sets the execution cut-off when one is
+// configured, and, for MySQL/MariaDB, ends COMMIT and ROLLBACK under their
+// transaction's context; its connections run every statement outside a
+// transaction under the Runtime's statement loop (docs/databasesql.md).
 //
 // driverName names the family (internal/family's table: sqlserver, mssql,
 // azuresql, mysql, pgx, postgres, …); a wrapped name (sqlserver-otel)

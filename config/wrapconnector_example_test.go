@@ -9,14 +9,14 @@ import (
 	mssql "github.com/microsoft/go-mssqldb"
 
 	"github.com/crl-go/crl/config"
-	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/mssqltest"
 )
 
-// Plain database/sql over a connector of your own (docs/databasesql.md):
-// WrapConnector gives every new pooled connection the connection loop, and
-// its Runtime's Retrier runs the statements that should be retried, so the
-// handle has one budget and one breaker for both.
+// Plain database/sql over a connector of your own (docs/databasesql.md;
+// crl.OpenDB is the same in one call): WrapConnector gives every new
+// pooled connection the connection loop, and its connections run every
+// statement outside a transaction under the statement loop of the same
+// Runtime, so the handle has one budget and one breaker for both.
 func ExampleWrapConnector() {
 	srv, err := mssqltest.Start()
 	if err != nil {
@@ -31,7 +31,7 @@ func ExampleWrapConnector() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	wrapped, rt, err := config.WrapConnector(c, "sqlserver", config.WithRetryExec("{1205:3,10ms*2}"))
+	wrapped, _, err := config.WrapConnector(c, "sqlserver", config.WithRetryExec("{1205:3,10ms*2}"))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -39,9 +39,7 @@ func ExampleWrapConnector() {
 	defer db.Close()
 
 	ctx := context.Background()
-	res, err := core.Retry(ctx, rt.Retrier(), update, func(ctx context.Context) (sql.Result, error) {
-		return db.ExecContext(ctx, update)
-	})
+	res, err := db.ExecContext(ctx, update) // retried inside the driver layer
 	if err != nil {
 		log.Fatal(err)
 	}
