@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
+	"math/big"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgtype"
 	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -213,3 +215,26 @@ func errorsJoin(a, b error) error {
 	}
 	return b
 }
+
+// pgx's argument types (arrays, pgtype values) pass through the driver
+// layer as through pgx's own connection.
+func TestPgxArgumentTypesPassThrough(t *testing.T) {
+	dsn := os.Getenv("CRL_POSTGRES_DSN")
+	if dsn == "" {
+		t.Skip("CRL_POSTGRES_DSN not set")
+	}
+	db, err := crl.Open("pgx", dsn)
+	require.NoError(t, err)
+	defer db.Close()
+	var n int64
+	require.NoError(t, db.QueryRow("SELECT cardinality($1::int[])", []int32{1, 2, 3}).Scan(&n))
+	assert.Equal(t, int64(3), n)
+	var s string
+	require.NoError(t, db.QueryRow("SELECT $1::numeric::text", pgtype.Numeric{Int: big.NewInt(12345), Exp: -2, Valid: true}).Scan(&s))
+	assert.Equal(t, "123.45", s)
+	var arr pgtype.FlatArray[string]
+	require.NoError(t, db.QueryRow("SELECT ARRAY['a','b']").Scan(pgtypeMap().SQLScanner(&arr)))
+	assert.Equal(t, pgtype.FlatArray[string]{"a", "b"}, arr)
+}
+
+func pgtypeMap() *pgtype.Map { return pgtype.NewMap() }

@@ -371,3 +371,15 @@ func TestAnErrorBeforeTheFirstRowIsRetried(t *testing.T) {
 	assert.Equal(t, int64(7), b)
 	assert.Equal(t, 2, srv.Count(read))
 }
+
+// go-mssqldb's own argument types pass through the driver layer's
+// NamedValueChecker as through the driver's.
+func TestDriversArgumentTypesPassThrough(t *testing.T) {
+	srv := mssqltest.NewServer(t)
+	db, _ := open(t, srv, "&retryExec={1205:3,0%2B0}")
+	const q = "UPDATE accounts SET name = @p1, code = @p2 WHERE id = @p3"
+	srv.Handle(q, mssqltest.Error(1205), mssqltest.Affected(1))
+	_, err := db.Exec(q, mssql.VarChar("pen"), mssql.NVarCharMax("cup"), sql.Named("p3", 1))
+	require.NoError(t, err)
+	assert.Equal(t, 2, srv.Count(q))
+}
