@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/callbacks"
 
+	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/internal/adapter"
 	"github.com/crl-go/crl/internal/connector"
 )
@@ -104,16 +105,45 @@ func (p *Plugin) wrapStatements(db *gorm.DB) error {
 	)
 }
 
+// statementLoop returns the Retrier whose loop runs a statement
+// callback's whole run, and whether the statement's pool is one crl
+// opened (its driver layer must then run the attempt's statement once);
+// nil when the callback runs once: in a transaction, opted out, nested in
+// an attempt, or on a pool of neither kind. Over a pool crl opened, the
+// statement keeps its own ConnPool; over another, crl:retry_pool put the
+// loop on it.
+func statementLoop(db *gorm.DB) (*core.Retrier, bool) {
+	stmt := db.Statement
+	if db.Error != nil || db.DryRun {
+		return nil, false
+	}
+	if rp, ok := unwrapPool(stmt.ConnPool); ok {
+		return rp.retrier, false
+	}
+	if !retriesAlone(stmt.ConnPool) || propagateNoRetry(stmt) || connector.UnitOf(stmt.Context) != nil {
+		return nil, false
+	}
+	p, ok := pluginOf(db)
+	if !ok {
+		return nil, false
+	}
+	if _, layered := poolRuntime(stmt.ConnPool); !layered {
+		return nil, false
+	}
+	return p.active(db).forPool(stmt.ConnPool).retrier(), true
+}
+
 // wholeStatement returns original with its whole run under the statement
-// loop, for a statement that crl:retry_pool put the loop on.
+// loop (statementLoop).
 func wholeStatement(original func(*gorm.DB), write bool) func(*gorm.DB) {
 	return func(db *gorm.DB) {
 		stmt := db.Statement
-		rp, ok := unwrapPool(stmt.ConnPool)
-		if !ok || db.Error != nil || db.DryRun {
+		loop, layered := statementLoop(db)
+		if loop == nil {
 			original(db)
 			return
 		}
+		ok := false
 		// a is the loop's state; it stays on the stack (prepare is not
 		// called through a func value, which would move it to the heap).
 		a := &attempts{db: db, original: original}
@@ -126,16 +156,18 @@ func wholeStatement(original func(*gorm.DB), write bool) func(*gorm.DB) {
 			return
 		}
 		if !ok {
-			original(db) // under retryPool: the query call alone is retried
+			original(db) // the query call alone is retried (by retryPool, or the driver layer)
 			return
 		}
 		pool, parent := stmt.ConnPool, stmt.Context
-		stmt.ConnPool = rp.inner // the attempt's statement is not a loop of its own
+		if rp, ok := unwrapPool(pool); ok {
+			stmt.ConnPool = rp.inner // the attempt's statement is not a loop of its own
+		}
 		ctx := parent
-		if rp.layered && connector.UnitOf(ctx) == nil {
+		if layered {
 			ctx = connector.WithUnit(ctx, &connector.Unit{}) // nor the driver layer's
 		}
-		err := rp.retrier.Do(ctx, a.query, a.run)
+		err := loop.Do(ctx, a.query, a.run)
 		stmt.ConnPool, stmt.Context = pool, parent
 		db.Error = err
 		setResultError(stmt, err)

@@ -153,3 +153,24 @@ func TestTransactionClosureThatCommitsIsToldSo(t *testing.T) {
 	assert.ErrorIs(t, err, crl.ErrClosureEndedTx)
 	assert.Equal(t, 1, runs)
 }
+
+// Over a pool crl opened, a statement keeps GORM's own ConnPool (the
+// *sql.DB) in its callbacks and hooks: the driver layer retries it.
+func TestStatementKeepsItsConnPoolOverACrlPool(t *testing.T) {
+	s := mssqltest.NewServer(t)
+	db, _ := open(t, s, nil)
+	sqlDB, err := db.DB()
+	require.NoError(t, err)
+	var seen []gorm.ConnPool
+	require.NoError(t, db.Callback().Query().Before("gorm:query").Register("test:see_pool", func(tx *gorm.DB) {
+		seen = append(seen, tx.Statement.ConnPool)
+	}))
+	s.Handle(selectFirst, mssqltest.Error(1205), orderRow(7, "pen"))
+	var o Order
+	require.NoError(t, db.First(&o, 7).Error)
+	assert.Equal(t, 2, s.Count(selectFirst))
+	require.NotEmpty(t, seen)
+	for _, p := range seen {
+		assert.Same(t, sqlDB, p, "ConnPool is %T", p)
+	}
+}

@@ -217,6 +217,9 @@ func (p *Plugin) installPool(db *gorm.DB) {
 	if _, ok := unwrapPool(stmt.ConnPool); ok { // a nested statement of a retried one
 		return
 	}
+	if _, layered := poolRuntime(stmt.ConnPool); layered {
+		return // crl's driver layer retries the statement; the ConnPool stays GORM's
+	}
 	stmt.ConnPool = p.active(db).forPool(stmt.ConnPool).statementPool(stmt.ConnPool)
 }
 

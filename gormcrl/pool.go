@@ -6,7 +6,6 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/crl-go/crl"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/internal/adapter"
 )
@@ -20,23 +19,13 @@ import (
 type retryPool struct {
 	inner   gorm.ConnPool
 	retrier *core.Retrier
-	layered bool // inner is a pool crl opened: its driver layer retries the statements (see loop)
 }
 
-// newRetryPool returns the retryPool over inner.
+// newRetryPool returns the retryPool over inner, a pool crl did not open
+// (over one crl opened, its driver layer retries the statements and the
+// statement keeps its ConnPool: see installPool).
 func newRetryPool(inner gorm.ConnPool, r *core.Retrier) *retryPool {
-	db, _ := sqlDBOf(inner)
-	_, layered := crl.RuntimeOf(db)
-	return &retryPool{inner: inner, retrier: r, layered: layered}
-}
-
-// loop returns the Retrier of the statement loop of p's statements, nil
-// over a pool crl opened: its driver layer runs the loop.
-func (p *retryPool) loop() *core.Retrier {
-	if p.layered {
-		return nil
-	}
-	return p.retrier
+	return &retryPool{inner: inner, retrier: r}
 }
 
 var (
@@ -46,9 +35,6 @@ var (
 
 // ExecContext runs the statement under the statement loop.
 func (p *retryPool) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if p.layered {
-		return p.inner.ExecContext(ctx, query, args...)
-	}
 	return core.Retry(ctx, p.retrier, query, func(ctx context.Context) (sql.Result, error) {
 		return p.inner.ExecContext(ctx, query, args...)
 	})
@@ -57,9 +43,6 @@ func (p *retryPool) ExecContext(ctx context.Context, query string, args ...any) 
 // QueryContext runs the query under the statement loop; an error while the
 // rows are read is not retried.
 func (p *retryPool) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if p.layered {
-		return p.inner.QueryContext(ctx, query, args...)
-	}
 	return core.RetryRows(ctx, p.retrier, query, func(ctx context.Context) (*sql.Rows, error) {
 		return p.inner.QueryContext(ctx, query, args...)
 	})
@@ -69,9 +52,6 @@ func (p *retryPool) QueryContext(ctx context.Context, query string, args ...any)
 // the last retry the row carries the last driver error (a *sql.Row's error
 // cannot be set from outside).
 func (p *retryPool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	if p.layered {
-		return p.inner.QueryRowContext(ctx, query, args...)
-	}
 	row, _ := adapter.RetryRow(ctx, p.retrier, query, func(ctx context.Context) *sql.Row {
 		return p.inner.QueryRowContext(ctx, query, args...)
 	}, adapter.ErrorRow)
@@ -80,9 +60,6 @@ func (p *retryPool) QueryRowContext(ctx context.Context, query string, args ...a
 
 // PrepareContext prepares under the statement loop.
 func (p *retryPool) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
-	if p.layered {
-		return p.inner.PrepareContext(ctx, query)
-	}
 	return core.Retry(ctx, p.retrier, query, func(ctx context.Context) (*sql.Stmt, error) {
 		return p.inner.PrepareContext(ctx, query)
 	})
