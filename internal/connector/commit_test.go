@@ -40,9 +40,20 @@ type fakeTx struct{ c *fakeConn }
 func (t fakeTx) Commit() error   { t.c.plain = append(t.c.plain, "COMMIT"); return nil }
 func (t fakeTx) Rollback() error { t.c.plain = append(t.c.plain, "ROLLBACK"); return nil }
 
-func begin(t *testing.T, ctx context.Context, inner *fakeConn) (*txContextConn, driver.Tx) {
+func (c *fakeConn) Begin() (driver.Tx, error) { return fakeTx{c}, nil }
+
+// layerConn returns a connection of the driver layer over inner, for a
+// driver family whose Commit takes no context.
+func layerConn(t *testing.T, inner driver.Conn) *conn {
 	t.Helper()
-	c := &txContextConn{Conn: inner}
+	r, err := core.NewRetrier(core.Policy{}, core.Options{})
+	require.NoError(t, err)
+	return newConn(inner, newConnector(nil, r, nil, true))
+}
+
+func begin(t *testing.T, ctx context.Context, inner *fakeConn) (*conn, driver.Tx) {
+	t.Helper()
+	c := layerConn(t, inner)
 	tx, err := c.BeginTx(ctx, driver.TxOptions{})
 	require.NoError(t, err)
 	return c, tx
@@ -110,10 +121,10 @@ func TestTxContextEndedContextSendsNothing(t *testing.T) {
 	assert.ErrorIs(t, outcome, core.ErrCommitUnknown)
 }
 
-// The wrapper answers for an optional interface the driver's connection
+// The layer answers for an optional interface the driver's connection
 // lacks as database/sql would without it.
-func TestTxContextConnPassesOptionalInterfacesOn(t *testing.T) {
-	c := &txContextConn{Conn: &fakeConn{}}
+func TestLayerConnPassesOptionalInterfacesOn(t *testing.T) {
+	c := layerConn(t, &fakeConn{})
 	_, err := c.QueryContext(context.Background(), "select 1", nil)
 	assert.ErrorIs(t, err, driver.ErrSkip)
 	assert.ErrorIs(t, c.CheckNamedValue(&driver.NamedValue{}), driver.ErrSkip)

@@ -306,7 +306,7 @@ func (cn *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, 
 	if u != nil {
 		u.ran(cn.r)
 	}
-	cn.tx = &tx{inner: ti, cn: cn, unit: u}
+	cn.tx = &tx{inner: ti, cn: cn, unit: u, ctx: ctx, underCtx: cn.c.commitUnderContext}
 	return cn.tx, nil
 }
 

@@ -17,9 +17,9 @@ import (
 )
 
 // Wrap returns inner with, outermost first, the driver layer and the
-// connection loop of r (Connector), the COMMIT and ROLLBACK deadlines of
-// fam (MySQL/MariaDB), and the execution cut-off when cutoff > 0 (an
-// error for a family that has none). owner is what the pool's Driver
+// connection loop of r (Connector), whose transactions end under their
+// context for fam MySQL/MariaDB, and the execution cut-off when cutoff > 0
+// (an error for a family that has none). owner is what the pool's Driver
 // reports as its Owner (the pool's *config.Runtime). r must not be nil.
 func Wrap(inner driver.Connector, fam family.Family, owner any, r *core.Retrier, cutoff time.Duration) (*Connector, error) {
 	if cutoff > 0 {
@@ -28,8 +28,5 @@ func Wrap(inner driver.Connector, fam family.Family, owner any, r *core.Retrier,
 			return nil, err
 		}
 	}
-	if commitIgnoresContext(fam) {
-		inner = &txContextConnector{Connector: inner}
-	}
-	return newConnector(inner, r, owner), nil
+	return newConnector(inner, r, owner, commitIgnoresContext(fam)), nil
 }

@@ -30,6 +30,9 @@ type Connector struct {
 	retrier *core.Retrier
 	owner   any // the *config.Runtime of the pool (see Owner)
 	drv     *Driver
+	// commitUnderContext: the driver's Commit and Rollback take no
+	// context, so the layer's transactions end under theirs (commit.go).
+	commitUnderContext bool
 }
 
 var (
@@ -38,8 +41,8 @@ var (
 )
 
 // newConnector returns the layer's connector over inner.
-func newConnector(inner driver.Connector, r *core.Retrier, owner any) *Connector {
-	c := &Connector{inner: inner, retrier: r, owner: owner}
+func newConnector(inner driver.Connector, r *core.Retrier, owner any, commitUnderContext bool) *Connector {
+	c := &Connector{inner: inner, retrier: r, owner: owner, commitUnderContext: commitUnderContext}
 	c.drv = &Driver{c: c}
 	return c
 }
