@@ -241,6 +241,7 @@ func TestOperationEndedClosesAnOpenSpan(t *testing.T) {
 	s.obs.OperationEnded(core.OperationEnded{Context: ctx, Op: 9, Err: deadlock{}})
 	require.Len(t, s.spans.Ended(), 1)
 	assert.Equal(t, codes.Error, s.spans.Ended()[0].Status().Code)
+	assert.Equal(t, "1205", attrs(s.spans.Ended()[0].Attributes())["error.type"].AsString())
 }
 
 func TestABadURLDoesNotQuoteThePassword(t *testing.T) {

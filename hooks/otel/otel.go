@@ -26,9 +26,16 @@
 // says them, crl.kind (statement, transaction, connection) and
 // Options.Attributes. A statement carries db.operation.name, its first
 // keyword (SELECT, UPDATE...) when it is a known SQL verb. An error adds
-// db.response.status_code (the error number, when the error has one) and
-// error.type (the error number, else the rule token such as timeout or
-// badconn, else the Go type of the error; panic for a panic).
+// db.response.status_code, the code the database sent, as the conventions
+// name it for each system: SQL Server's error number, MySQL's and
+// MariaDB's error number, PostgreSQL's SQLSTATE (40P01); none for an error
+// the database did not send. And error.type, a bounded set of values:
+// the status code when there is one; else the token of the rule that
+// fired (timeout, badconn, a socket number such as 10054); else timeout,
+// canceled, badconn, the Windows socket number of another network
+// failure (10061, refused), circuit_open for an operation the circuit
+// breaker refused, panic for a panic, and _OTHER for anything else. Never
+// a Go type name nor an error message: error.type labels the metrics too.
 // db.query.text only when Options.QueryText is set. crl's own, on spans
 // and span events: crl.operation.id (the events' Op), crl.retry.attempt
 // (the attempt that failed, 1-based), crl.retry.wait (seconds),
@@ -69,7 +76,6 @@ package otel
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -311,8 +317,8 @@ func (o *Observer) RetryScheduled(e core.RetryScheduled) {
 		attrs = append(attrs, attribute.String("crl.retry.token", e.Token))
 	}
 	attrs = appendError(attrs, e.Err, e.Token)
-	o.retryN.Add(ctxOf(e.Context), 1, metric.WithAttributes(o.metricAttrs(e.Kind, e.Err, e.Token,
-		attribute.String("crl.retry.token", e.Token))...))
+	o.retryN.Add(ctxOf(e.Context), 1, metric.WithAttributes(appendError(o.metricAttrs(e.Kind,
+		attribute.String("crl.retry.token", e.Token)), e.Err, e.Token)...))
 	o.retry(e.Context, e.Kind, e.Op, attrs)
 }
 
@@ -335,8 +341,8 @@ func (o *Observer) Succeeded(e core.Succeeded) {
 // status, or adds an event to the caller's span.
 func (o *Observer) GaveUp(e core.GaveUp) {
 	reason := hooks.Reason(e.Reason)
-	o.giveUpN.Add(ctxOf(e.Context), 1, metric.WithAttributes(o.metricAttrs(e.Kind, e.Err, "",
-		attribute.String("crl.give_up.reason", reason))...))
+	o.giveUpN.Add(ctxOf(e.Context), 1, metric.WithAttributes(appendError(o.metricAttrs(e.Kind,
+		attribute.String("crl.give_up.reason", reason)), e.Err, "")...))
 	attrs := o.attrs(e.Kind, e.Op, e.Query,
 		attribute.Int("crl.attempts", e.Attempts),
 		attribute.String("crl.give_up.reason", reason))
@@ -370,6 +376,7 @@ func (o *Observer) OperationEnded(e core.OperationEnded) {
 		// did not tell) ends here, so that none outlives its operation.
 		if span, ok := o.take(e.Op); ok {
 			if e.Err != nil {
+				span.SetAttributes(appendError(nil, e.Err, "")...)
 				span.SetStatus(codes.Error, "crl: "+e.Err.Error())
 				span.RecordError(e.Err)
 			}
@@ -386,7 +393,7 @@ func (o *Observer) OperationEnded(e core.OperationEnded) {
 	if !ok {
 		return
 	}
-	span.SetAttributes(semconv.ErrorTypeKey.String("panic"))
+	span.SetAttributes(semconv.ErrorTypeKey.String(errorTypePanic))
 	span.AddEvent(semconv.ExceptionEventName, trace.WithAttributes(exc...))
 	span.SetStatus(codes.Error, "crl: the operation panicked")
 	span.End()
@@ -427,21 +434,22 @@ func (o *Observer) recordDuration(e core.OperationEnded) {
 	if verb >= 0 {
 		extra = append(extra, semconv.DBOperationName(verbs[verb]))
 	}
-	a := o.metricAttrs(e.Kind, e.Err, "", extra...)
+	a := o.metricAttrs(e.Kind, extra...)
 	if e.Panicked {
-		a = append(a, semconv.ErrorTypeKey.String("panic"))
+		a = append(a, semconv.ErrorTypeKey.String(errorTypePanic))
+	} else {
+		a = appendError(a, e.Err, "")
 	}
 	o.duration.Record(ctx, secs, metric.WithAttributes(a...))
 }
 
-// metricAttrs are a measurement's attributes: the base, crl.kind, extra
-// and the error's (see appendError).
-func (o *Observer) metricAttrs(k core.Kind, err error, token string, extra ...attribute.KeyValue) []attribute.KeyValue {
+// metricAttrs are a measurement's attributes: the base, crl.kind and
+// extra, with room for the error's (appendError).
+func (o *Observer) metricAttrs(k core.Kind, extra ...attribute.KeyValue) []attribute.KeyValue {
 	a := make([]attribute.KeyValue, 0, len(o.base)+len(extra)+3)
 	a = append(a, o.base...)
 	a = append(a, KindKey.String(k.String()))
-	a = append(a, extra...)
-	return appendError(a, err, token)
+	return append(a, extra...)
 }
 
 // RulesReloaded does nothing: a reload belongs to no operation.
@@ -515,24 +523,6 @@ func (o *Observer) attrs(k core.Kind, op uint64, query string, extra ...attribut
 		a = append(a, semconv.DBQueryTextKey.String(query))
 	}
 	return append(a, extra...)
-}
-
-// appendError adds db.response.status_code and error.type for err.
-func appendError(a []attribute.KeyValue, err error, token string) []attribute.KeyValue {
-	if err == nil {
-		return a
-	}
-	if n, ok := core.ErrorNumber(err); ok {
-		code := strconv.FormatInt(int64(n), 10)
-		return append(a, semconv.DBResponseStatusCodeKey.String(code), semconv.ErrorTypeKey.String(code))
-	}
-	switch {
-	case token != "":
-		return append(a, semconv.ErrorTypeKey.String(token))
-	case errors.Is(err, context.DeadlineExceeded):
-		return append(a, semconv.ErrorTypeKey.String("timeout"))
-	}
-	return append(a, semconv.ErrorTypeKey.String(fmt.Sprintf("%T", err)))
 }
 
 func spanName(k core.Kind) string { return "crl.retry " + k.String() }
