@@ -5,7 +5,7 @@ go 1.25.0
 replace github.com/crl-go/crl => ../..
 
 require (
-	github.com/crl-go/crl v0.0.0-00010101000000-000000000000
+	github.com/crl-go/crl v0.0.0
 	github.com/jackc/pgx/v5 v5.5.5
 	github.com/stretchr/testify v1.12.1
 	github.com/uptrace/bun v1.2.16
