@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,7 +42,7 @@ func newDatabase(t *testing.T) database {
 	}
 	schema := fmt.Sprintf("crl_bun_%d_%d", time.Now().UnixNano()%1e9, rand.IntN(1000))
 	sep := "?"
-	if bytes.ContainsRune([]byte(base), '?') {
+	if strings.Contains(base, "?") {
 		sep = "&"
 	}
 	dsn := base + sep + "search_path=" + schema
