@@ -144,7 +144,7 @@ func (c *closure) check() {
 		case *ast.AssignStmt:
 			c.checkAssign(n)
 		case *ast.IncDecStmt:
-			c.checkWrite(n.X, "changes %s from its old value (%s)", n.Tok.String())
+			c.checkWrite(n.X, "updates %s from its old value ("+n.Tok.String()+")")
 		case *ast.CallExpr:
 			c.checkCall(n)
 		}
@@ -240,27 +240,29 @@ func (c *closure) checkAssign(st *ast.AssignStmt) {
 			switch {
 			case !ok:
 			case pl.element():
-				c.checkWrite(lhs, "writes an element of %s%s", "")
+				c.checkWrite(lhs, "writes an element of %s")
+			case !c.fresh(pl, st, i) && isAppend(st, i):
+				c.checkWrite(lhs, "appends to %s")
 			case !c.fresh(pl, st, i):
-				c.checkWrite(lhs, "sets %s from its old value%s", appendNote(st, i))
+				c.checkWrite(lhs, "updates %s from its old value")
 			}
 		}
 	default: // +=, -=, |=, …
-		c.checkWrite(st.Lhs[0], "changes %s from its old value (%s)", st.Tok.String())
+		c.checkWrite(st.Lhs[0], "updates %s from its old value ("+st.Tok.String()+")")
 	}
 }
 
-// appendNote says "(append)" when the value assigned is an append.
-func appendNote(st *ast.AssignStmt, i int) string {
+// isAppend reports whether the i-th value st assigns is an append.
+func isAppend(st *ast.AssignStmt, i int) bool {
 	if len(st.Rhs) != len(st.Lhs) {
-		return ""
+		return false
 	}
-	if call, ok := ast.Unparen(st.Rhs[i]).(*ast.CallExpr); ok {
-		if id, ok := ast.Unparen(call.Fun).(*ast.Ident); ok && id.Name == "append" {
-			return " (append)"
-		}
+	call, ok := ast.Unparen(st.Rhs[i]).(*ast.CallExpr)
+	if !ok {
+		return false
 	}
-	return ""
+	id, ok := ast.Unparen(call.Fun).(*ast.Ident)
+	return ok && id.Name == "append"
 }
 
 // checkCall looks at the builtins that write a map or slice (delete, copy)
@@ -268,39 +270,48 @@ func appendNote(st *ast.AssignStmt, i int) string {
 func (c *closure) checkCall(call *ast.CallExpr) {
 	switch {
 	case c.builtin(call, "delete") && len(call.Args) == 2:
-		c.checkElements(call.Args[0], "deletes from %s%s", "")
+		c.checkElements(call.Args[0], "deletes from %s")
 	case c.builtin(call, "copy") && len(call.Args) == 2:
-		c.checkElements(call.Args[0], "copies into %s%s", "")
+		c.checkElements(call.Args[0], "copies into %s")
 	default:
 		c.checkCommit(call)
 	}
 }
 
 // checkElements reports a write of the elements of e when e is outside.
-func (c *closure) checkElements(e ast.Expr, what, note string) {
+func (c *closure) checkElements(e ast.Expr, what string) {
 	pl, ok := c.outsidePlace(e)
 	if !ok {
 		return
 	}
 	pl.path = append(pl.path[:len(pl.path):len(pl.path)], "[]")
-	c.reportWrite(pl, e.Pos(), what, note)
+	c.reportWrite(pl, e, e.Pos(), what)
 }
 
 // checkWrite reports the write of e when e is outside and not reset.
-func (c *closure) checkWrite(e ast.Expr, what, note string) {
+func (c *closure) checkWrite(e ast.Expr, what string) {
 	if pl, ok := c.outsidePlace(e); ok {
-		c.reportWrite(pl, e.Pos(), what, note)
+		c.reportWrite(pl, e, e.Pos(), what)
 	}
 }
 
-func (c *closure) reportWrite(pl place, pos token.Pos, what, note string) {
+// reportWrite reports a write of pl, which e shows (what says how, with
+// %s for it), unless pl was reset before pos.
+func (c *closure) reportWrite(pl place, e ast.Expr, pos token.Pos, what string) {
 	if c.reset(pl, pos) {
 		return
 	}
-	root := pl.root.Name()
-	c.p.report(pos, "the closure given to %s "+what+", declared outside it: a retry runs the closure again on what the failed attempt left "+
-		"and keeps what it wrote; reset %s at the top of the closure, or build the result in a local and assign it after success",
-		c.helper.name, root, note, root)
+	for {
+		ix, ok := ast.Unparen(e).(*ast.IndexExpr)
+		if !ok {
+			break
+		}
+		e = ix.X // the map or slice whose element is written
+	}
+	x := types.ExprString(e)
+	c.p.report(pos, "the closure given to %s %s, declared outside it: a retry runs the closure again and keeps what the failed attempt did to it; "+
+		"reset %s at the top of the closure, or build the result in a local and assign it after success",
+		c.helper.name, sprintf(what, x), x)
 }
 
 // builtin reports whether call calls the builtin name.

@@ -31,7 +31,8 @@ func (p *pkg) readDirectives(f *ast.File) {
 			if code == nil {
 				code = codeLines(p.pass.Fset, f)
 			}
-			d := directive{reason: strings.TrimSpace(rest), alone: !code[pos.Line]}
+			reason, _, _ := strings.Cut(rest, "//") // a further comment is no reason
+			d := directive{reason: strings.TrimSpace(reason), alone: !code[pos.Line]}
 			if d.reason == "" {
 				p.pass.Reportf(c.Pos(), "%s needs a reason: say why this place may lose crl's retries or run twice (%s uses the caller's transaction); without one it silences nothing", directivePrefix, directivePrefix)
 			}

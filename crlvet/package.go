@@ -50,7 +50,41 @@ func newPackage(pass *analysis.Pass) *pkg {
 	for _, f := range pass.Files {
 		p.findUnits(f)
 	}
+	p.followCalls()
 	return p
+}
+
+// followCalls adds to the units the functions of the package that a unit
+// calls, and those they call: a transaction begun there runs inside the
+// unit (crl.Retry(ctx, func(ctx context.Context) error { return
+// s.createOrder(ctx, o) })).
+func (p *pkg) followCalls() {
+	var work []ast.Node
+	for n := range p.units {
+		work = append(work, n)
+	}
+	for len(work) > 0 {
+		n := work[len(work)-1]
+		work = work[:len(work)-1]
+		ast.Inspect(n, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			if d, ok := p.decls[originOf(funcOf(p.info, call.Fun))]; ok && !p.units[d] {
+				p.units[d] = true
+				work = append(work, d)
+			}
+			return true
+		})
+	}
+}
+
+func originOf(f *types.Func) *types.Func {
+	if f == nil {
+		return nil
+	}
+	return f.Origin()
 }
 
 // findUnits records the bodies that transaction helpers run.
