@@ -37,6 +37,18 @@ type closure struct {
 	from, to token.Pos
 	tx       types.Object // the transaction parameter, or nil
 	resets   []place      // what the body's top level sets afresh, in order
+	// params, for a function a closure calls, are its receiver (-1) and
+	// parameters (their index): what is outside it; effects collects
+	// what it writes through them. Both nil for a closure.
+	params  map[types.Object]int
+	effects *[]effect
+}
+
+// effect is a write that a function makes through its receiver or a
+// parameter.
+type effect struct {
+	param int    // -1 for the receiver
+	what  string // "appends to a.policies"
 }
 
 func newClosure(p *pkg, h unitHelper, node ast.Node) *closure {
@@ -60,6 +72,9 @@ type place struct {
 	root types.Object
 	path []string
 	pos  token.Pos
+	// through: reached through the variable (a field, an element, what it
+	// points to), not the variable itself.
+	through bool
 }
 
 func (pl place) String() string {
@@ -102,10 +117,17 @@ func placeOf(info *types.Info, e ast.Expr) (place, bool) {
 	case *ast.SelectorExpr:
 		return selectorPlace(info, e)
 	case *ast.StarExpr:
-		return placeOf(info, e.X) // *p and p.f reach what p points to
+		pl, ok := placeOf(info, e.X) // *p and p.f reach what p points to
+		pl.through = true
+		return pl, ok
+	case *ast.UnaryExpr:
+		if e.Op == token.AND {
+			return placeOf(info, e.X) // &x given to a function that writes *x
+		}
 	case *ast.IndexExpr:
 		pl, ok := placeOf(info, e.X)
 		pl.path = append(pl.path[:len(pl.path):len(pl.path)], "[]")
+		pl.through = true
 		return pl, ok
 	}
 	return place{}, false
@@ -122,11 +144,28 @@ func selectorPlace(info *types.Info, e *ast.SelectorExpr) (place, bool) {
 	}
 	pl, ok := placeOf(info, e.X)
 	pl.path = append(pl.path[:len(pl.path):len(pl.path)], e.Sel.Name)
+	pl.through = true
 	return pl, ok
 }
 
 // outside reports whether pl's variable is declared outside the closure.
+// For a function a closure calls, what is outside it is what it reaches
+// through its receiver and parameters (assigning a parameter itself
+// writes nothing of its caller's).
 func (c *closure) outside(pl place) bool {
+	if c.params != nil {
+		return c.outsideRoot(pl) && pl.through && (pl.element() || sharedType(pl.root.Type()))
+	}
+	return c.outsideRoot(pl)
+}
+
+// outsideRoot reports whether pl's variable is declared outside the
+// closure, or is a receiver or parameter of a function it calls.
+func (c *closure) outsideRoot(pl place) bool {
+	if c.params != nil {
+		_, ok := c.params[pl.root]
+		return ok
+	}
 	pos := pl.root.Pos()
 	return pos < c.from || pos >= c.to
 }
@@ -275,17 +314,18 @@ func (c *closure) checkCall(call *ast.CallExpr) {
 		c.checkElements(call.Args[0], "copies into %s")
 	default:
 		c.checkCommit(call)
+		c.checkCallee(call)
 	}
 }
 
 // checkElements reports a write of the elements of e when e is outside.
 func (c *closure) checkElements(e ast.Expr, what string) {
-	pl, ok := c.outsidePlace(e)
-	if !ok {
-		return
-	}
+	pl, ok := placeOf(c.p.info, e)
 	pl.path = append(pl.path[:len(pl.path):len(pl.path)], "[]")
-	c.reportWrite(pl, e, e.Pos(), what)
+	pl.through = true
+	if ok && c.outside(pl) {
+		c.reportWrite(pl, e, e.Pos(), what)
+	}
 }
 
 // checkWrite reports the write of e when e is outside and not reset.
@@ -309,6 +349,10 @@ func (c *closure) reportWrite(pl place, e ast.Expr, pos token.Pos, what string) 
 		e = ix.X // the map or slice whose element is written
 	}
 	x := types.ExprString(e)
+	if c.effects != nil {
+		*c.effects = append(*c.effects, effect{param: c.params[pl.root], what: sprintf(what, x)})
+		return
+	}
 	c.p.report(pos, "the closure given to %s %s, declared outside it: a retry runs the closure again and keeps what the failed attempt did to it; "+
 		"reset %s at the top of the closure, or build the result in a local and assign it after success",
 		c.helper.name, sprintf(what, x), x)
@@ -359,4 +403,104 @@ func rootOf(info *types.Info, e ast.Expr) types.Object {
 			return nil
 		}
 	}
+}
+
+// sharedType reports whether a value of type t shares what it reaches
+// with its copies: a pointer, map, slice, channel or interface (a struct
+// given by value is a copy: writing its fields writes nothing outside).
+func sharedType(t types.Type) bool {
+	switch t.Underlying().(type) {
+	case *types.Pointer, *types.Map, *types.Slice, *types.Chan, *types.Interface:
+		return true
+	}
+	return false
+}
+
+// checkCallee reports a call of a function or method of the package that
+// writes, through its receiver or a parameter, something outside the
+// closure (a.addPolicy(r), which appends to a.policies).
+func (c *closure) checkCallee(call *ast.CallExpr) {
+	fn := originOf(funcOf(c.p.info, call.Fun))
+	decl, ok := c.p.decls[fn]
+	if !ok {
+		return
+	}
+	for _, e := range c.p.effectsOf(decl) {
+		arg := argument(c.p.info, call, e.param)
+		if arg == nil {
+			continue
+		}
+		pl, ok := placeOf(c.p.info, arg)
+		if !ok || !c.outsideRoot(pl) || c.reset(pl, call.Pos()) {
+			continue
+		}
+		if c.effects != nil {
+			*c.effects = append(*c.effects, effect{param: c.params[pl.root], what: "calls " + fn.Name() + ", which " + e.what})
+			continue
+		}
+		x := types.ExprString(arg)
+		c.p.report(call.Pos(), "the closure given to %s calls %s, which %s (%s, declared outside the closure): a retry runs the closure again and keeps what the failed attempt did to it; "+
+			"reset %s at the top of the closure, or change it after the helper returned nil",
+			c.helper.name, types.ExprString(call.Fun), e.what, x, x)
+		return // one finding a call
+	}
+}
+
+// argument returns the expression that call gives for the receiver (-1)
+// or the i-th parameter, or nil.
+func argument(info *types.Info, call *ast.CallExpr, i int) ast.Expr {
+	if i >= 0 {
+		if i < len(call.Args) {
+			return call.Args[i]
+		}
+		return nil
+	}
+	sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
+	if s, found := info.Selections[sel]; !ok || !found || s.Kind() != types.MethodVal {
+		return nil
+	}
+	return sel.X
+}
+
+// effectsOf returns what decl writes through its receiver and parameters
+// (and through those of the package's functions it calls with them).
+func (p *pkg) effectsOf(decl *ast.FuncDecl) []effect {
+	if e, ok := p.effects[decl]; ok {
+		return e // known, or being worked out (a recursion: nothing more)
+	}
+	p.effects[decl] = nil
+	var found []effect
+	c := &closure{p: p, ftype: decl.Type, body: decl.Body, params: map[types.Object]int{}, effects: &found}
+	if decl.Recv != nil {
+		for _, name := range decl.Recv.List[0].Names {
+			c.params[p.info.Defs[name]] = -1
+		}
+	}
+	i := 0
+	for _, field := range decl.Type.Params.List {
+		for _, name := range field.Names {
+			if obj := p.info.Defs[name]; obj != nil {
+				c.params[obj] = i
+			}
+			i++
+		}
+		if len(field.Names) == 0 {
+			i++
+		}
+	}
+	// A parameter the function assigns may point elsewhere afterwards:
+	// left out rather than guessed at.
+	ast.Inspect(decl.Body, func(n ast.Node) bool {
+		if as, ok := n.(*ast.AssignStmt); ok {
+			for _, lhs := range as.Lhs {
+				if id, ok := ast.Unparen(lhs).(*ast.Ident); ok {
+					delete(c.params, p.info.Uses[id])
+				}
+			}
+		}
+		return true
+	})
+	c.check()
+	p.effects[decl] = found
+	return found
 }

@@ -26,6 +26,9 @@ type pkg struct {
 	// reported keeps one finding per position and message (a function
 	// given to two helpers is looked at twice).
 	reported map[string]bool
+	// effects are the writes that a function makes through its receiver
+	// and parameters, worked out once.
+	effects map[*ast.FuncDecl][]effect
 }
 
 func newPackage(pass *analysis.Pass) *pkg {
@@ -36,6 +39,7 @@ func newPackage(pass *analysis.Pass) *pkg {
 		units:    map[ast.Node]bool{},
 		ignores:  map[string]map[int]directive{},
 		reported: map[string]bool{},
+		effects:  map[*ast.FuncDecl][]effect{},
 	}
 	for _, f := range pass.Files {
 		for _, d := range f.Decls {

@@ -258,3 +258,56 @@ func named(ctx context.Context, db *sql.DB, r *recorder) error {
 	}
 	return crl.Retry(ctx, count)
 }
+
+// model is updated through its own methods, in this package: a call in
+// the closure that writes what its receiver or an argument reaches is a
+// write of the closure.
+type model struct {
+	rules []string
+	index map[string]int
+}
+
+func (m *model) add(r string) {
+	m.rules = append(m.rules, r)
+	m.index[r] = len(m.rules)
+}
+
+func (m *model) has(r string) bool { _, ok := m.index[r]; return ok }
+
+func (m *model) reset() { m.rules, m.index = nil, map[string]int{} }
+
+func addAll(m *model, rs []string) {
+	for _, r := range rs {
+		m.add(r)
+	}
+}
+
+func record(ids *[]int64, id int64) { *ids = append(*ids, id) }
+
+func bump(c *counter) { c.n++ }
+
+func bumpCopy(c counter) { c.n++ }
+
+func rebind(m *model) { m = &model{}; m.rules = append(m.rules, "x") }
+
+func callees(db *gorm.DB, m *model, c *counter, ids []int64) error {
+	return gormcrl.Transaction(db, func(tx *gorm.DB) error {
+		local := &model{index: map[string]int{}}
+		local.add("x")
+		_ = m.has("x")
+		m.add("y")               // want `the closure given to gormcrl.Transaction calls m.add, which appends to m.rules \(m, declared outside the closure\)`
+		addAll(m, []string{"z"}) // want `calls addAll, which calls add, which appends to m.rules`
+		record(&ids, 1)          // want `calls record, which appends to \*ids \(&ids, declared outside the closure\)`
+		bump(c)                  // want `calls bump, which updates c.n from its old value \(\+\+\)`
+		bumpCopy(*c)
+		rebind(m)
+		return nil
+	})
+}
+
+func calleesReset(db *gorm.DB, m *model) error {
+	return gormcrl.Transaction(db, func(tx *gorm.DB) error {
+		m.reset()
+		return nil
+	})
+}
