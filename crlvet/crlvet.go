@@ -23,7 +23,9 @@
 //   - Closures that are not safe to run again, given to crl.RunInTx,
 //     crl.Retry, sqlxcrl.RunInTxx, (*sqlxcrl.DB).RunInTx,
 //     gormcrl.Transaction or core's DoTx (a function of the same package
-//     given by name is followed as a literal is): a write to a variable
+//     given by name is followed as a literal is, and a call of one that
+//     writes through its receiver or an argument counts as that write): a
+//     write to a variable
 //     declared outside the closure whose result depends on what an earlier
 //     attempt left (append, ++, +=, x = f(x), a map or slice element,
 //     delete) and that the closure does not first reset; a Commit or
