@@ -1,36 +1,63 @@
 // Package crlvet is the analyzer of `crl vet`: it reports Go code that
-// loses the retries of crl's sqlx and GORM adapters.
+// loses crl's retries, and closures given to crl's retry helpers that are
+// not safe to run again.
 //
 // It is a golang.org/x/tools/go/analysis Analyzer, so it runs wherever
 // analyzers run: as `crl vet ./...` (which runs the crlvet command), as
 // `go vet -vettool=$(which crlvet) ./...`, from golangci-lint as a module
 // plugin (package github.com/crl-go/crl/crlvet/golangci), and in any other
 // driver of analyzers (gopls loads none but its own: in an editor it runs
-// through golangci-lint's integration). It lives in a module of its own so that the
-// library's users do not require golang.org/x/tools.
+// through golangci-lint's integration). It lives in a module of its own so
+// that the library's users do not require golang.org/x/tools.
 //
 // What it reports, each with the fix in the message:
 //
+//   - Transactions without a retry: a transaction begun by hand (database/sql
+//     Begin/BeginTx, sqlx Beginx/BeginTxx/MustBegin, ent's client.Tx, bun's
+//     BeginTx and RunInTx, GORM's db.Transaction and db.Begin) runs once, and
+//     no statement inside a transaction is retried on its own. The message
+//     names the helper that re-runs the whole transaction on that library's
+//     own types: crl.RunInTx, sqlxcrl.RunInTxx (or a *sqlxcrl.DB's RunInTx),
+//     gormcrl.Transaction, and for ent and bun crl.Retry around their own
+//     transaction.
+//   - Closures that are not safe to run again, given to crl.RunInTx,
+//     crl.Retry, sqlxcrl.RunInTxx, (*sqlxcrl.DB).RunInTx,
+//     gormcrl.Transaction or core's DoTx (a function of the same package
+//     given by name is followed as a literal is, and a call of one that
+//     writes through its receiver or an argument counts as that write): a
+//     write to a variable
+//     declared outside the closure whose result depends on what an earlier
+//     attempt left (append, ++, +=, x = f(x), a map or slice element,
+//     delete) and that the closure does not first reset; a Commit or
+//     Rollback of the transaction the closure was given.
 //   - sqlx: the embedded *sqlx.DB, *sqlx.Tx, *sqlx.Stmt or *sqlx.NamedStmt
 //     taken out of a sqlxcrl handle (db.DB, tx.Tx, …), other than to call
-//     a method that runs no statement (db.DB.Stats(), db.DB.SetMaxOpenConns).
-//   - GORM: db.Transaction and db.Begin on a *gorm.DB (GORM runs the
-//     transaction once, and no statement inside it is retried; the fix is
-//     gormcrl.Transaction(db, fn)); statements run on the *sql.DB that
-//     db.DB() returns; db.ConnPool taken out of a *gorm.DB.
+//     a method that runs no statement (db.DB.Stats(), db.DB.SetMaxOpenConns)
+//     or to wrap it again (sqlxcrl.NewDb(db.DB.DB, …)); sqlx's package
+//     functions that lose a sqlxcrl handle's Mapper or retries.
+//   - GORM: statements run on the *sql.DB that db.DB() returns; db.ConnPool
+//     taken out of a *gorm.DB.
 //
-// Whether a *gorm.DB carries gormcrl's retries is not known statically (a
-// handle opened with gormcrl.Open is an ordinary *gorm.DB), so the GORM
-// checks run on the packages that import gormcrl, where a handle's
-// retries are evidently intended; the flag -gormall runs them on every
-// package (for code that receives a *gorm.DB opened elsewhere). A nested
-// Transaction inside the closure of gormcrl.Transaction or of another
-// Transaction is a savepoint of a transaction retried (or reported) as a
-// whole, and is not reported.
+// Whether a *sql.DB, *sqlx.DB, *gorm.DB, ent client or bun.DB runs over a
+// pool that crl opened is not known statically, so the checks of those
+// handles (transactions, db.DB(), db.ConnPool) run on the packages that
+// import a package of crl's module, where the retries are evidently
+// intended; the flag -all runs them on every package (for library code
+// that receives a handle opened elsewhere). The other checks are about
+// crl's own types and helpers and run everywhere.
+//
+// A transaction begun inside a closure that crl re-runs as a whole (or
+// inside the closure of a reported GORM or bun transaction, where it is a
+// savepoint) is not reported. A finding is silenced by a directive on its
+// line, or alone on the line above, that says why:
+//
+//	tx, err := db.BeginTx(ctx, nil) //crlvet:ignore runs in the caller's transaction
+//
+// A directive without a reason silences nothing and is reported itself.
 package crlvet
 
 import (
-	"go/ast"
+	"reflect"
 	"strings"
 
 	"golang.org/x/tools/go/analysis"
@@ -38,68 +65,98 @@ import (
 
 // The packages the analyzer knows by path.
 const (
-	sqlxcrlPath = "github.com/crl-go/crl/sqlxcrl"
-	gormcrlPath = "github.com/crl-go/crl/gormcrl"
+	crlModule   = "github.com/crl-go/crl"
+	crlPath     = crlModule
+	corePath    = crlModule + "/core"
+	sqlxcrlPath = crlModule + "/sqlxcrl"
+	gormcrlPath = crlModule + "/gormcrl"
+	sqlxPath    = "github.com/jmoiron/sqlx"
+	sqlPath     = "database/sql"
 	gormPath    = "gorm.io/gorm"
+	entSQLPath  = "entgo.io/ent/dialect/sql"
+	bunPath     = "github.com/uptrace/bun"
 )
 
-// Analyzer reports code that loses the retries of crl's adapters, with
-// the default Settings; its flag -gormall sets Settings.GormAll.
+// Analyzer reports code that loses crl's retries, with the default
+// Settings; its flag -all sets Settings.All.
 var Analyzer = New(Settings{})
 
-// Settings are the analyzer's settings; the zero value checks GORM code
-// in the packages that import gormcrl only.
+// Settings are the analyzer's settings; the zero value checks the handles
+// of database/sql, sqlx, GORM, ent and bun in the packages that import a
+// package of crl's module only.
 type Settings struct {
-	// GormAll runs the GORM checks on every package (false: on those that
-	// import gormcrl).
+	// All runs the checks of database/sql, sqlx, GORM, ent and bun handles
+	// on every package (false: on those that import a package of crl's
+	// module).
+	All bool `json:"all"`
+	// GormAll is All, under the name it had when only GORM's checks were
+	// scoped.
 	GormAll bool `json:"gormall"`
+}
+
+// Result is what the analyzer tells its driver about one package.
+type Result struct {
+	// HandlesChecked is false when the package imports no package of
+	// crl's module and -all is off: its transactions on database/sql,
+	// sqlx, GORM, ent and bun handles were not looked at.
+	HandlesChecked bool
 }
 
 // New returns an analyzer with the settings s and flags of its own (for
 // a driver that runs it configured, such as golangci-lint's plugin).
 func New(s Settings) *analysis.Analyzer {
-	c := &checker{gormAll: s.GormAll}
+	c := &checker{all: s.All || s.GormAll}
 	a := &analysis.Analyzer{
 		Name: "crlvet",
-		Doc: "report code that loses the retries of crl's sqlx and GORM adapters\n\n" +
-			"crlvet reports the embedded sqlx handle taken out of a sqlxcrl handle, and, in packages " +
-			"that import gormcrl (every package with -gormall), db.Transaction and db.Begin on a *gorm.DB, " +
-			"statements run on the *sql.DB of db.DB(), and db.ConnPool taken out: each loses the retries; " +
-			"the message says what to write instead.",
-		URL: "https://github.com/crl-go/crl/blob/main/docs/gorm.md#crl-vet",
-		Run: c.run,
+		Doc: "report code that loses crl's retries, and retried closures that are not safe to run again\n\n" +
+			"crlvet reports transactions begun by hand (database/sql, sqlx, GORM, ent, bun) that nothing re-runs, " +
+			"naming the helper that retries the whole transaction; closures given to crl's retry helpers that " +
+			"write variables from outside them without resetting them, or commit or roll back their transaction; " +
+			"the embedded sqlx handle taken out of a sqlxcrl handle; and GORM's db.DB() and db.ConnPool used to run " +
+			"statements. Handles of other libraries are checked in packages that import crl (every package with -all). " +
+			"//crlvet:ignore <reason> on the line silences a finding.",
+		URL:        "https://github.com/crl-go/crl/blob/main/docs/semantics.md#safe-to-run-again",
+		Run:        c.run,
+		ResultType: reflect.TypeOf((*Result)(nil)),
 	}
-	a.Flags.BoolVar(&c.gormAll, "gormall", s.GormAll, "run the GORM checks on every package, not only on those that import gormcrl")
+	a.Flags.BoolVar(&c.all, "all", c.all, "check the handles of database/sql, sqlx, GORM, ent and bun in every package, not only in those that import crl")
+	a.Flags.BoolVar(&c.all, "gormall", c.all, "the same as -all (its former name)")
 	return a
 }
 
 // checker holds the analyzer's flags.
 type checker struct {
-	gormAll bool
+	all bool
 }
 
 func (c *checker) run(pass *analysis.Pass) (any, error) {
 	if owns(pass.Pkg.Path()) {
-		return nil, nil // where the handles belong, and the adapters' own tests
+		return &Result{}, nil // where the handles and helpers belong, and their own tests
 	}
-	gorm := c.gormAll || imports(pass, gormcrlPath)
+	p := newPackage(pass)
+	handles := c.all || importsCrl(pass)
 	for _, f := range pass.Files {
-		checkSqlx(pass, f)
-		checkSqlxPackageCalls(pass, f)
-		if gorm {
-			checkGorm(pass, f)
+		checkSqlx(p, f)
+		checkSqlxPackageCalls(p, f)
+		checkTransactions(p, f, handles)
+		checkClosures(p, f)
+		if handles {
+			checkGormConnPool(p, f)
 		}
 	}
-	if gorm {
-		checkGormSQLDB(pass)
+	if handles {
+		checkGormSQLDB(p)
 	}
-	return nil, nil
+	return &Result{HandlesChecked: handles}, nil
 }
 
 // owns reports whether the package at path is (or tests) one whose code
-// the handles belong to: sqlxcrl, gormcrl and GORM.
+// the handles and helpers belong to: crl, sqlxcrl, gormcrl and GORM.
 func owns(path string) bool {
 	path = strings.TrimSuffix(path, "_test")
+	if path == crlPath {
+		return true
+	}
 	for _, p := range []string{sqlxcrlPath, gormcrlPath, gormPath} {
 		if path == p || strings.HasPrefix(path, p+"/") {
 			return true
@@ -108,27 +165,13 @@ func owns(path string) bool {
 	return false
 }
 
-// imports reports whether the package imports path directly.
-func imports(pass *analysis.Pass, path string) bool {
+// importsCrl reports whether the package imports a package of crl's
+// module directly.
+func importsCrl(pass *analysis.Pass) bool {
 	for _, p := range pass.Pkg.Imports() {
-		if p.Path() == path {
+		if p.Path() == crlModule || strings.HasPrefix(p.Path(), crlModule+"/") {
 			return true
 		}
 	}
 	return false
-}
-
-// inspectWithStack walks f, calling fn with each node and the nodes that
-// enclose it (the node itself last).
-func inspectWithStack(f *ast.File, fn func(n ast.Node, stack []ast.Node)) {
-	var stack []ast.Node
-	ast.Inspect(f, func(n ast.Node) bool {
-		if n == nil {
-			stack = stack[:len(stack)-1]
-			return true
-		}
-		stack = append(stack, n)
-		fn(n, stack)
-		return true
-	})
 }

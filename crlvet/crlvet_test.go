@@ -25,6 +25,11 @@ func TestAnalyzerFindsLostRetries(t *testing.T) {
 	analysistest.Run(t, testdata(t), Analyzer, "./sqlxuse", "./gormuse", "./clean")
 }
 
+// The review's false positives and negatives, against the real packages.
+func TestAnalyzerReviewCases(t *testing.T) {
+	analysistest.Run(t, testdata(t), Analyzer, "./review")
+}
+
 func TestAnalyzerGormAll(t *testing.T) {
 	a := newFlagged(t)
 	analysistest.Run(t, testdata(t), a, "./gormplain", "./gormuse", "./clean")

@@ -3,108 +3,55 @@ package crlvet
 import (
 	"go/ast"
 	"go/types"
-
-	"golang.org/x/tools/go/analysis"
+	"strings"
 )
 
-// The messages of the GORM checks; %s is the *gorm.DB expression.
+// The messages of the GORM checks of handles; %s is the *gorm.DB expression.
 const (
-	msgTransaction = "%s.Transaction runs the closure once: GORM retries no statement inside a transaction and nothing re-runs the transaction, so gormcrl's retries are lost; use gormcrl.Transaction(%s, fn), which re-runs the closure on a fresh transaction"
-	msgBegin       = "%s.Begin starts a transaction that nothing re-runs and whose statements are not retried, so gormcrl's retries are lost; put the work between Begin and Commit in gormcrl.Transaction(%s, fn)"
-	msgConnPool    = "%s.ConnPool is the pool under GORM without gormcrl's statement loop: statements run on it are not retried; run them through the *gorm.DB (%s.Exec, %s.Raw(...).Scan), or gormcrl.Transaction(%s, fn) for a transaction"
-	msgSQLDB       = "%s runs on the *sql.DB of %s.DB(), outside GORM: it is not retried; run it through the *gorm.DB (%s.Exec, %s.Raw(...).Scan), gormcrl.Transaction(%s, fn) for a transaction, or wrap the *sql.DB with sqlxcrl.NewDb"
+	msgConnPool = "%s.ConnPool is the pool under GORM without gormcrl's statement loop: statements run on it are not retried; run them through the *gorm.DB (%s.Exec, %s.Raw(...).Scan), or gormcrl.Transaction(%s, fn) for a transaction"
+	msgSQLDB    = "%s runs on the *sql.DB of %s.DB(), outside GORM: it is not retried; run it through the *gorm.DB (%s.Exec, %s.Raw(...).Scan), gormcrl.Transaction(%s, fn) for a transaction, or wrap the *sql.DB with sqlxcrl.NewDb"
 )
 
-// isGormDB reports whether t is gorm.DB or a pointer to it.
-func isGormDB(t types.Type) bool { return isNamed(t, gormPath, "DB") }
-
-// gormMethod returns the name of the *gorm.DB method that call calls, and
-// the receiver's expression.
+// gormMethod returns the name of the *gorm.DB method that call calls (on
+// a *gorm.DB or on a type that embeds one), and the receiver's expression.
 func gormMethod(info *types.Info, call *ast.CallExpr) (string, ast.Expr, bool) {
 	sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
 	if !ok {
 		return "", nil, false
 	}
-	s, ok := info.Selections[sel]
-	if !ok || s.Kind() != types.MethodVal || !isGormDB(s.Recv()) {
+	fn := funcOf(info, sel)
+	if fn == nil || funcID(fn) != gormPath+".DB."+fn.Name() {
 		return "", nil, false
 	}
-	return sel.Sel.Name, sel.X, true
+	return fn.Name(), sel.X, true
 }
 
-// checkGorm reports db.Transaction, db.Begin and db.ConnPool in f.
-func checkGorm(pass *analysis.Pass, f *ast.File) {
-	info := pass.TypesInfo
+// checkGormConnPool reports db.ConnPool taken out of a *gorm.DB (or out
+// of a type that embeds one) in f.
+func checkGormConnPool(p *pkg, f *ast.File) {
 	inspectWithStack(f, func(n ast.Node, stack []ast.Node) {
-		switch n := n.(type) {
-		case *ast.CallExpr:
-			name, recv, ok := gormMethod(info, n)
-			if !ok || (name != "Transaction" && name != "Begin") || inRetriedClosure(info, stack) {
-				return
-			}
-			x := types.ExprString(recv)
-			if name == "Transaction" {
-				pass.Reportf(n.Fun.(*ast.SelectorExpr).Sel.Pos(), msgTransaction, x, x)
-			} else {
-				pass.Reportf(n.Fun.(*ast.SelectorExpr).Sel.Pos(), msgBegin, x, x)
-			}
-		case *ast.SelectorExpr:
-			s, ok := info.Selections[n]
-			if !ok || s.Kind() != types.FieldVal || n.Sel.Name != "ConnPool" || !isGormDB(s.Recv()) || assignedTo(n, stack) {
-				return
-			}
-			x := types.ExprString(n.X)
-			pass.Reportf(n.Sel.Pos(), msgConnPool, x, x, x, x)
+		sel, ok := n.(*ast.SelectorExpr)
+		if !ok || sel.Sel.Name != "ConnPool" || !isGormDBConnPool(p.info, sel) || assignedTo(sel, stack) {
+			return
 		}
+		x := types.ExprString(sel.X)
+		p.report(sel.Sel.Pos(), msgConnPool, x, x, x, x)
 	})
 }
 
-// inRetriedClosure reports whether the call on top of stack is inside a
-// closure passed to gormcrl.Transaction (retried as a whole) or to
-// (*gorm.DB).Transaction (reported itself): there a Transaction is a
-// savepoint of the enclosing transaction.
-func inRetriedClosure(info *types.Info, stack []ast.Node) bool {
-	for i := len(stack) - 2; i > 0; i-- {
-		lit, ok := stack[i].(*ast.FuncLit)
-		if !ok {
-			continue
-		}
-		call, ok := stack[i-1].(*ast.CallExpr)
-		if !ok || !isArg(call, lit) {
-			continue
-		}
-		if name, _, ok := gormMethod(info, call); ok && name == "Transaction" {
-			return true
-		}
-		if isFunc(info, call, gormcrlPath, "Transaction") {
-			return true
-		}
-	}
-	return false
-}
-
-func isArg(call *ast.CallExpr, e ast.Expr) bool {
-	for _, a := range call.Args {
-		if ast.Unparen(a) == e {
-			return true
-		}
-	}
-	return false
-}
-
-// isFunc reports whether call calls the function path.name.
-func isFunc(info *types.Info, call *ast.CallExpr, path, name string) bool {
-	var id *ast.Ident
-	switch fun := ast.Unparen(call.Fun).(type) {
-	case *ast.Ident:
-		id = fun
-	case *ast.SelectorExpr:
-		id = fun.Sel
-	default:
+// isGormDBConnPool reports whether sel selects the ConnPool field that a
+// *gorm.DB has (from its *gorm.Config), not a Statement's.
+func isGormDBConnPool(info *types.Info, sel *ast.SelectorExpr) bool {
+	s, ok := info.Selections[sel]
+	if !ok || s.Kind() != types.FieldVal || s.Obj().Pkg() == nil || s.Obj().Pkg().Path() != gormPath {
 		return false
 	}
-	fn, ok := info.Uses[id].(*types.Func)
-	return ok && fn.Pkg() != nil && fn.Pkg().Path() == path && fn.Name() == name
+	db := s.Obj().Pkg().Scope().Lookup("DB")
+	if db == nil {
+		return false
+	}
+	field, _, _ := types.LookupFieldOrMethod(types.NewPointer(db.Type()), true, s.Obj().Pkg(), "ConnPool")
+	return field == s.Obj()
 }
 
 // assignedTo reports whether the selector on top of stack is assigned to
@@ -129,38 +76,12 @@ func assignedTo(sel *ast.SelectorExpr, stack []ast.Node) bool {
 // of the package got from (*gorm.DB).DB(): sqlDB, err := db.DB(), then
 // sqlDB.Exec(…). Methods that run no statement (SetMaxOpenConns, Stats,
 // Ping, Close) are not reported.
-func checkGormSQLDB(pass *analysis.Pass) {
-	info := pass.TypesInfo
+func checkGormSQLDB(p *pkg) {
 	from := map[types.Object]string{} // the variable, and the *gorm.DB it came from
-	for _, f := range pass.Files {
+	for _, f := range p.pass.Files {
 		ast.Inspect(f, func(n ast.Node) bool {
-			var lhs, rhs []ast.Expr
-			switch n := n.(type) {
-			case *ast.AssignStmt:
-				lhs, rhs = n.Lhs, n.Rhs
-			case *ast.ValueSpec:
-				for _, name := range n.Names {
-					lhs = append(lhs, name)
-				}
-				rhs = n.Values
-			default:
-				return true
-			}
-			if len(rhs) != 1 || len(lhs) == 0 {
-				return true
-			}
-			call, ok := ast.Unparen(rhs[0]).(*ast.CallExpr)
-			if !ok {
-				return true
-			}
-			name, recv, ok := gormMethod(info, call)
-			if !ok || name != "DB" {
-				return true
-			}
-			if id, ok := ast.Unparen(lhs[0]).(*ast.Ident); ok && id.Name != "_" {
-				if obj := objectOf(info, id); obj != nil {
-					from[obj] = types.ExprString(recv)
-				}
+			if obj, db, ok := gormSQLDBVar(p.info, n); ok {
+				from[obj] = db
 			}
 			return true
 		})
@@ -168,25 +89,61 @@ func checkGormSQLDB(pass *analysis.Pass) {
 	if len(from) == 0 {
 		return
 	}
-	for _, f := range pass.Files {
+	for _, f := range p.pass.Files {
 		ast.Inspect(f, func(n ast.Node) bool {
-			sel, ok := n.(*ast.SelectorExpr)
-			if !ok {
-				return true
-			}
-			id, ok := ast.Unparen(sel.X).(*ast.Ident)
-			if !ok {
-				return true
-			}
-			db, ok := from[info.Uses[id]]
-			if !ok {
-				return true
-			}
-			if s, ok := info.Selections[sel]; ok && s.Kind() == types.MethodVal && runsStatement(sel.Sel.Name) {
-				pass.Reportf(sel.Sel.Pos(), msgSQLDB, types.ExprString(sel), db, db, db, db)
+			if sel, ok := n.(*ast.SelectorExpr); ok {
+				reportSQLDBUse(p, sel, from)
 			}
 			return true
 		})
+	}
+}
+
+// gormSQLDBVar returns the variable that n (an assignment or a var
+// declaration) sets to db.DB(), and db's expression.
+func gormSQLDBVar(info *types.Info, n ast.Node) (types.Object, string, bool) {
+	var lhs, rhs []ast.Expr
+	switch n := n.(type) {
+	case *ast.AssignStmt:
+		lhs, rhs = n.Lhs, n.Rhs
+	case *ast.ValueSpec:
+		for _, name := range n.Names {
+			lhs = append(lhs, name)
+		}
+		rhs = n.Values
+	}
+	if len(rhs) != 1 || len(lhs) == 0 {
+		return nil, "", false
+	}
+	call, ok := ast.Unparen(rhs[0]).(*ast.CallExpr)
+	if !ok {
+		return nil, "", false
+	}
+	if name, recv, ok := gormMethod(info, call); !ok || name != "DB" {
+		return nil, "", false
+	} else if id, ok := ast.Unparen(lhs[0]).(*ast.Ident); ok && id.Name != "_" {
+		obj := objectOf(info, id)
+		return obj, types.ExprString(recv), obj != nil
+	}
+	return nil, "", false
+}
+
+// reportSQLDBUse reports sel when it runs a statement on a variable of
+// from.
+func reportSQLDBUse(p *pkg, sel *ast.SelectorExpr, from map[types.Object]string) {
+	id, ok := ast.Unparen(sel.X).(*ast.Ident)
+	if !ok {
+		return
+	}
+	db, ok := from[p.info.Uses[id]]
+	if !ok {
+		return
+	}
+	if strings.HasPrefix(sel.Sel.Name, "Begin") {
+		return // a transaction: checkTransactions names its helper
+	}
+	if s, ok := p.info.Selections[sel]; ok && s.Kind() == types.MethodVal && runsStatement(sel.Sel.Name) {
+		p.report(sel.Sel.Pos(), msgSQLDB, types.ExprString(sel), db, db, db, db)
 	}
 }
 

@@ -4,8 +4,6 @@ import (
 	"go/ast"
 	"go/types"
 	"strings"
-
-	"golang.org/x/tools/go/analysis"
 )
 
 // embeddedHandles are the embedded sqlx handles of sqlxcrl's types, by
@@ -17,20 +15,32 @@ var embeddedHandles = map[string]string{
 	"NamedStmt": "the embedded *sqlx.NamedStmt of a *sqlxcrl.NamedStmt: its executions are not retried; use the *sqlxcrl.NamedStmt itself",
 }
 
+// rewraps are the functions that take the *sql.DB out of a sqlxcrl handle
+// to put it under crl again (sqlxcrl.NewDb(db.DB.DB, name)), or to run
+// nothing on it.
+var rewraps = map[string]bool{
+	sqlxcrlPath + ".NewDb":  true,
+	sqlxcrlPath + ".WrapDB": true,
+	sqlxcrlPath + ".NewDbE": true,
+	crlPath + ".RunInTx":    true,
+	crlPath + ".RuntimeOf":  true,
+}
+
 // checkSqlx reports every place in f that takes the embedded sqlx handle
 // out of a sqlxcrl handle other than to call a method that runs no
-// statement (db.DB.Stats(), db.DB.SetMaxOpenConns(…)) or to read a field.
-func checkSqlx(pass *analysis.Pass, f *ast.File) {
+// statement (db.DB.Stats(), db.DB.SetMaxOpenConns(…)), to read a field,
+// or to wrap it again.
+func checkSqlx(p *pkg, f *ast.File) {
 	inspectWithStack(f, func(n ast.Node, stack []ast.Node) {
 		sel, ok := n.(*ast.SelectorExpr)
 		if !ok {
 			return
 		}
-		what, ok := embeddedHandle(pass.TypesInfo, sel)
-		if !ok || harmlessUse(pass.TypesInfo, stack) {
+		what, ok := embeddedHandle(p.info, sel)
+		if !ok || harmlessUse(p.info, stack) {
 			return
 		}
-		pass.Reportf(sel.Sel.Pos(), "%s is %s", types.ExprString(sel), what)
+		p.report(sel.Sel.Pos(), "%s is %s", types.ExprString(sel), what)
 	})
 }
 
@@ -54,31 +64,63 @@ func embeddedHandle(info *types.Info, sel *ast.SelectorExpr) (string, bool) {
 
 // harmlessUse reports whether the selector on top of stack is only the
 // receiver of a method that runs no statement, or of a field: db.DB.Stats(),
-// db.DB.SetMaxOpenConns(10), db.DB.Mapper. Going through db.DB.DB (the
-// *sql.DB) is looked at the same way.
+// db.DB.SetMaxOpenConns(10), db.DB.Mapper; or the *sql.DB given to a
+// function that wraps it again (sqlxcrl.NewDb(db.DB.DB, name)). Going
+// through db.DB.DB (the *sql.DB), or through a method that returns another
+// handle (db.DB.Unsafe()), is looked at the same way.
 func harmlessUse(info *types.Info, stack []ast.Node) bool {
 	for i := len(stack) - 1; i > 0; {
-		parent, ok := stack[i-1].(*ast.SelectorExpr)
-		if !ok || parent.X != stack[i] {
-			return false // used as a value: an argument, an assignment, a return
+		next, verdict := useStep(info, stack, i)
+		if next < 0 {
+			return verdict
 		}
-		s, ok := info.Selections[parent]
-		if !ok {
-			return false
-		}
-		switch s.Kind() {
-		case types.MethodVal:
-			return !runsStatement(parent.Sel.Name)
-		case types.FieldVal:
-			if v, ok := s.Obj().(*types.Var); ok && v.Embedded() && v.Name() == "DB" {
-				i-- // db.DB.DB: the *sql.DB inside, judged by its own use
-				continue
-			}
-			return true // a field such as Mapper
-		}
-		return false
+		i = next
 	}
 	return false
+}
+
+// useStep judges the use of stack[i]: it returns the index of the node
+// to judge next (the enclosing expression that stands for the same
+// handle), or -1 and the verdict.
+func useStep(info *types.Info, stack []ast.Node, i int) (int, bool) {
+	parent, ok := stack[i-1].(*ast.SelectorExpr)
+	if !ok || parent.X != stack[i] {
+		call, ok := stack[i-1].(*ast.CallExpr)
+		return -1, ok && isArg(call, stack[i].(ast.Expr)) && rewraps[funcID(funcOf(info, call.Fun))]
+	}
+	s, ok := info.Selections[parent]
+	if !ok {
+		return -1, false
+	}
+	switch s.Kind() {
+	case types.MethodVal:
+		if runsStatement(parent.Sel.Name) {
+			return -1, false
+		}
+		if i >= 2 && returnsHandle(s.Obj()) {
+			if call, ok := stack[i-2].(*ast.CallExpr); ok && call.Fun == parent {
+				return i - 2, false // db.DB.Unsafe().SelectContext(…): judged by the call's use
+			}
+		}
+		return -1, true
+	case types.FieldVal:
+		if v, ok := s.Obj().(*types.Var); ok && v.Embedded() && v.Name() == "DB" {
+			return i - 1, false // db.DB.DB: the *sql.DB inside, judged by its own use
+		}
+		return -1, true // a field such as Mapper
+	}
+	return -1, false
+}
+
+// returnsHandle reports whether the method obj returns a handle of sqlx or
+// database/sql (sqlx's Unsafe, database/sql's Driver does not).
+func returnsHandle(obj types.Object) bool {
+	sig, ok := obj.Type().(*types.Signature)
+	if !ok || sig.Results().Len() == 0 {
+		return false
+	}
+	t := sig.Results().At(0).Type()
+	return isNamed(t, sqlxPath, "") || isNamed(t, sqlPath, "DB") || isNamed(t, sqlPath, "Tx") || isNamed(t, sqlPath, "Conn")
 }
 
 // runsStatement tells the methods of sqlx's and database/sql's handles that
@@ -90,20 +132,6 @@ func runsStatement(name string) bool {
 		}
 	}
 	return false
-}
-
-// isNamed reports whether t, or what it points to, is a named type of the
-// package path, called name ("" for any name).
-func isNamed(t types.Type, path, name string) bool {
-	if p, ok := t.(*types.Pointer); ok {
-		t = p.Elem()
-	}
-	named, ok := types.Unalias(t).(*types.Named)
-	if !ok {
-		return false
-	}
-	obj := named.Obj()
-	return obj.Pkg() != nil && obj.Pkg().Path() == path && (name == "" || obj.Name() == name)
 }
 
 // sqlxLosesHandle are the sqlx package functions that, given a sqlxcrl
@@ -125,34 +153,27 @@ var sqlxLosesHandle = map[string]string{
 // checkSqlxPackageCalls reports calls of sqlxLosesHandle's functions whose
 // handle argument (the first, or the one after the context) is a sqlxcrl
 // handle (*DB or *Tx).
-func checkSqlxPackageCalls(pass *analysis.Pass, f *ast.File) {
+func checkSqlxPackageCalls(p *pkg, f *ast.File) {
 	ast.Inspect(f, func(n ast.Node) bool {
 		call, ok := n.(*ast.CallExpr)
 		if !ok || len(call.Args) == 0 {
 			return true
 		}
-		sel, ok := call.Fun.(*ast.SelectorExpr)
-		if !ok {
-			return true
-		}
-		fn, ok := pass.TypesInfo.Uses[sel.Sel].(*types.Func)
-		if !ok || fn.Pkg() == nil || fn.Pkg().Path() != "github.com/jmoiron/sqlx" {
+		fn := funcOf(p.info, call.Fun)
+		if fn == nil || fn.Pkg() == nil || fn.Pkg().Path() != sqlxPath || fn.Type().(*types.Signature).Recv() != nil {
 			return true
 		}
 		lost, ok := sqlxLosesHandle[fn.Name()]
-		if !ok {
-			return true
-		}
 		i := 0
 		if strings.HasSuffix(fn.Name(), "Context") {
 			i = 1
 		}
-		if len(call.Args) <= i {
+		if !ok || len(call.Args) <= i {
 			return true
 		}
 		arg := call.Args[i]
-		if tv, ok := pass.TypesInfo.Types[arg]; ok && (isNamed(tv.Type, sqlxcrlPath, "DB") || isNamed(tv.Type, sqlxcrlPath, "Tx")) {
-			pass.Reportf(call.Pos(), "sqlx.%s given a sqlxcrl handle %s; call %s.%s(…) instead",
+		if tv, ok := p.info.Types[arg]; ok && (isNamed(tv.Type, sqlxcrlPath, "DB") || isNamed(tv.Type, sqlxcrlPath, "Tx")) {
+			p.report(call.Pos(), "sqlx.%s given a sqlxcrl handle %s; call %s.%s(…) instead",
 				fn.Name(), lost, types.ExprString(arg), fn.Name())
 		}
 		return true

@@ -1,6 +1,6 @@
 // Command crl checks Configurable Retry Logic settings and explains what
 // they do, reading them exactly as a crl handle would, and finds Go code
-// that takes the sqlx handle out of a sqlxcrl handle (losing its retries).
+// that loses crl's retries or is not safe to run again (crl vet).
 //
 //	crl check '{1205,1222:3,2*2:select,update}'
 //	crl check -conn '{+4060}'
@@ -41,7 +41,7 @@ rules of the Microsoft JDBC driver, as crl reads them) and explains what they do
 Usage:
   crl check   [RULES] [-conn RULES] [-dsn DSN [-driver NAME]] [-file PATH]
   crl explain [RULES] [-conn RULES] [-dsn DSN [-driver NAME]] [-file PATH] [-querytimeout TIME]
-  crl vet     [PACKAGES]
+  crl vet     [-all] [PACKAGES]
   crl help
 
 RULES is a retryExec value (statement rules); -conn takes a retryConn value
@@ -63,16 +63,20 @@ Commands:
            and the retries that queryTimeout refuses; then the connection loop.
              crl explain '{1205:3,2*2}'
              crl explain -querytimeout 5 '{1205:5,2*2}'
-  vet      Runs crlvet (the analyzer, installed beside crl or on PATH) on Go
-           packages (default: the one in the working directory) and reports
-           code whose statements are not retried: the embedded sqlx handle taken out of
-           a sqlxcrl handle (db.DB, db.DB.DB, tx.Tx, stmt.Stmt) to run
-           statements or to pass it on, sqlx's package functions given a
-           sqlxcrl handle, and GORM's db.Transaction, db.Begin, db.DB() and
-           db.ConnPool on a handle with the plugin (use
-           gormcrl.Transaction(db, fn)). Methods that run no statement
-           (db.DB.Stats(), SetMaxOpenConns) are fine. Exits 1 when it finds
-           one.
+  vet      Runs crlvet (the analyzer: beside crl, on PATH, or built for the
+           run from crl's clone or crl's version) on Go packages (default:
+           the one in the working directory), test files included, and
+           reports what loses crl's retries or is not safe to run again:
+           transactions begun by hand (database/sql, sqlx, GORM, ent, bun),
+           which are not retried, with the helper that re-runs the whole transaction (crl.RunInTx,
+           sqlxcrl.RunInTxx, gormcrl.Transaction, crl.Retry); closures given
+           to those helpers that write variables from outside them without
+           resetting them, or commit or roll back their transaction; the
+           embedded sqlx handle taken out of a sqlxcrl handle; GORM's db.DB()
+           and db.ConnPool used to run statements. Handles of those libraries
+           are checked in packages that import crl (every package with
+           -all). //crlvet:ignore <reason> on a line silences its finding.
+           Exits 1 when it finds one.
              crl vet ./...
   help     Prints this text (as does crl -h; crl with no command prints it
            to stderr and exits 2).

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,7 +100,14 @@ func TestVetFindsLostRetries(t *testing.T) {
 
 func TestVetCleanPackages(t *testing.T) {
 	withCrlvet(t)
-	code, out, errOut := runCRL("vet", "../../examples/sqlx", "../../examples/quickstart", "../../examples/gorm")
+	// Every example program of the library's module: no false positive,
+	// with -all too (the two closures that count their runs say why).
+	code, out, errOut := runCRL("vet", "../../examples/...")
+	require.Equal(t, 0, code, "%s%s", out, errOut)
+	assert.Regexp(t, `ok: [0-9]+ package\(s\)`, out)
+	code, out, errOut = runCRL("vet", "-all", "../../examples/...")
+	require.Equal(t, 0, code, "%s%s", out, errOut)
+	code, out, errOut = runCRL("vet", "../../examples/sqlx", "../../examples/quickstart", "../../examples/gorm")
 	require.Equal(t, 0, code, "%s%s", out, errOut)
 	assert.Contains(t, out, "ok: 3 package(s)")
 
@@ -116,8 +124,111 @@ func TestVetCleanPackages(t *testing.T) {
 }
 
 func TestVetWithoutCrlvet(t *testing.T) {
-	t.Setenv("PATH", t.TempDir())
+	t.Setenv("PATH", t.TempDir()) // neither crlvet nor go
 	code, _, errOut := runCRL("vet", "./testdata/vetme")
 	assert.Equal(t, 2, code)
-	assert.Contains(t, errOut, "go install github.com/crl-go/crl/crlvet/cmd/crlvet@latest")
+	assert.Contains(t, errOut, "the go command is not on PATH")
+	assert.Contains(t, errOut, "go -C crlvet install ./cmd/crlvet")
+}
+
+func TestVetFlags(t *testing.T) {
+	for _, a := range []string{"-all", "--all", "-all=true", "-gormall", "-gormall=false"} {
+		assert.True(t, vetFlag(a), a)
+	}
+	for _, a := range []string{"-x", "-allx", "-gorm"} {
+		assert.False(t, vetFlag(a), a)
+	}
+}
+
+// Where crl vet gets crlvet when it is neither beside crl nor on PATH.
+func TestVetBuildPlan(t *testing.T) {
+	clone, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+
+	b, err := buildPlan(vetEnv{version: "(devel)", source: clone})
+	require.NoError(t, err, "built from a clone: the clone's crlvet module")
+	assert.Equal(t, filepath.Join(clone, "crlvet"), b.dir)
+	assert.Equal(t, []string{"build", "-o", filepath.Join("out", "crlvet"), "./cmd/crlvet"}, b.args("out"))
+
+	// Installed with go install github.com/crl-go/crl/cmd/crl@v1.4.2: the
+	// module cache holds no crlvet (a nested module is not in crl's zip).
+	b, err = buildPlan(vetEnv{version: "v1.4.2", source: t.TempDir()})
+	require.NoError(t, err)
+	assert.Empty(t, b.dir)
+	assert.Equal(t, []string{"install", "github.com/crl-go/crl/crlvet/cmd/crlvet@v1.4.2"}, b.args("out"))
+
+	for _, v := range []string{"(devel)", "", "v0.0.0-20261201120000-0123456789ab+dirty"} {
+		_, err = buildPlan(vetEnv{version: v})
+		require.Error(t, err, v)
+		assert.Contains(t, err.Error(), "go install ./cmd/crl && go -C crlvet install ./cmd/crlvet", v)
+	}
+}
+
+// goCommand returns the go command that runs the tests.
+func goCommand(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("go")
+	require.NoError(t, err)
+	return bin
+}
+
+// installInto runs go install (or go -C crlvet install) with args from the
+// root of the clone into gobin.
+func installInto(t *testing.T, gobin string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(goCommand(t), args...)
+	cmd.Dir = filepath.Join("..", "..")
+	cmd.Env = append(os.Environ(), "GOBIN="+gobin)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+}
+
+// runInstalled runs the installed crl vet on the vetme package with a
+// PATH of gobin and go's directory only.
+func runInstalled(t *testing.T, gobin string) (int, string, string) {
+	t.Helper()
+	t.Setenv("PATH", gobin+string(os.PathListSeparator)+filepath.Dir(goCommand(t)))
+	cmd := exec.Command(filepath.Join(gobin, "crl"), "vet", "./testdata/vetme")
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return exit.ExitCode(), out.String(), errOut.String()
+	}
+	require.NoError(t, err)
+	return 0, out.String(), errOut.String()
+}
+
+// The README's install step from a clone, go install ./cmd/crl, into a
+// clean GOBIN: crl vet builds the analyzer from the clone and runs it.
+func TestVetAfterInstallingCrlAlone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("installs crl and builds crlvet")
+	}
+	gobin := t.TempDir()
+	installInto(t, gobin, "install", "./cmd/crl")
+	_, err := os.Stat(filepath.Join(gobin, "crlvet"))
+	require.True(t, os.IsNotExist(err), "GOBIN holds crl only")
+	code, out, errOut := runInstalled(t, gobin)
+	assert.Equal(t, 1, code, "%s%s", out, errOut)
+	assert.Contains(t, out, "db.DB is the embedded *sqlx.DB of a *sqlxcrl.DB")
+	assert.Contains(t, errOut, "6 place(s)")
+	entries, err := os.ReadDir(gobin)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "crl vet leaves nothing in GOBIN")
+}
+
+// The one line that installs both commands from a clone: crl vet runs the
+// crlvet beside it, which go vet -vettool can use too.
+func TestVetAfterInstallingBoth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("installs crl and crlvet")
+	}
+	gobin := t.TempDir()
+	installInto(t, gobin, "install", "./cmd/crl")
+	installInto(t, gobin, "-C", "crlvet", "install", "./cmd/crlvet")
+	code, out, errOut := runInstalled(t, gobin)
+	assert.Equal(t, 1, code, "%s%s", out, errOut)
+	assert.Contains(t, errOut, "6 place(s)")
 }

@@ -17,7 +17,7 @@
 //	      crlvet:
 //	        type: module
 //	        settings:
-//	          gormall: false
+//	          all: false
 //
 // The settings are crlvet.Settings.
 package golangci

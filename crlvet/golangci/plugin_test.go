@@ -20,6 +20,12 @@ func TestPluginRegistered(t *testing.T) {
 	assert.Equal(t, "true", analyzers[0].Flags.Lookup("gormall").Value.String())
 	assert.Equal(t, register.LoadModeTypesInfo, p.GetLoadMode())
 
+	p, err = newPlugin(map[string]any{"all": true})
+	require.NoError(t, err)
+	analyzers, err = p.BuildAnalyzers()
+	require.NoError(t, err)
+	assert.Equal(t, "true", analyzers[0].Flags.Lookup("all").Value.String())
+
 	_, err = newPlugin(map[string]any{"gormAl": true})
 	assert.ErrorContains(t, err, "crlvet: golangci-lint settings")
 }

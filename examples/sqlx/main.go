@@ -87,7 +87,7 @@ func runOn(dsn string) error {
 	fmt.Println("transfer 10 in one transaction, retried as a whole on a deadlock:")
 	runs := 0
 	err = db.RunInTx(ctx, nil, func(tx *sqlxcrl.Tx) error {
-		runs++
+		runs++ //crlvet:ignore counts the runs of the closure, to print them
 		if _, err := tx.ExecContext(ctx, debit, 10); err != nil {
 			return err
 		}

@@ -62,6 +62,11 @@ func TestCommand(t *testing.T) {
 	code, out, errOut = runIn(t, dir, bin, "./clean", "./gormplain")
 	assert.Equal(t, 0, code, "%s%s", out, errOut)
 	assert.Contains(t, out, "ok: 2 package(s)")
+	assert.Contains(t, out, "not checked: the transactions on database/sql, sqlx, GORM, ent and bun handles of 1 package(s) that import no crl package (example.com/vetme/gormplain); run crl vet -all")
+
+	code, out, errOut = runIn(t, dir, bin, "-all", "./clean", "./gormplain")
+	assert.Equal(t, 1, code, "%s%s", out, errOut)
+	assert.Contains(t, out, "db.Transaction runs the closure once")
 
 	code, out, _ = runIn(t, dir, bin, "-gormall", "./gormplain")
 	assert.Equal(t, 1, code, out)
@@ -76,7 +81,7 @@ func TestCommand(t *testing.T) {
 
 	code, _, errOut = runIn(t, dir, bin, "-h")
 	assert.Equal(t, 0, code)
-	assert.Contains(t, errOut, "usage: crlvet [-gormall] [packages]")
+	assert.Contains(t, errOut, "usage: crlvet [-all] [packages]")
 }
 
 // The command is a vet tool: go vet runs it with its own protocol (-flags,

@@ -1,0 +1,16 @@
+// Package core is a stub of crl's core: the helpers crlvet knows.
+package core
+
+import "context"
+
+type Retrier struct{}
+
+func (r *Retrier) DoTx(ctx context.Context, fn func(ctx context.Context) (failedQuery string, err error)) error {
+	return nil
+}
+
+type Admission struct{}
+
+func (a Admission) DoTx(ctx context.Context, fn func(ctx context.Context) (failedQuery string, err error)) error {
+	return nil
+}

@@ -1,0 +1,134 @@
+package crlvet
+
+import (
+	"go/ast"
+	"go/types"
+)
+
+// txKind is the library of a transaction begun by hand; it picks the
+// helper the finding names.
+type txKind int
+
+const (
+	txSQL txKind = iota
+	txSqlx
+	txSqlxcrl
+	txGormTransaction
+	txGormBegin
+	txEnt
+	txBun
+	txBunRunInTx
+)
+
+// txMessages are the findings, by kind; %[1]s is the handle's expression,
+// %[2]s the method.
+var txMessages = map[txKind]string{
+	txSQL:             "%[1]s.%[2]s begins a transaction that nothing re-runs: crl never retries a statement inside a transaction on its own, so a deadlock or a failover fails all of it; use crl.RunInTx(ctx, %[1]s, opts, fn), which re-runs fn on a fresh *sql.Tx",
+	txSqlx:            "%[1]s.%[2]s begins a transaction that nothing re-runs: crl never retries a statement inside a transaction on its own, so a deadlock or a failover fails all of it; use sqlxcrl.RunInTxx(ctx, %[1]s, opts, fn), which re-runs fn on a fresh *sqlx.Tx",
+	txSqlxcrl:         "%[1]s.%[2]s begins a transaction that nothing re-runs: its statements are never retried one by one, so a deadlock or a failover fails all of it; use %[1]s.RunInTx(ctx, opts, fn), which re-runs fn on a fresh *sqlxcrl.Tx",
+	txGormTransaction: "%[1]s.Transaction runs the closure once: GORM retries no statement inside a transaction and nothing re-runs the transaction, so gormcrl's retries are lost; use gormcrl.Transaction(%[1]s, fn), which re-runs the closure on a fresh transaction",
+	txGormBegin:       "%[1]s.Begin starts a transaction that nothing re-runs and whose statements are not retried, so gormcrl's retries are lost; put the work between Begin and Commit in gormcrl.Transaction(%[1]s, fn)",
+	txEnt:             "%[1]s.%[2]s begins an ent transaction that nothing re-runs: crl never retries a statement inside a transaction on its own, so a deadlock or a failover fails all of it; run the unit in crl.Retry(ctx, func(ctx context.Context) error { tx, err := %[1]s.Tx(ctx); …; return tx.Commit() }), which re-runs it whole",
+	txBun:             "%[1]s.%[2]s begins a bun transaction that nothing re-runs: crl never retries a statement inside a transaction on its own, so a deadlock or a failover fails all of it; run the unit in crl.Retry(ctx, func(ctx context.Context) error { return %[1]s.RunInTx(ctx, opts, fn) }), which re-runs it whole",
+	txBunRunInTx:      "%[1]s.RunInTx runs fn once: crl never retries a statement inside a transaction on its own, and bun does not re-run the transaction; wrap it: crl.Retry(ctx, func(ctx context.Context) error { return %[1]s.RunInTx(ctx, opts, fn) }), which re-runs it whole",
+}
+
+// txBegins are the methods that begin a transaction, by funcID.
+var txBegins = map[string]txKind{
+	sqlPath + ".DB.Begin":           txSQL,
+	sqlPath + ".DB.BeginTx":         txSQL,
+	sqlxPath + ".DB.Beginx":         txSqlx,
+	sqlxPath + ".DB.BeginTxx":       txSqlx,
+	sqlxPath + ".DB.MustBegin":      txSqlx,
+	sqlxPath + ".DB.MustBeginTx":    txSqlx,
+	sqlxcrlPath + ".DB.Begin":       txSqlxcrl,
+	sqlxcrlPath + ".DB.BeginTx":     txSqlxcrl,
+	sqlxcrlPath + ".DB.Beginx":      txSqlxcrl,
+	sqlxcrlPath + ".DB.BeginTxx":    txSqlxcrl,
+	sqlxcrlPath + ".DB.MustBegin":   txSqlxcrl,
+	sqlxcrlPath + ".DB.MustBeginTx": txSqlxcrl,
+	gormPath + ".DB.Transaction":    txGormTransaction,
+	gormPath + ".DB.Begin":          txGormBegin,
+	entSQLPath + ".Driver.Tx":       txEnt,
+	entSQLPath + ".Driver.BeginTx":  txEnt,
+	bunPath + ".DB.Begin":           txBun,
+	bunPath + ".DB.BeginTx":         txBun,
+	bunPath + ".IDB.BeginTx":        txBun,
+	bunPath + ".Conn.BeginTx":       txBun,
+	bunPath + ".DB.RunInTx":         txBunRunInTx,
+	bunPath + ".IDB.RunInTx":        txBunRunInTx,
+	bunPath + ".Conn.RunInTx":       txBunRunInTx,
+}
+
+// checkTransactions reports the transactions f begins by hand: called,
+// taken as a method value (txn := db.Transaction) or as a method
+// expression ((*gorm.DB).Transaction(db, fn)), on the handle itself or on
+// a type that embeds it. Those on crl's own types are always reported;
+// the others when handles is true.
+func checkTransactions(p *pkg, f *ast.File, handles bool) {
+	inspectWithStack(f, func(n ast.Node, stack []ast.Node) {
+		sel, ok := n.(*ast.SelectorExpr)
+		if !ok {
+			return
+		}
+		kind, ok := p.txKind(sel)
+		if !ok || (!handles && kind != txSqlxcrl) || p.inUnit(stack) {
+			return
+		}
+		recv := receiverExpr(p.info, sel, stack[len(stack)-2])
+		p.report(sel.Sel.Pos(), txMessages[kind], recv, sel.Sel.Name)
+	})
+}
+
+// txKind returns the kind of transaction that the method sel names
+// begins, if it begins one.
+func (p *pkg) txKind(sel *ast.SelectorExpr) (txKind, bool) {
+	fn := funcOf(p.info, sel)
+	if fn == nil {
+		return 0, false
+	}
+	kind, ok := txBegins[funcID(fn)]
+	if !ok {
+		return txEnt, isEntClientTx(fn)
+	}
+	if kind != txSQL {
+		return kind, true
+	}
+	// database/sql's Begin promoted through a handle that embeds *sql.DB:
+	// the fix is that handle's helper.
+	if s, ok := p.info.Selections[sel]; ok {
+		switch t := s.Recv(); {
+		case isNamed(t, sqlxcrlPath, "DB"):
+			return txSqlxcrl, true
+		case isNamed(t, sqlxPath, "DB"):
+			return txSqlx, true
+		case isNamed(t, bunPath, "DB"):
+			return txBun, true
+		}
+	}
+	return txSQL, true
+}
+
+// isEntClientTx reports whether fn is the Tx or BeginTx method of an ent
+// generated client: a *Client method whose first result is a *Tx of the
+// same package that has Commit, Rollback and Client.
+func isEntClientTx(fn *types.Func) bool {
+	if fn.Name() != "Tx" && fn.Name() != "BeginTx" {
+		return false
+	}
+	sig := fn.Type().(*types.Signature)
+	if sig.Recv() == nil || sig.Results().Len() != 2 {
+		return false
+	}
+	client, tx := namedOf(sig.Recv().Type()), namedOf(sig.Results().At(0).Type())
+	if client == nil || tx == nil || client.Obj().Name() != "Client" || tx.Obj().Name() != "Tx" || tx.Obj().Pkg() != fn.Pkg() {
+		return false
+	}
+	methods := types.NewMethodSet(types.NewPointer(tx))
+	for _, name := range []string{"Commit", "Rollback", "Client"} {
+		if methods.Lookup(fn.Pkg(), name) == nil {
+			return false
+		}
+	}
+	return true
+}
