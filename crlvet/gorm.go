@@ -8,7 +8,7 @@ import (
 
 // The messages of the GORM checks of handles; %s is the *gorm.DB expression.
 const (
-	msgConnPool = "%s.ConnPool is the pool under GORM without gormcrl's statement loop: statements run on it are not retried; run them through the *gorm.DB (%s.Exec, %s.Raw(...).Scan), or gormcrl.Transaction(%s, fn) for a transaction"
+	msgConnPool = "%s.ConnPool is the pool under GORM without gormcrl's statement loop: statements run on it lose its whole-statement retry, and over a pool crl did not open they are not retried at all; run them through the *gorm.DB (%s.Exec, %s.Raw(...).Scan), or gormcrl.Transaction(%s, fn) for a transaction"
 	msgSQLDB    = "%s runs on the *sql.DB of %s.DB(), outside GORM: it is not retried; run it through the *gorm.DB (%s.Exec, %s.Raw(...).Scan), gormcrl.Transaction(%s, fn) for a transaction, or wrap the *sql.DB with sqlxcrl.NewDb"
 )
 

@@ -9,10 +9,10 @@ import (
 // embeddedHandles are the embedded sqlx handles of sqlxcrl's types, by
 // field name, with what is lost when code takes one out.
 var embeddedHandles = map[string]string{
-	"DB":        "the embedded *sqlx.DB of a *sqlxcrl.DB: statements run on it are not retried; pass the *sqlxcrl.DB itself (it satisfies sqlx.ExtContext)",
-	"Tx":        "the embedded *sqlx.Tx of a *sqlxcrl.Tx: a statement that fails on it is not recorded, so RunInTx checks the rule's query filter against the wrong statement; pass the *sqlxcrl.Tx itself (it satisfies sqlx.ExtContext)",
-	"Stmt":      "the embedded *sqlx.Stmt of a *sqlxcrl.Stmt: its executions are not retried; use the *sqlxcrl.Stmt itself",
-	"NamedStmt": "the embedded *sqlx.NamedStmt of a *sqlxcrl.NamedStmt: its executions are not retried; use the *sqlxcrl.NamedStmt itself",
+	"DB":        "the embedded *sqlx.DB of a *sqlxcrl.DB: its Get and Select lose sqlxcrl's whole-result retry, and over a pool crl did not open (NewDb of a sql.Open pool) none of its statements is retried; pass the *sqlxcrl.DB itself (it satisfies sqlx.ExtContext), or open the pool with crl.Open and use sqlx's own types",
+	"Tx":        "the embedded *sqlx.Tx of a *sqlxcrl.Tx: over a pool crl did not open, a statement that fails on it is not recorded, so RunInTx checks the rule's query filter against the wrong statement; pass the *sqlxcrl.Tx itself (it satisfies sqlx.ExtContext)",
+	"Stmt":      "the embedded *sqlx.Stmt of a *sqlxcrl.Stmt: its Get and Select lose sqlxcrl's whole-result retry, and over a pool crl did not open its executions are not retried; use the *sqlxcrl.Stmt itself",
+	"NamedStmt": "the embedded *sqlx.NamedStmt of a *sqlxcrl.NamedStmt: its Get and Select lose sqlxcrl's whole-result retry, and over a pool crl did not open its executions are not retried; use the *sqlxcrl.NamedStmt itself",
 }
 
 // rewraps are the functions that take the *sql.DB out of a sqlxcrl handle

@@ -86,7 +86,7 @@ func TestVetFindsLostRetries(t *testing.T) {
 		}
 		assert.Equal(t, want, lines, "the lines vet reports in %s are the lines marked want", file)
 	}
-	assert.Contains(t, out, "db.DB is the embedded *sqlx.DB of a *sqlxcrl.DB: statements run on it are not retried")
+	assert.Contains(t, out, "db.DB is the embedded *sqlx.DB of a *sqlxcrl.DB: its Get and Select lose sqlxcrl's whole-result retry")
 	assert.Contains(t, out, "tx.Tx is the embedded *sqlx.Tx")
 	assert.Contains(t, out, "use gormcrl.Transaction(db.WithContext(ctx), fn)")
 	assert.Contains(t, errOut, "7 place(s)")

@@ -21,12 +21,12 @@ func takesExt(ctx context.Context, q sqlx.ExtContext) error {
 func takesSQL(*sql.DB) {}
 
 func use(ctx context.Context, db *sqlxcrl.DB, tx *sqlxcrl.Tx, st *sqlxcrl.Stmt) error {
-	_ = takesSqlx(db.DB)                      // want `db.DB is the embedded \*sqlx.DB of a \*sqlxcrl.DB: statements run on it are not retried; pass the \*sqlxcrl.DB itself`
+	_ = takesSqlx(db.DB)                      // want `db.DB is the embedded \*sqlx.DB of a \*sqlxcrl.DB: its Get and Select lose sqlxcrl.s whole-result retry`
 	takesSQL(db.DB.DB)                        // want `db.DB is the embedded \*sqlx.DB`
 	_, _ = db.DB.ExecContext(ctx, "DELETE t") // want `db.DB is the embedded \*sqlx.DB`
 	_, _ = tx.Tx.Exec("DELETE t")             // want `tx.Tx is the embedded \*sqlx.Tx of a \*sqlxcrl.Tx`
 	raw := db.DB                              // want `db.DB is the embedded`
-	_, _ = st.Stmt.Exec()                     // want `st.Stmt is the embedded \*sqlx.Stmt of a \*sqlxcrl.Stmt: its executions are not retried`
+	_, _ = st.Stmt.Exec()                     // want `st.Stmt is the embedded \*sqlx.Stmt of a \*sqlxcrl.Stmt: its Get and Select lose`
 	_ = raw
 	db.DB.SetMaxOpenConns(4)
 	db.DB.DB.SetMaxIdleConns(1)
