@@ -408,13 +408,37 @@ func (db *DB) MustBegin() *Tx { return db.MustBeginTx(context.Background(), nil)
 // returns an error or panics (the panic goes on). A COMMIT whose outcome is
 // unknown is never retried: the error matches core.ErrCommitUnknown.
 func (db *DB) RunInTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *Tx) error) error {
+	if !db.layered {
+		return db.retrier.DoTx(ctx, func(ctx context.Context) (string, error) {
+			tx, err := db.BeginTxx(ctx, opts)
+			if err != nil {
+				return "", err
+			}
+			return tx.run(fn)
+		})
+	}
+	// Over a pool crl opened, the driver layer records every statement of
+	// the transaction, the embedded *sqlx.Tx's included, in the unit.
+	if u := connector.UnitOf(ctx); u != nil {
+		_, err := db.runUnitTx(ctx, u, opts, fn) // an enclosing unit is the one retried
+		return err
+	}
+	u := &connector.Unit{}
 	return db.retrier.DoTx(ctx, func(ctx context.Context) (string, error) {
-		tx, err := db.BeginTxx(ctx, opts)
-		if err != nil {
-			return "", err
-		}
-		return tx.run(fn)
+		u.Reset()
+		return db.runUnitTx(ctx, u, opts, fn)
 	})
+}
+
+// runUnitTx is one attempt of RunInTx over a pool crl opened, its
+// statements recorded in u.
+func (db *DB) runUnitTx(ctx context.Context, u *connector.Unit, opts *sql.TxOptions, fn func(tx *Tx) error) (string, error) {
+	tx, err := db.BeginTxx(connector.WithUnit(ctx, u), opts)
+	if err != nil {
+		return "", err
+	}
+	failed := func() string { q, _ := u.Failed(); return q }
+	return adapter.Run("sqlxcrl", failed, func() error { return fn(tx) }, tx.Rollback, tx.Commit)
 }
 
 // errorRowx returns a *sqlx.Row whose Scan and Err return err: the row of

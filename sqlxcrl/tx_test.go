@@ -4,12 +4,15 @@ import (
 	"context"
 	"database/sql"
 	"testing"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/crl-go/crl/config"
+	"github.com/crl-go/crl/core/coretest"
 	"github.com/crl-go/crl/mssqltest"
 	"github.com/crl-go/crl/sqlxcrl"
 )
@@ -93,28 +96,50 @@ func TestTxPreparedStatementExecutionRecorded(t *testing.T) {
 	}
 }
 
-// A statement whose text cannot be known (a *sql.Stmt made the
-// transaction's own by Stmtx) that fails is recorded with an empty text,
-// which no filter matches: a rule whose filter names insert and update
-// does not take the INSERT before it for the failed statement (it retried
-// the transaction before), and does not retry it.
+// A *sql.Stmt made the transaction's own by Stmtx, whose text sqlxcrl
+// cannot know: over a pool crl opened, the driver layer records it with its
+// text, so the rule whose filter names update retries the transaction (a
+// handled INSERT before it is not taken for the failed statement). Over a
+// pool crl did not open, sqlxcrl records it with an empty text, which no
+// filter matches: not retried.
 func TestTxStmtxOfAnUnknownTextRecorded(t *testing.T) {
-	srv := mssqltest.NewServer(t)
-	db, _ := open(t, srv, "&retryExec={1205,2627:2,0:insert,update}")
-	srv.Handle(update, mssqltest.Error(1205), mssqltest.Affected(1))
-	raw, err := db.DB.DB.Prepare(update)
-	require.NoError(t, err)
-	defer raw.Close()
-	srv.Handle(insertLedger, mssqltest.Error(2627))
-	runs := 0
-	err = db.RunInTx(context.Background(), nil, func(tx *sqlxcrl.Tx) error {
-		runs++
-		_, _ = tx.Exec(insertLedger)
-		_, err := tx.Stmtx(raw).Exec()
-		return err
-	})
-	mustNumber(t, err, 1205)
-	assert.Equal(t, 1, runs, "runs")
+	for _, tc := range []struct {
+		name string
+		open func(t *testing.T, srv *mssqltest.Server) *sqlxcrl.DB
+		runs int
+	}{
+		{"crl pool", func(t *testing.T, srv *mssqltest.Server) *sqlxcrl.DB {
+			db, _ := open(t, srv, "&retryExec={1205,2627:2,0:insert,update}")
+			return db
+		}, 2},
+		{"a sql.Open pool", func(t *testing.T, srv *mssqltest.Server) *sqlxcrl.DB {
+			return sqlxcrl.NewDb(mustOpenPlain(t, srv), "sqlserver", sqlxcrl.WithRetryExec("{1205,2627:2,0:insert,update}"),
+				config.WithClock(coretest.NewClock(time.Time{})))
+		}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := mssqltest.NewServer(t)
+			db := tc.open(t, srv)
+			srv.Handle(update, mssqltest.Error(1205), mssqltest.Affected(1))
+			raw, err := db.DB.DB.Prepare(update)
+			require.NoError(t, err)
+			defer raw.Close()
+			srv.Handle(insertLedger, mssqltest.Error(2627))
+			runs := 0
+			err = db.RunInTx(context.Background(), nil, func(tx *sqlxcrl.Tx) error {
+				runs++
+				_, _ = tx.Exec(insertLedger)
+				_, err := tx.Stmtx(raw).Exec()
+				return err
+			})
+			if tc.runs == 1 {
+				mustNumber(t, err, 1205)
+			} else {
+				require.NoError(t, err)
+			}
+			assert.Equal(t, tc.runs, runs, "runs")
+		})
+	}
 }
 
 // A PREPARE that fails in the transaction is the failed statement, for
