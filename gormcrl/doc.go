@@ -13,6 +13,22 @@
 // plugin is registered. On a DB opened without Open, db.Use(gormcrl.New())
 // registers the plugin alone.
 //
+// Which mechanism retries which statement — the one table of this
+// package. "crl pool": a pool crl opened (Open, OpenDB, or GORM over
+// crl.Open's *sql.DB); "other pool": db.Use over a pool crl did not open.
+//
+//	operation                              crl pool                           other pool
+//	Raw/Exec/Row/Rows, outside a tx        the driver layer (internal/...)    retryPool (pool.go, ConnPool swapped)
+//	First/Find/Take/Count/Pluck/Scan       whole read: attempt.go, the        whole read: attempt.go over retryPool
+//	                                       layer runs each attempt once
+//	Create/Update/Delete, implicit tx      whole unit: unit.go                whole unit: unit.go (txPool recorder)
+//	Create/Update/Delete, no implicit tx   whole statement: attempt.go        whole statement: attempt.go
+//	any statement inside a transaction     never alone; recorded by the       never alone; recorded by txPool
+//	                                       layer's Tx for the tx's retry
+//	Transaction(db, fn)                    transaction.go, GORM's own *sql.Tx transaction.go, txPool recorder
+//	db.Connection (a *sql.Conn)            the driver layer, on that conn     not retried
+//	NoRetry                                once (a Unit in the context)       once
+//
 // What the plugin retries, under the retryExec rules:
 //   - First, Find, Take, Count, Pluck, Scan, Row, Rows, Raw and Exec (the
 //     query, row and raw processors): each statement on its own, when it
@@ -32,8 +48,9 @@
 // What is never retried: a statement inside a transaction (db.Transaction,
 // db.Begin, a hook's tx), because SQL Server rolls back the whole
 // transaction of a deadlock victim and re-running one statement would run
-// it outside any transaction; a statement on a *sql.Conn (db.Connection);
-// a COMMIT whose outcome is unknown (core.ErrCommitUnknown); an error that
+// it outside any transaction; over a pool crl did not open, a statement
+// on a *sql.Conn (db.Connection; over a crl pool the driver layer retries
+// it on that connection); a COMMIT whose outcome is unknown (core.ErrCommitUnknown); an error that
 // arrives while the caller reads rows GORM handed out (Rows, Row, Scan);
 // an operation with db.Clauses(NoRetry). An error met while GORM itself
 // reads a statement's rows (Find, First, a write's RETURNING) is retried
