@@ -28,7 +28,7 @@ const (
 // connections, lock-wait time-outs, resource errors) 2, and a retry of
 // either runs only while at least half of Max is left after its failure
 // has paid. Contention (deadlock victims, serialization failures) is paid
-// from a pool of its own, Max/2 tokens at 0.1 a failure, that every
+// from a pool of its own, 12.8 tokens at 0.1 a failure, that every
 // success refills by 64 failures' worth: contention is retried while the
 // database makes progress, however many attempts a hot row makes fail for
 // each one that commits, and stops once nothing succeeds. Only successes
@@ -37,10 +37,11 @@ const (
 type BudgetSettings struct {
 	// Max is the capacity in tokens, from 2 to 1,000,000, and at least
 	// twice every cost (so that every class can be retried at all); the
-	// budget starts full. Zero means 20. Half of it is what a storm may
-	// spend before the budget stops retries: the transient and overload
-	// retries' reserve is the upper half, the contention pool holds the
-	// other half's worth.
+	// budget starts full. Zero means 20. Half of it is what a storm of
+	// transient or overload failures may spend before the budget stops
+	// their retries; the contention pool holds two successes' worth
+	// (2 × ContentionPerSuccess × ContentionCost), at least Max/2 and at
+	// most Max.
 	Max float64
 	// EarnPerAttempt is what each success earns, from 0.001 to 1 (an
 	// error, whether a rule retries it or not, earns nothing). Zero means
@@ -49,13 +50,13 @@ type BudgetSettings struct {
 	EarnPerAttempt float64
 	// ContentionCost is what a deadlock victim or a serialization failure
 	// costs the contention pool, from 0.001 to 1000. Zero means 0.1: the
-	// pool of Max/2 = 10 tokens pays for 100 failures in a row before a
+	// default pool of 12.8 tokens pays for 128 failures in a row before a
 	// success comes.
 	ContentionCost float64
 	// ContentionPerSuccess is how many contention failures each success
 	// pays for, from 1 to 10,000: a hot row that ContentionPerSuccess+1
-	// writers fight over, each round failing all of them but one, is
-	// retried in full. Zero means 64.
+	// writers on one handle fight over, each round failing all of them
+	// but one, is retried in full. Zero means 64.
 	ContentionPerSuccess float64
 	// OverloadCost is what a time-out, throttling, "too many connections",
 	// a lock-wait time-out or a resource error costs, from 0.001 to 1000.
@@ -144,7 +145,8 @@ func formatNumber(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64)
 
 // budgetUnit is the budget's fixed-point unit: 1 token = 1,000, the
 // finest step of any setting. Both buckets fit one 64-bit word at that
-// unit (at most 10⁹ and 5·10⁸), so that the success path reads one word.
+// unit (at most Max, 10⁹ units, each), so that the success path reads
+// one word.
 const budgetUnit = 1_000
 
 // Budget is a retry budget, one per database handle: lock-free buckets
@@ -156,15 +158,17 @@ const budgetUnit = 1_000
 // a contention retry runs while the pool can pay for it, so a deadlock
 // victim or a serialization failure is retried for as long as the
 // database makes progress, on a hot row where most attempts fail
-// included. In a storm, where nothing succeeds, retries stop after Max/2
-// tokens' worth of failures of any class and then cost nothing more,
+// included. In a storm, where nothing succeeds, retries stop once a
+// bucket's allowance is spent (Max/2 tokens' worth of transient or
+// overload failures, the contention pool's of contention) and then cost
+// nothing more,
 // whatever the request rate; an error that no rule retries earns nothing,
 // so it cannot pay for another statement's retries; after a storm,
 // retries return as successes refill the buckets, not after a fixed time.
 type Budget struct {
 	max, half, gain int64                 // in budgetUnit
 	cost            [classCount]int64     // in budgetUnit, by class
-	pool            int64                 // the contention pool's capacity, max-half, in budgetUnit
+	pool            int64                 // the contention pool's capacity, in budgetUnit
 	progress        int64                 // what a success adds to the contention pool, in budgetUnit
 	full            uint64                // state when both buckets are full
 	overrides       map[token]budgetClass // BudgetSettings' lists; nil when none
@@ -191,8 +195,11 @@ func NewBudget(s BudgetSettings) (*Budget, error) {
 	b.cost[classContention] = units(s.ContentionCost)
 	b.cost[classOverload] = units(s.OverloadCost)
 	b.half = b.max / 2
-	b.pool = b.max - b.half
 	b.progress = units(s.ContentionPerSuccess * s.ContentionCost)
+	// Two successes' worth: on a hot row of ContentionPerSuccess+1
+	// writers, a round's failures may all come before its commit and
+	// the previous round's all after that one's.
+	b.pool = max(b.max-b.half, min(2*b.progress, b.max))
 	b.full = pack(b.max, b.pool)
 	b.state.Store(b.full)
 	return b, nil
@@ -206,7 +213,7 @@ func (b *Budget) Available() float64 {
 }
 
 // ContentionAvailable returns the tokens the contention pool holds now
-// (up to Max/2): divided by ContentionCost, the contention retries that
+// (up to its capacity, 12.8 by default): divided by ContentionCost, the contention retries that
 // may run before a success comes.
 func (b *Budget) ContentionAvailable() float64 {
 	_, contention := unpack(b.state.Load())
@@ -290,7 +297,8 @@ func (b *Budget) classOf(c *class) budgetClass {
 // Allowance returns how many retries of one operation whose attempts all
 // fail with the error token tok (as rules write it: 1205, 40P01,
 // timeout) the budget lets run when it is full, before it refuses: half
-// its capacity over the cost of the error's class, for a handle of the
+// its capacity (for contention, the contention pool's) over the cost of
+// the error's class, for a handle of the
 // database/sql driver driverName (the class table is per family; an
 // unknown driver or a nil budget makes every error transient, and a nil
 // budget, which is off, allows every retry: -1; a token that rules
@@ -318,8 +326,10 @@ func (b *Budget) Allowance(driverName, tok string) int {
 		}
 		k = c.builtinClass()
 	}
-	cost := b.cost[k]
-	return int((b.max - b.half) / cost)
+	if k == classContention {
+		return int(b.pool / b.cost[k])
+	}
+	return int((b.max - b.half) / b.cost[k])
 }
 
 // charge takes the cost of a failure from its bucket, down to zero, and

@@ -26,15 +26,16 @@ func (e pgErr) SQLState() string { return string(e) }
 
 // A transient failure costs 1, overload (a time-out included) 2, from a
 // bucket where a retry runs while at least half of Max is left after its
-// failure paid; contention costs 0.1 from a pool of its own (Max/2) where
-// a retry runs while the pool can pay. The charge is taken even when the
+// failure paid; contention costs 0.1 from a pool of its own (two
+// successes' worth, 12.8, at least Max/2 and at most Max) where a retry
+// runs while the pool can pay. The charge is taken even when the
 // retry is refused; a success earns 0.1 in the bucket and 64 contention
 // failures' worth in the pool, up to their capacities.
 func TestBudgetAccounting(t *testing.T) {
 	b, err := NewBudget(BudgetSettings{Max: 10})
 	require.NoError(t, err)
 	assert.Equal(t, 10.0, b.Available())
-	assert.Equal(t, 5.0, b.ContentionAvailable())
+	assert.Equal(t, 10.0, b.ContentionAvailable(), "12.8, at most Max")
 	b.earn()
 	assert.Equal(t, 10.0, b.Available(), "a full budget stays full")
 	timeout := fmt.Errorf("read: %w", context.DeadlineExceeded)
@@ -44,7 +45,7 @@ func TestBudgetAccounting(t *testing.T) {
 	assert.True(t, b.withdraw(failure(sqlServerErr(40613), chargeNone)))
 	assert.True(t, b.withdraw(failure(sqlServerErr(1205), chargeNone)))
 	assert.Equal(t, 6.0, b.Available(), "a deadlock victim costs the bucket nothing")
-	assert.InDelta(t, 4.9, b.ContentionAvailable(), 1e-9, "it costs the contention pool 0.1")
+	assert.InDelta(t, 9.9, b.ContentionAvailable(), 1e-9, "it costs the contention pool 0.1")
 	assert.True(t, b.withdraw(failure(sqlServerErr(40613), chargeNone)), "5 left is half")
 	assert.False(t, b.withdraw(failure(sqlServerErr(40613), chargeNone)), "4 left is below half")
 	assert.Equal(t, 4.0, b.Available())
@@ -59,9 +60,9 @@ func TestBudgetAccounting(t *testing.T) {
 		b.earn()
 	}
 	assert.InDelta(t, 1.0, b.Available(), 1e-9, "ten successes earn one token")
-	assert.Equal(t, 5.0, b.ContentionAvailable(), "and refill the contention pool")
+	assert.Equal(t, 10.0, b.ContentionAvailable(), "and refill the contention pool")
 
-	for range 49 {
+	for range 99 {
 		require.True(t, b.withdraw(failure(pgErr("40001"), chargeNone)))
 	}
 	assert.InDelta(t, 0.1, b.ContentionAvailable(), 1e-9)
@@ -69,13 +70,15 @@ func TestBudgetAccounting(t *testing.T) {
 	assert.False(t, b.withdraw(failure(pgErr("40P01"), chargeNone)), "an empty pool pays for none")
 	assert.Equal(t, 0.0, b.ContentionAvailable())
 	b.earn()
-	assert.Equal(t, 5.0, b.ContentionAvailable(), "a success pays for 64 contention failures (6.4 tokens), up to the pool's capacity")
-	assert.InDelta(t, 1.1, b.Available(), 1e-9, "contention costs the bucket nothing")
+	assert.InDelta(t, 6.4, b.ContentionAvailable(), 1e-9, "a success pays for 64 contention failures")
+	b.earn()
+	assert.Equal(t, 10.0, b.ContentionAvailable(), "up to the pool's capacity")
+	assert.InDelta(t, 1.2, b.Available(), 1e-9, "contention costs the bucket nothing")
 
 	d, err := NewBudget(BudgetSettings{})
 	require.NoError(t, err)
 	assert.Equal(t, 20.0, d.Available(), "the default holds 20 tokens")
-	assert.Equal(t, 10.0, d.ContentionAvailable(), "and a contention pool of 10")
+	assert.Equal(t, 12.8, d.ContentionAvailable(), "and a contention pool of two successes' worth")
 
 	var none *Budget // off: everything allowed
 	assert.True(t, none.withdraw(failure(timeout, chargeNone)))
@@ -177,7 +180,8 @@ func TestBudgetClassOverrides(t *testing.T) {
 	assert.Equal(t, classOverload, b.classOf(&c))
 }
 
-// Allowance: half the capacity over the class's cost, per family.
+// Allowance: half the capacity over the class's cost (for contention the
+// contention pool's), per family.
 func TestBudgetAllowance(t *testing.T) {
 	b, err := NewBudget(BudgetSettings{})
 	require.NoError(t, err)
@@ -185,8 +189,8 @@ func TestBudgetAllowance(t *testing.T) {
 		driver, tok string
 		want        int
 	}{
-		{"sqlserver", "1205", 100}, {"sqlserver", "40613", 10}, {"sqlserver", "40501", 5}, {"sqlserver", "1222", 5},
-		{"mysql", "1213", 100}, {"mysql", "1205", 5}, {"pgx", "40P01", 100}, {"postgres", "40001", 100},
+		{"sqlserver", "1205", 128}, {"sqlserver", "40613", 10}, {"sqlserver", "40501", 5}, {"sqlserver", "1222", 5},
+		{"mysql", "1213", 128}, {"mysql", "1205", 5}, {"pgx", "40P01", 128}, {"postgres", "40001", 128},
 		{"pgx", "57014", 5}, {"pgx", "08006", 10}, {"sqlite", "1205", 10}, {"sqlserver", "timeout", 5}, {"mysql", "badconn", 10},
 	} {
 		assert.Equal(t, tc.want, b.Allowance(tc.driver, tc.tok), "%s %s", tc.driver, tc.tok)
