@@ -158,13 +158,13 @@ const budgetUnit = 1_000
 // a contention retry runs while the pool can pay for it, so a deadlock
 // victim or a serialization failure is retried for as long as the
 // database makes progress, on a hot row where most attempts fail
-// included. In a storm, where nothing succeeds, retries stop once a
-// bucket's allowance is spent (Max/2 tokens' worth of transient or
-// overload failures, the contention pool's of contention) and then cost
-// nothing more,
-// whatever the request rate; an error that no rule retries earns nothing,
-// so it cannot pay for another statement's retries; after a storm,
-// retries return as successes refill the buckets, not after a fixed time.
+// included. In a storm, where nothing succeeds, retries stop once an
+// allowance is spent (Max/2 tokens' worth of transient or overload
+// failures, the contention pool's of contention) and then cost nothing
+// more, whatever the request rate; an error that no rule retries earns
+// nothing, so it cannot pay for another statement's retries; after a
+// storm, retries return as successes refill the buckets, not after a
+// fixed time.
 type Budget struct {
 	max, half, gain int64                 // in budgetUnit
 	cost            [classCount]int64     // in budgetUnit, by class
@@ -213,8 +213,8 @@ func (b *Budget) Available() float64 {
 }
 
 // ContentionAvailable returns the tokens the contention pool holds now
-// (up to its capacity, 12.8 by default): divided by ContentionCost, the contention retries that
-// may run before a success comes.
+// (up to its capacity, 12.8 by default): divided by ContentionCost, the
+// contention failures it pays for before a success comes.
 func (b *Budget) ContentionAvailable() float64 {
 	_, contention := unpack(b.state.Load())
 	return float64(contention) / budgetUnit
@@ -298,12 +298,11 @@ func (b *Budget) classOf(c *class) budgetClass {
 // fail with the error token tok (as rules write it: 1205, 40P01,
 // timeout) the budget lets run when it is full, before it refuses: half
 // its capacity (for contention, the contention pool's) over the cost of
-// the error's class, for a handle of the
-// database/sql driver driverName (the class table is per family; an
-// unknown driver or a nil budget makes every error transient, and a nil
-// budget, which is off, allows every retry: -1; a token that rules
-// cannot write allows none: 0). It is what crl check
-// and crl explain tell of a rule that asks for more retries.
+// the error's class, for a handle of the database/sql driver driverName
+// (the class table is per family; an unknown driver or a nil budget makes
+// every error transient, and a nil budget, which is off, allows every
+// retry: -1; a token that rules cannot write allows none: 0). It is what
+// crl check and crl explain tell of a rule that asks for more retries.
 func (b *Budget) Allowance(driverName, tok string) int {
 	if b == nil {
 		return -1
