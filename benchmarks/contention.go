@@ -136,9 +136,10 @@ type ContentionResult struct {
 	// ErrRetryBudgetExceeded, Failed every transaction that ended with an
 	// error (refused, retries used up, or not retried at all).
 	Refused, Failed int
-	// MinBudget is the fewest tokens any handle's budget held after a
-	// transaction (-1 without a budget).
-	MinBudget float64
+	// MinBudget and MinContention are the fewest tokens any handle's
+	// bucket and contention pool held after a transaction (-1 without a
+	// budget).
+	MinBudget, MinContention float64
 	// StormRequests and StormExecutions count the transactions that
 	// started during the deadlock storm and their attempts;
 	// AfterAllowanceRequests and AfterAllowanceExecutions those of them
@@ -208,7 +209,7 @@ func (c Contention) Run(p RetryPolicy) (ContentionResult, error) {
 		}
 	}
 	spent := make([]bool, c.Handles) // the handle's budget refused a retry in the storm
-	res := ContentionResult{Policy: p.Name, Handles: c.Handles, Victim: VictimName(c.Victim), MinBudget: -1}
+	res := ContentionResult{Policy: p.Name, Handles: c.Handles, Victim: VictimName(c.Victim), MinBudget: -1, MinContention: -1}
 	ctx := context.Background()
 	next := time.Duration(0)
 	for k := 0; ; k++ {
@@ -254,8 +255,13 @@ func (c Contention) Run(p RetryPolicy) (ContentionResult, error) {
 					}
 				}
 			}
-			if b := r.Budget(); b != nil && (res.MinBudget < 0 || b.Available() < res.MinBudget) {
-				res.MinBudget = b.Available()
+			if b := r.Budget(); b != nil {
+				if res.MinBudget < 0 || b.Available() < res.MinBudget {
+					res.MinBudget = b.Available()
+				}
+				if res.MinContention < 0 || b.ContentionAvailable() < res.MinContention {
+					res.MinContention = b.ContentionAvailable()
+				}
 			}
 		})
 	}

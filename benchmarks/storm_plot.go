@@ -139,3 +139,42 @@ func PlotSeries(title, yLabel string, bucket time.Duration, marks []time.Duratio
 	p.X.Min, p.X.Max = 0, float64(width)*bucket.Seconds()
 	return p.Save(12*vg.Inch, 6*vg.Inch, path)
 }
+
+// PlotHotRow draws one line per series over the hot row's widths: the
+// share of increments committed (a value per width of writers), as a PNG
+// (or SVG, by path's extension) at path.
+func PlotHotRow(title string, writers []int, lines []Series, path string) error {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "writers on the hot row"
+	p.Y.Label.Text = "increments committed (%)"
+	p.Legend.Top, p.Legend.Left = false, true
+	p.Legend.XOffs, p.Legend.YOffs = vg.Points(10), vg.Points(160) // above the lines that end low
+	p.Add(plotter.NewGrid())
+	var ticks []plot.Tick
+	for _, w := range writers {
+		ticks = append(ticks, plot.Tick{Value: float64(w), Label: fmt.Sprint(w)})
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
+	for i, s := range lines {
+		xy := make(plotter.XYs, len(s.Values))
+		for j, v := range s.Values {
+			xy[j] = plotter.XY{X: float64(writers[j]), Y: v}
+		}
+		l, pts, err := plotter.NewLinePoints(xy)
+		if err != nil {
+			return err
+		}
+		l.Color, pts.Color = palette[i%len(palette)], palette[i%len(palette)]
+		l.Width = vg.Points(1.5)
+		if s.Bold {
+			l.Width = vg.Points(3)
+			l.Dashes = []vg.Length{vg.Points(6), vg.Points(4)} // it lies on the line without a budget
+		}
+		p.Add(l, pts)
+		p.Legend.Add(s.Name, l, pts)
+	}
+	p.Y.Min, p.Y.Max = 0, 105
+	p.X.Min, p.X.Max = 0, float64(writers[len(writers)-1])+2
+	return p.Save(12*vg.Inch, 6*vg.Inch, path)
+}

@@ -25,6 +25,7 @@ func TestRetryBudgetRanges(t *testing.T) {
 		{"timeoutCost=1e17", "overloadCost=1e17: expected a number from 0.001 to 1000"},
 		{"overloadcost=0.0001", "overloadCost=0.0001: expected a number from 0.001 to 1000"},
 		{"contentionCost=2000", "contentionCost=2000: expected a number from 0.001 to 1000"},
+		{"contentionPerSuccess=0.5", "contentionPerSuccess=0.5: expected a number from 1 to 10000"},
 		{"max=3", "max=3 with overloadCost=2: expected max of at least 2 × overloadCost (4)"},
 		{"max=10,timeoutCost=6", "max=10 with overloadCost=6: expected max of at least 2 × overloadCost (12)"},
 		{"overloadCost=3,timeoutCost=3", "overloadCost given twice (timeoutCost is its former name)"},
@@ -53,7 +54,7 @@ func TestRetryBudgetRanges(t *testing.T) {
 		})
 	}
 	for _, ok := range []string{"max=2,timeoutCost=1", "max=1000000,earn=1,timeoutCost=1000", "earn=0.001", "max=4", "timeoutCost=5",
-		"contentionCost=0.05,overloadCost=3", "contention=1205|3960,overload=40613,transient=timeout"} {
+		"contentionCost=0.05,overloadCost=3", "contentionPerSuccess=200", "contention=1205|3960,overload=40613,transient=timeout"} {
 		_, _, err := ParseDSN("sqlserver", "server=h;retryBudget={"+ok+"}")
 		assert.NoError(t, err, ok)
 	}

@@ -133,7 +133,7 @@ var settings = [...]setting{
 	}),
 	{
 		key: keyRetryBudget, inFile: true, startOnly: true,
-		values: "`off`, `on`, or any of `max=` (2..1000000, ≥ 2 × each cost), `earn=` (0.001..1), `contentionCost=`, `overloadCost=` (0.001..1000), `contention=`, `overload=`, `transient=` (error tokens separated by a vertical bar) separated by `,`",
+		values: "`off`, `on`, or any of `max=` (2..1000000, ≥ 2 × each cost), `earn=` (0.001..1), `contentionCost=`, `overloadCost=` (0.001..1000), `contentionPerSuccess=` (1..10000), `contention=`, `overload=`, `transient=` (error tokens separated by a vertical bar) separated by `,`",
 		isSet:  func(c *Config) bool { return c.NoBudget || c.Budget != core.BudgetSettings{} },
 		take:   func(dst, src *Config) { dst.Budget, dst.NoBudget = src.Budget, src.NoBudget },
 		parse: func(c *Config, v string) (err error) {
@@ -316,7 +316,7 @@ func (c *Config) validate(source string) error {
 
 // parseBudget reads a retryBudget value: off, on (or default), or
 // comma-separated settings max=20,earn=0.1,contentionCost=0.1,
-// overloadCost=2 (timeoutCost is overloadCost's former name), and the
+// contentionPerSuccess=64,overloadCost=2 (timeoutCost is overloadCost's former name), and the
 // class lists contention=, overload=, transient= (error tokens separated
 // by '|'), any subset, each name case-insensitive, each value within its
 // range (limits.BudgetSetting), max at least 2 × each cost.
@@ -338,6 +338,8 @@ func parseBudget(v string) (core.BudgetSettings, bool, error) {
 			field = &s.EarnPerAttempt
 		case "contentioncost":
 			field, name = &s.ContentionCost, "contentionCost"
+		case "contentionpersuccess":
+			field, name = &s.ContentionPerSuccess, "contentionPerSuccess"
 		case "overloadcost", "timeoutcost":
 			if s.OverloadCost != 0 {
 				return errorf("overloadCost given twice (timeoutCost is its former name), %s", want)
@@ -404,7 +406,8 @@ func formatBudget(s core.BudgetSettings) string {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"max", s.Max}, {"earn", s.EarnPerAttempt}, {"contentionCost", s.ContentionCost}, {"overloadCost", s.OverloadCost}} {
+	}{{"max", s.Max}, {"earn", s.EarnPerAttempt}, {"contentionCost", s.ContentionCost},
+		{"contentionPerSuccess", s.ContentionPerSuccess}, {"overloadCost", s.OverloadCost}} {
 		if f.v != 0 { // zero is the default, which the reader's "on" means
 			parts = append(parts, f.name+"="+strconv.FormatFloat(f.v, 'g', -1, 64))
 		}

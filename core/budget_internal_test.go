@@ -24,14 +24,18 @@ type pgErr string
 func (e pgErr) Error() string    { return "pg: " + string(e) }
 func (e pgErr) SQLState() string { return string(e) }
 
-// A transient failure costs 1, contention 0.1, overload (a time-out
-// included) 2; a retry runs while at least half of Max is left after its
-// failure paid; the charge is taken even when the retry is refused;
-// earning stops at Max.
+// A transient failure costs 1, overload (a time-out included) 2, from a
+// bucket where a retry runs while at least half of Max is left after its
+// failure paid; contention costs 0.1 from a pool of its own (two
+// successes' worth, 12.8, at least Max/2 and at most Max) where a retry
+// runs while the pool can pay. The charge is taken even when the
+// retry is refused; a success earns 0.1 in the bucket and 64 contention
+// failures' worth in the pool, up to their capacities.
 func TestBudgetAccounting(t *testing.T) {
 	b, err := NewBudget(BudgetSettings{Max: 10})
 	require.NoError(t, err)
 	assert.Equal(t, 10.0, b.Available())
+	assert.Equal(t, 10.0, b.ContentionAvailable(), "12.8, at most Max")
 	b.earn()
 	assert.Equal(t, 10.0, b.Available(), "a full budget stays full")
 	timeout := fmt.Errorf("read: %w", context.DeadlineExceeded)
@@ -40,28 +44,85 @@ func TestBudgetAccounting(t *testing.T) {
 	assert.True(t, b.withdraw(failure(sqlServerErr(40613), chargeNone)))
 	assert.True(t, b.withdraw(failure(sqlServerErr(40613), chargeNone)))
 	assert.True(t, b.withdraw(failure(sqlServerErr(1205), chargeNone)))
-	assert.InDelta(t, 5.9, b.Available(), 1e-9, "a deadlock victim costs 0.1")
-	assert.False(t, b.withdraw(failure(sqlServerErr(40613), chargeNone)), "4.9 left is below half")
-	assert.InDelta(t, 4.9, b.Available(), 1e-9)
+	assert.Equal(t, 6.0, b.Available(), "a deadlock victim costs the bucket nothing")
+	assert.InDelta(t, 9.9, b.ContentionAvailable(), 1e-9, "it costs the contention pool 0.1")
+	assert.True(t, b.withdraw(failure(sqlServerErr(40613), chargeNone)), "5 left is half")
+	assert.False(t, b.withdraw(failure(sqlServerErr(40613), chargeNone)), "4 left is below half")
+	assert.Equal(t, 4.0, b.Available())
 	b.settle(failure(sqlServerErr(40501), chargeFail))
-	assert.InDelta(t, 2.9, b.Available(), 1e-9, "throttling is overload")
-	b.settle(failure(sqlServerErr(40501), chargeFail))
+	assert.Equal(t, 2.0, b.Available(), "throttling is overload")
 	b.settle(failure(timeout, chargeFail))
 	b.settle(failure(sqlServerErr(4060), chargeFail))
 	assert.Equal(t, 0.0, b.Available(), "never below zero")
+	b.settle(failure(sqlServerErr(4060), chargeNone))
+	assert.Equal(t, 0.0, b.Available(), "an error no rule retries earns nothing")
 	for range 10 {
 		b.earn()
 	}
 	assert.InDelta(t, 1.0, b.Available(), 1e-9, "ten successes earn one token")
+	assert.Equal(t, 10.0, b.ContentionAvailable(), "and refill the contention pool")
+
+	for range 99 {
+		require.True(t, b.withdraw(failure(pgErr("40001"), chargeNone)))
+	}
+	assert.InDelta(t, 0.1, b.ContentionAvailable(), 1e-9)
+	assert.True(t, b.withdraw(failure(pgErr("40P01"), chargeNone)), "the pool pays for its last failure")
+	assert.False(t, b.withdraw(failure(pgErr("40P01"), chargeNone)), "an empty pool pays for none")
+	assert.Equal(t, 0.0, b.ContentionAvailable())
+	b.earn()
+	assert.InDelta(t, 6.4, b.ContentionAvailable(), 1e-9, "a success pays for 64 contention failures")
+	b.earn()
+	assert.Equal(t, 10.0, b.ContentionAvailable(), "up to the pool's capacity")
+	assert.InDelta(t, 1.2, b.Available(), 1e-9, "contention costs the bucket nothing")
 
 	d, err := NewBudget(BudgetSettings{})
 	require.NoError(t, err)
 	assert.Equal(t, 20.0, d.Available(), "the default holds 20 tokens")
+	assert.Equal(t, 12.8, d.ContentionAvailable(), "and a contention pool of two successes' worth")
 
 	var none *Budget // off: everything allowed
 	assert.True(t, none.withdraw(failure(timeout, chargeNone)))
 	none.earn()
 	none.settle(failure(timeout, chargeFail))
+}
+
+// A hot row, as the budget sees it: in each round every writer but one
+// fails with a contention error and the one commits. The default budget
+// pays for every failure of every round with up to 65 writers on one
+// handle, however long it lasts, and the failures may be retried or be
+// the last of their rule (charged all the same); with 66 writers, one
+// failure more than a success pays for, the pool drains and retries are
+// refused: the ratio a success pays for is the setting's, not unbounded.
+func TestBudgetPaysForAHotRow(t *testing.T) {
+	for _, writers := range []int{2, 4, 12, 32, 64, 65} {
+		for _, victim := range []error{sqlServerErr(1205), pgErr("40001"), pgErr("40P01")} {
+			b, err := NewBudget(BudgetSettings{})
+			require.NoError(t, err)
+			for round := range 2_000 {
+				for w := 1; w < writers; w++ {
+					if round%7 == 0 && w == 1 {
+						b.settle(failure(victim, chargeFail)) // its retries were used up
+						continue
+					}
+					require.True(t, b.withdraw(failure(victim, chargeNone)), "%d writers, %v: round %d, writer %d refused", writers, victim, round, w)
+				}
+				b.earn()
+			}
+		}
+	}
+	b, err := NewBudget(BudgetSettings{})
+	require.NoError(t, err)
+	refused := 0
+	for range 2_000 {
+		for w := 1; w < 66; w++ {
+			if !b.withdraw(failure(sqlServerErr(1205), chargeNone)) {
+				refused++
+			}
+		}
+		b.earn()
+	}
+	assert.Positive(t, refused, "66 writers: one failure a round more than a success pays for")
+	assert.LessOrEqual(t, refused, 2_000, "about one refusal a round")
 }
 
 // Every entry of the class table parses, and the same number is classed
@@ -119,7 +180,8 @@ func TestBudgetClassOverrides(t *testing.T) {
 	assert.Equal(t, classOverload, b.classOf(&c))
 }
 
-// Allowance: half the capacity over the class's cost, per family.
+// Allowance: half the capacity over the class's cost (for contention the
+// contention pool's), per family.
 func TestBudgetAllowance(t *testing.T) {
 	b, err := NewBudget(BudgetSettings{})
 	require.NoError(t, err)
@@ -127,8 +189,8 @@ func TestBudgetAllowance(t *testing.T) {
 		driver, tok string
 		want        int
 	}{
-		{"sqlserver", "1205", 100}, {"sqlserver", "40613", 10}, {"sqlserver", "40501", 5}, {"sqlserver", "1222", 5},
-		{"mysql", "1213", 100}, {"mysql", "1205", 5}, {"pgx", "40P01", 100}, {"postgres", "40001", 100},
+		{"sqlserver", "1205", 128}, {"sqlserver", "40613", 10}, {"sqlserver", "40501", 5}, {"sqlserver", "1222", 5},
+		{"mysql", "1213", 128}, {"mysql", "1205", 5}, {"pgx", "40P01", 128}, {"postgres", "40001", 128},
 		{"pgx", "57014", 5}, {"pgx", "08006", 10}, {"sqlite", "1205", 10}, {"sqlserver", "timeout", 5}, {"mysql", "badconn", 10},
 	} {
 		assert.Equal(t, tc.want, b.Allowance(tc.driver, tc.tok), "%s %s", tc.driver, tc.tok)

@@ -114,8 +114,9 @@ func (e pgState) SQLState() string { return string(e) }
 
 // stormClasses are the failures of the storm tests, one of each class,
 // with the most retries each may be given before the budget stops them
-// (half of max = 10 tokens: 100 contention failures at 0.1, 10 transient
-// at 1, 5 overload at 2).
+// (half of max = 10 tokens: 10 transient failures at 1, 5 overload at 2;
+// the contention pool of 12.8 tokens: 128 failures at 0.1, of which a
+// rule that retries 3 times retries 96).
 var stormClasses = []struct {
 	err       error
 	allowance int
@@ -260,9 +261,8 @@ func TestBudgetRetriesSporadicFailures(t *testing.T) {
 
 // A partial storm of transient or overload failures (more than about 9%
 // or 5% of first attempts) drains the budget and retries stop (gRPC's
-// "above half" rule); so does contention above half of all attempts,
-// which no healthy database produces: each stays at or below 1.1
-// executions per request once the allowance is spent.
+// "above half" rule): each stays at or below 1.1 executions per request
+// once the allowance is spent.
 func TestBudgetPartialStorm(t *testing.T) {
 	for _, tc := range []struct {
 		err       error
@@ -271,7 +271,6 @@ func TestBudgetPartialStorm(t *testing.T) {
 	}{
 		{errFailover, []float64{0.1, 0.2, 0.5, 0.9}, 10},
 		{errTimeout, []float64{0.1, 0.2, 0.5, 0.9}, 10},
-		{errDeadlock, []float64{0.6, 0.9}, 400},
 	} {
 		for _, share := range tc.shares {
 			t.Run(fmt.Sprint(tc.err, share), func(t *testing.T) {
@@ -287,6 +286,156 @@ func TestBudgetPartialStorm(t *testing.T) {
 					executions += r.executions
 				}
 				assert.LessOrEqual(t, float64(executions-tc.allowance)/float64(len(rs)), 1.1)
+			})
+		}
+	}
+}
+
+// Contention is retried while the database makes progress: a success
+// pays for 64 contention failures, so where a share s of attempts
+// succeeds, retries add at most 64·s executions per execution. A storm
+// in which almost nothing succeeds (1 attempt in 1,000 or fewer, at
+// random, or 1 request in 1,000 that succeeds while the others fail every
+// attempt) stays at or below 1.1 executions per request once the
+// allowance (at most 128 retries) is spent, at every rate; deadlocks with a
+// success in 1 of 12 attempts or more (a hot row) are retried in full.
+func TestBudgetContentionStormWithFewSuccesses(t *testing.T) {
+	for _, rate := range []float64{0.5, 100, 10000} {
+		for _, tc := range []struct {
+			name    string
+			outcome func(rnd *rand.Rand) func(k, a int) error
+		}{
+			{"1 attempt in 1,000 succeeds", func(rnd *rand.Rand) func(k, a int) error {
+				return func(int, int) error {
+					if rnd.Float64() < 0.001 {
+						return nil
+					}
+					return errDeadlock
+				}
+			}},
+			{"1 attempt in 10,000 succeeds", func(rnd *rand.Rand) func(k, a int) error {
+				return func(int, int) error {
+					if rnd.Float64() < 0.0001 {
+						return nil
+					}
+					return errSerialization
+				}
+			}},
+			{"1 request in 1,000 succeeds", func(*rand.Rand) func(k, a int) error {
+				return func(k, _ int) error {
+					if k%1000 == 999 {
+						return nil
+					}
+					return errPgDeadlock
+				}
+			}},
+		} {
+			t.Run(fmt.Sprintf("%v/s %s", rate, tc.name), func(t *testing.T) {
+				rs := driveRules(t, "{1205,40001,40P01:12,0}", 1, rate, 20000, tc.outcome(rand.New(rand.NewPCG(uint64(rate), 29))))
+				perRequest, allowance := afterAllowance(t, rs, 1)
+				assert.LessOrEqual(t, perRequest[0], 1.1, "executions per request after the allowance")
+				assert.LessOrEqual(t, allowance[0], 128, "initial allowance in retries")
+			})
+		}
+	}
+	// Progress: one attempt in 12 succeeds (a hot row of 12 writers), and
+	// every failure is retried.
+	rnd := rand.New(rand.NewPCG(12, 29))
+	rs := driveRules(t, "{1205:255,0}", 1, 100, 5000, func(int, int) error {
+		if rnd.IntN(12) == 0 {
+			return nil
+		}
+		return errDeadlock
+	})
+	for k, r := range rs {
+		require.NoError(t, r.err, "request %d", k)
+	}
+}
+
+// An error that no rule retries earns nothing, whatever the reason: no
+// rule, a query filter that does not match, retries used up, a wait
+// longer than queryTimeout. Only successes earn.
+func TestBudgetErrorsNoRuleRetriesEarnNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		rules string
+		query string
+		qt    time.Duration
+		err   error
+		n     int
+	}{
+		{"no rule", "{1205:3,0}", "update t", 0, errFailover, 1000},
+		{"filter mismatch", "{40613:3,0+0:select}", "update t", 0, errFailover, 1000},
+		// A deadlock, paid from the contention pool (10 tokens, 0.1 each):
+		// the retry and the failure that used it up, 40 times.
+		{"retries used up", "{1205:1,0}", "update t", 0, errDeadlock, 40},
+		{"wait beyond queryTimeout", "{40613:3,10}", "update t", time.Second, errFailover, 1000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, stormRules), QueryTimeout: tc.qt}, core.Options{Budget: defaultBudget(t)})
+			ctx := context.Background()
+			for range 20 {
+				_ = r.Do(ctx, "select 1", func(context.Context) error { return errFailover })
+			}
+			require.Zero(t, r.Budget().Available(), "the storm drains the budget")
+			r, _ = newRetrier(t, core.Policy{Statement: mustRules(t, tc.rules), QueryTimeout: tc.qt}, core.Options{Budget: r.Budget()})
+			pool := r.Budget().ContentionAvailable()
+			for range tc.n {
+				err := r.Do(ctx, tc.query, func(context.Context) error { return tc.err })
+				require.Error(t, err)
+				require.NotErrorIs(t, err, core.ErrRetryBudgetExceeded)
+			}
+			assert.Zero(t, r.Budget().Available(), "%d errors no rule retries earned nothing", tc.n)
+			assert.LessOrEqual(t, r.Budget().ContentionAvailable(), pool, "nor did they refill the contention pool")
+			require.NoError(t, r.Do(ctx, tc.query, func(context.Context) error { return nil }))
+			assert.InDelta(t, 0.1, r.Budget().Available(), 1e-9, "a success earns")
+		})
+	}
+}
+
+// The filtered storm: under {1205:3,0+0:select} every attempt fails with
+// 1205 and one request in four is a SELECT. The UPDATEs' 1205s are not
+// retried (the filter names only select); they earn nothing, so the
+// SELECTs' retries stop once the allowance is spent: at most 1.1
+// executions per request at every rate, for every class.
+func TestBudgetFilteredStorm(t *testing.T) {
+	for _, rate := range budgetRates {
+		for _, tc := range []struct {
+			err       error
+			rules     string
+			allowance int
+		}{
+			{errDeadlock, "{1205:3,0+0:select}", 100},
+			{errPgDeadlock, "{40P01:3,0+0:select}", 100},
+			{errFailover, "{40613:3,0+0:select}", 10},
+			{errThrottled, "{40501:3,0+0:select}", 5},
+		} {
+			t.Run(fmt.Sprintf("%v/s %v", rate, tc.err), func(t *testing.T) {
+				clock := coretest.NewClock(time.Time{})
+				r, err := core.NewRetrier(core.Policy{Statement: mustRules(t, tc.rules)}, core.Options{Clock: clock, Budget: defaultBudget(t)})
+				require.NoError(t, err)
+				gap := time.Duration(float64(time.Second) / rate)
+				executions, retries, requests := 0, 0, 0
+				refused := false
+				for k := range 8000 {
+					clock.Advance(gap)
+					query := "update t set n = n + 1"
+					if k%4 == 3 {
+						query = "select n from t"
+					}
+					n := 0
+					err := r.Do(context.Background(), query, func(context.Context) error { n++; return tc.err })
+					if !refused {
+						retries += n - 1
+						refused = errors.Is(err, core.ErrRetryBudgetExceeded)
+						continue
+					}
+					executions += n
+					requests++
+				}
+				require.True(t, refused, "the budget never refused a retry")
+				assert.LessOrEqual(t, retries, tc.allowance, "initial allowance in retries")
+				assert.LessOrEqual(t, float64(executions)/float64(requests), 1.1, "executions per request after the allowance")
 			})
 		}
 	}
@@ -359,6 +508,8 @@ func TestBudgetSettingsRanges(t *testing.T) {
 		{core.BudgetSettings{OverloadCost: 1e17}, "overloadCost=1e+17: expected a number from 0.001 to 1000"},
 		{core.BudgetSettings{OverloadCost: 0.0001}, "overloadCost=0.0001: expected a number from 0.001 to 1000"},
 		{core.BudgetSettings{ContentionCost: -1}, "contentionCost=-1: expected a number from 0.001 to 1000"},
+		{core.BudgetSettings{ContentionPerSuccess: 0.5}, "contentionPerSuccess=0.5: expected a number from 1 to 10000"},
+		{core.BudgetSettings{ContentionPerSuccess: 20000}, "contentionPerSuccess=20000: expected a number from 1 to 10000"},
 		{core.BudgetSettings{Max: 3}, "max=3 with overloadCost=2: expected max of at least 2 × overloadCost (4)"},
 		{core.BudgetSettings{Max: 4, ContentionCost: 3}, "max=4 with contentionCost=3: expected max of at least 2 × contentionCost (6)"},
 		{core.BudgetSettings{Max: 1e6, OverloadCost: 1000, EarnPerAttempt: 1.5}, "earn=1.5"},
@@ -372,10 +523,10 @@ func TestBudgetSettingsRanges(t *testing.T) {
 		assert.Error(t, err)
 	}
 	for _, s := range []core.BudgetSettings{{}, {Max: 2, OverloadCost: 1}, {Max: 1e6, EarnPerAttempt: 1, OverloadCost: 1000, ContentionCost: 1000},
-		{EarnPerAttempt: 0.001}, {Contention: " 1205 | 40P01 timeout", Transient: "badconn"}} {
+		{EarnPerAttempt: 0.001}, {ContentionPerSuccess: 1}, {ContentionPerSuccess: 10000, ContentionCost: 1000, Max: 1e6}, {Contention: " 1205 | 40P01 timeout", Transient: "badconn"}} {
 		assert.NoError(t, s.Validate(), "%+v", s)
 	}
-	assert.ErrorContains(t, limits.BudgetSetting("refill", 1), "max, earn, contentionCost or overloadCost")
+	assert.ErrorContains(t, limits.BudgetSetting("refill", 1), "max, earn, contentionCost, contentionPerSuccess or overloadCost")
 }
 
 // defaultBudget is the budget the config package gives every handle.

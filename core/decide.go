@@ -35,8 +35,7 @@ type Decision struct {
 type charge uint8
 
 const (
-	chargeNone charge = iota // nothing: the failure is not the database's doing, or costs nothing
-	chargeEarn               // the attempt did not fail with a retryable error
+	chargeNone charge = iota // nothing: no rule retries the error, or it costs nothing; only a success earns
 	chargeFail               // a retryable failure that is not retried
 )
 
@@ -75,7 +74,7 @@ func (p *Policy) decide(kind Kind, query string, attempt int, err error, attempt
 	cl.fill(err, attemptTimedOut)
 	rule := p.Statement.lookup(&cl)
 	if rule == nil || rule.count == 0 || !rule.matches(query) {
-		return Decision{Reason: ErrNotRetryable, charge: chargeEarn, verdict: answered}
+		return Decision{Reason: ErrNotRetryable, verdict: answered}
 	}
 	if kind == KindStatement {
 		if why := notAlone(query, rule); why != "" {
@@ -113,7 +112,7 @@ func (p *Policy) decideConnection(s connectState, err error) Decision {
 	case s.elapsed >= login, cl.timeout && s.elapsed+interval >= login: // the last attempt ran out of time
 		return Decision{Reason: ErrLoginTimeout, Detail: "loginTimeout " + login.String() + " ran out"}
 	case !p.Connection.retryable(cl, isServerError(err)):
-		return Decision{Reason: ErrNotRetryable, charge: chargeEarn}
+		return Decision{Reason: ErrNotRetryable}
 	case s.retry >= count:
 		return Decision{Reason: ErrRetriesExhausted, blame: cl, charge: chargeFail}
 	case s.elapsed+interval >= login:

@@ -23,6 +23,7 @@ import (
 	"math"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -159,7 +160,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	for _, note := range notes(cfg.RetryExec) {
 		fmt.Fprintln(stdout, "note:", note)
 	}
-	if note := budgetNote(policy.Statement, rt.Retrier().Budget(), driver); note != "" {
+	if note := budgetNote(policy.Statement, rt.Retrier().Budget(), cfg.Budget, driver); note != "" {
 		fmt.Fprintln(stdout, "note:", note)
 	}
 	if cmd == "check" {
@@ -318,9 +319,10 @@ func notes(retryExec string) []string {
 }
 
 // budgetNote points at a rule that allows more retries than the retry
-// budget (nil: off) lets one statement run on a fresh handle of driver's
-// family, for the class of the rule's error (Budget.Allowance), or "".
-func budgetNote(rules core.StatementRules, budget *core.Budget, driver string) string {
+// budget (nil: off; built from settings) lets one statement run on a
+// fresh handle of driver's family, for the class of the rule's error
+// (Budget.Allowance), with the smallest max that runs them all, or "".
+func budgetNote(rules core.StatementRules, budget *core.Budget, settings core.BudgetSettings, driver string) string {
 	if budget == nil {
 		return ""
 	}
@@ -328,11 +330,27 @@ func budgetNote(rules core.StatementRules, budget *core.Budget, driver string) s
 	for _, r := range rules.Rules() {
 		allowance := budget.Allowance(driver, r.Token())
 		if r.Count() > allowance {
-			return fmt.Sprintf("rule %s allows %d retries, but the retry budget (max=%g) lets one statement retry a %s error %s at most %d times on a fresh handle; set retryBudget=max=%d to run them all, or retryBudget=off (docs/semantics.md, The retry budget)",
-				r.Token(), r.Count(), maxTokens, driver, r.Token(), allowance, (int(maxTokens)*r.Count()+allowance-1)/max(allowance, 1))
+			return fmt.Sprintf("rule %s allows %d retries, but the retry budget (max=%g) lets one statement retry a %s error %s at most %d times on a fresh handle; set retryBudget=max=%s to run them all, or retryBudget=off (docs/semantics.md, The retry budget)",
+				r.Token(), r.Count(), maxTokens, driver, r.Token(), allowance, maxFor(settings, driver, r.Token(), r.Count(), maxTokens, allowance))
 		}
 	}
 	return ""
+}
+
+// maxFor returns the smallest whole max with which a budget of settings
+// allows count retries of tok: the allowance grows in proportion to max
+// (the contention pool only once max/2 exceeds two successes' worth), so
+// the proportional max is where the search starts.
+func maxFor(settings core.BudgetSettings, driver, tok string, count int, maxTokens float64, allowance int) string {
+	m := math.Ceil(maxTokens * float64(count) / float64(max(allowance, 1)))
+	for ; m <= 1_000_000; m++ {
+		settings.Max = m
+		b, err := core.NewBudget(settings)
+		if err == nil && b.Allowance(driver, tok) >= count {
+			return strconv.FormatFloat(m, 'f', -1, 64)
+		}
+	}
+	return "1000000"
 }
 
 func connSummary(c core.ConnectionRules) string {

@@ -300,10 +300,16 @@ func TestCheckNotesARuleLongerThanTheBudget(t *testing.T) {
 	assert.Contains(t, out, "lets one statement retry a sqlserver error 40197 at most 10 times")
 	assert.Contains(t, out, "retryBudget=max=60")
 
-	// A deadlock victim is contention: 100 retries on a fresh handle.
+	// A deadlock victim is contention: 128 failures on a fresh handle, and
+	// a larger max lets the contention pool grow only once max/2 exceeds
+	// it.
 	code, out, errOut = runCRL("check", "{1205:30,1}")
 	require.Equal(t, 0, code, errOut)
 	assert.NotContains(t, out, "retry budget", "30 retries of a deadlock victim fit the default budget")
+	code, out, errOut = runCRL("check", "{1205:255,1}")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "a sqlserver error 1205 at most 128 times")
+	assert.Contains(t, out, "retryBudget=max=51", "max/2 = 25.5 tokens pay for 255 failures at 0.1")
 	code, out, errOut = runCRL("check", "-driver", "mysql", "{1205:30,1}")
 	require.Equal(t, 0, code, errOut)
 	assert.Contains(t, out, "a mysql error 1205 at most 5 times", "MySQL's 1205 is a lock-wait time-out: overload")

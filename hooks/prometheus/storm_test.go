@@ -62,10 +62,9 @@ func scrapeRun(t *testing.T, minutes []minute, budget bool) map[string][]float64
 	clock := coretest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	// Deadlock victims retried twice, after 100 ms and 2.1 s (the JDBC
 	// default change, +2 s). Without the budget: the series of a storm
-	// that every retry reaches the database with (crl's default budget
-	// would refuse all but the first few retries, and the retry alerts
-	// would rightly stay quiet). With it: the series of the storm the
-	// budget sheds.
+	// that every retry reaches the database with. With it: the series of
+	// the storm the budget sheds (it retries only the deadlocks that the
+	// reads' successes pay for).
 	dsn := srv.DSN() + "&retryExec={1205:2,100ms}"
 	if !budget {
 		dsn += "&retryBudget=off"

@@ -18,10 +18,13 @@ const (
 	BudgetMaxLow, BudgetMaxHigh   = 2, 1_000_000
 	BudgetEarnLow, BudgetEarnHigh = 0.001, 1
 	BudgetCostLow, BudgetCostHigh = 0.001, 1000
+	// Contention failures a success pays for.
+	BudgetPerSuccessLow, BudgetPerSuccessHigh = 1, 10_000
 )
 
 // BudgetSetting reports a value out of the range of the budget setting
-// name (max, earn, contentionCost or overloadCost, case-insensitive) with
+// name (max, earn, contentionCost, contentionPerSuccess or overloadCost,
+// case-insensitive) with
 // an error that says what is expected ("expected a number from 2 to
 // 1000000"), for the caller to prefix with the value as it names it.
 func BudgetSetting(name string, v float64) error {
@@ -33,8 +36,10 @@ func BudgetSetting(name string, v float64) error {
 		low, high = BudgetEarnLow, BudgetEarnHigh
 	case "contentioncost", "overloadcost":
 		low, high = BudgetCostLow, BudgetCostHigh
+	case "contentionpersuccess":
+		low, high = BudgetPerSuccessLow, BudgetPerSuccessHigh
 	default:
-		return fmt.Errorf("expected a budget setting: max, earn, contentionCost or overloadCost, not %q", name)
+		return fmt.Errorf("expected a budget setting: max, earn, contentionCost, contentionPerSuccess or overloadCost, not %q", name)
 	}
 	if math.IsNaN(v) || v < low || v > high {
 		return fmt.Errorf("expected a number from %s to %s", strconv.FormatFloat(low, 'f', -1, 64), strconv.FormatFloat(high, 'f', -1, 64))
