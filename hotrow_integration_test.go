@@ -1,4 +1,4 @@
-package sqlxcrl_test
+package crl_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/crl-go/crl"
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/conformance"
 	"github.com/crl-go/crl/core"
@@ -23,8 +24,8 @@ import (
 // one counter, each increment a whole transaction retried under the
 // default retry budget. On a hot row most attempts may fail, yet one
 // commits in every round: the database makes progress, and the budget
-// must retry every conflict. The tests run through sqlxcrl's RunInTx;
-// hotRowRunner is all that changes to run them through crl.RunInTx.
+// must retry every conflict. The tests run through crl.RunInTx on a
+// plain *sql.DB and through sqlxcrl's RunInTx (hotRowWays).
 
 const (
 	hotRowWorkers    = 12
@@ -51,19 +52,30 @@ type hotRowOutcome struct {
 
 func (o *hotRowOutcome) RetryScheduled(core.RetryScheduled) { o.retries.Add(1) }
 
-// openHotRow opens d through sqlxcrl with the default budget, rules and
-// o as its observer, and returns the pool and its whole-transaction
-// retry.
-func openHotRow(t *testing.T, d conformance.Database, rules string, o core.Observer) (*sql.DB, hotRowRunner) {
-	t.Helper()
-	db, err := sqlxcrl.Open(d.Driver, d.DSN, sqlxcrl.WithRetryExec(rules), config.WithObserver(o))
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, db.Close()) })
-	db.SetMaxOpenConns(hotRowWorkers + 2)
-	run := func(ctx context.Context, opts *sql.TxOptions, fn func(tx hotRowTx) error) error {
-		return db.RunInTx(ctx, opts, func(tx *sqlxcrl.Tx) error { return fn(tx) })
-	}
-	return db.DB.DB, run
+// hotRowWays are the whole-transaction retries the hot row runs through:
+// crl.RunInTx on a plain *sql.DB from crl.Open, and sqlxcrl's RunInTx.
+var hotRowWays = []struct {
+	name string
+	open func(t *testing.T, d conformance.Database, rules string, o core.Observer) (*sql.DB, hotRowRunner)
+}{
+	{"crl.RunInTx", func(t *testing.T, d conformance.Database, rules string, o core.Observer) (*sql.DB, hotRowRunner) {
+		db, err := crl.Open(d.Driver, d.DSN, crl.WithRetryExec(rules), config.WithObserver(o))
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, db.Close()) })
+		db.SetMaxOpenConns(hotRowWorkers + 2)
+		return db, func(ctx context.Context, opts *sql.TxOptions, fn func(tx hotRowTx) error) error {
+			return crl.RunInTx(ctx, db, opts, func(tx *sql.Tx) error { return fn(tx) })
+		}
+	}},
+	{"sqlxcrl.RunInTx", func(t *testing.T, d conformance.Database, rules string, o core.Observer) (*sql.DB, hotRowRunner) {
+		db, err := sqlxcrl.Open(d.Driver, d.DSN, sqlxcrl.WithRetryExec(rules), config.WithObserver(o))
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, db.Close()) })
+		db.SetMaxOpenConns(hotRowWorkers + 2)
+		return db.DB.DB, func(ctx context.Context, opts *sql.TxOptions, fn func(tx hotRowTx) error) error {
+			return db.RunInTx(ctx, opts, func(tx *sqlxcrl.Tx) error { return fn(tx) })
+		}
+	}},
 }
 
 // hotRowTable creates a counter table with rows 1..rows at 0, dropped
@@ -122,30 +134,37 @@ func readCounter(t *testing.T, db *sql.DB, table string, id int) int64 {
 // with 40001 (or 40P01).
 func TestHotRowPostgres(t *testing.T) {
 	d := conformance.DatabaseNamed(t, "postgres")
-	for _, level := range []sql.IsolationLevel{sql.LevelRepeatableRead, sql.LevelSerializable} {
-		t.Run(level.String(), func(t *testing.T) {
-			o := &hotRowOutcome{}
-			db, run := openHotRow(t, d, "{40001,40P01:12,5ms*2}", o)
-			table := hotRowTable(t, db)
-			read := "SELECT n FROM " + table + " WHERE id = 1"
-			write := "UPDATE " + table + " SET n = $1 WHERE id = 1"
-			runHotRow(t, run, &sql.TxOptions{Isolation: level}, func(_ int, tx hotRowTx) error {
-				ctx := context.Background()
-				var n int64
-				if err := tx.QueryRowContext(ctx, read).Scan(&n); err != nil {
-					return err
-				}
-				// The work a real transaction does between its read and
-				// its write: the others' attempts meet the row locked.
-				time.Sleep(2 * time.Millisecond)
-				_, err := tx.ExecContext(ctx, write, n+1)
-				return err
+	for _, way := range hotRowWays {
+		for _, level := range []sql.IsolationLevel{sql.LevelRepeatableRead, sql.LevelSerializable} {
+			t.Run(way.name+"/"+level.String(), func(t *testing.T) {
+				hotRowPostgres(t, d, level, way.open)
 			})
-			assert.Equal(t, int64(hotRowWorkers*hotRowIncrements), readCounter(t, db, table, 1), "the counter")
-			assert.Positive(t, o.retries.Load(), "the row was hot: conflicts were retried")
-			t.Logf("%s: %d increments, %d retries", level, hotRowWorkers*hotRowIncrements, o.retries.Load())
-		})
+		}
 	}
+}
+
+func hotRowPostgres(t *testing.T, d conformance.Database, level sql.IsolationLevel,
+	openHotRow func(t *testing.T, d conformance.Database, rules string, o core.Observer) (*sql.DB, hotRowRunner)) {
+	o := &hotRowOutcome{}
+	db, run := openHotRow(t, d, "{40001,40P01:12,5ms*2}", o)
+	table := hotRowTable(t, db)
+	read := "SELECT n FROM " + table + " WHERE id = 1"
+	write := "UPDATE " + table + " SET n = $1 WHERE id = 1"
+	runHotRow(t, run, &sql.TxOptions{Isolation: level}, func(_ int, tx hotRowTx) error {
+		ctx := context.Background()
+		var n int64
+		if err := tx.QueryRowContext(ctx, read).Scan(&n); err != nil {
+			return err
+		}
+		// The work a real transaction does between its read and
+		// its write: the others' attempts meet the row locked.
+		time.Sleep(2 * time.Millisecond)
+		_, err := tx.ExecContext(ctx, write, n+1)
+		return err
+	})
+	assert.Equal(t, int64(hotRowWorkers*hotRowIncrements), readCounter(t, db, table, 1), "the counter")
+	assert.Positive(t, o.retries.Load(), "the row was hot: conflicts were retried")
+	t.Logf("%s: %d increments, %d retries", level, hotRowWorkers*hotRowIncrements, o.retries.Load())
 }
 
 // MariaDB: each increment locks both counters with SELECT … FOR UPDATE,
@@ -153,6 +172,13 @@ func TestHotRowPostgres(t *testing.T) {
 // finds deadlocks (1213) and picks victims.
 func TestHotRowMariaDB(t *testing.T) {
 	d := conformance.DatabaseNamed(t, "mariadb")
+	for _, way := range hotRowWays {
+		t.Run(way.name, func(t *testing.T) { hotRowMariaDB(t, d, way.open) })
+	}
+}
+
+func hotRowMariaDB(t *testing.T, d conformance.Database,
+	openHotRow func(t *testing.T, d conformance.Database, rules string, o core.Observer) (*sql.DB, hotRowRunner)) {
 	o := &hotRowOutcome{}
 	db, run := openHotRow(t, d, "{1213:12,5ms*2}", o)
 	table := hotRowTable(t, db)
