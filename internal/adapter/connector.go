@@ -13,6 +13,7 @@ import (
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/internal/connector"
 	"github.com/crl-go/crl/internal/family"
+	"github.com/crl-go/crl/internal/redact"
 )
 
 // dsnConnector is the connector of a driver without driver.DriverContext.
@@ -49,7 +50,8 @@ func driverConnector(driverName, dsn string) (driver.Connector, error) {
 func Open(form, driverName, driverDSN string, rt *config.Runtime) (*sql.DB, error) {
 	inner, err := driverConnector(driverName, driverDSN)
 	if err != nil {
-		return nil, fmt.Errorf("open %q: %w", driverName, err)
+		// The driver's error about a DSN it cannot read quotes the DSN.
+		return nil, fmt.Errorf("open %q: %w", driverName, redact.Error(err))
 	}
 	wrapped, err := connector.Wrap(inner, family.Of(form), rt.Retrier(), rt.ExecutionCutoff())
 	if err != nil {

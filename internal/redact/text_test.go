@@ -1,0 +1,48 @@
+package redact
+
+import (
+	"errors"
+	"net/url"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/microsoft/go-mssqldb/msdsn"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestText(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`parse "sqlserver://app:secret@db:notaport?database=x": invalid port ":notaport" after host`,
+			`parse "sqlserver://app:xxxxx@db:notaport?database=x": invalid port ":notaport" after host`},
+		{"cannot parse `postgres://app:xxxxx@db/x%zz`: failed to parse as URL (parse \"postgres://app:secret@db/x%zz\": invalid URL escape \"%zz\")",
+			"cannot parse `postgres://app:xxxxx@db/x%zz`: failed to parse as URL (parse \"postgres://app:xxxxx@db/x%zz\": invalid URL escape \"%zz\")"},
+		{"login failed: server=db;password=secret;database=x", "login failed: server=db;password=xxxxx"},
+		{"dial tcp 10.0.0.1:1433: connect: connection refused", "dial tcp 10.0.0.1:1433: connect: connection refused"},
+		{"a://b c", "a://b c"},
+		{"://x", "://x"},
+		{"", ""},
+	} {
+		assert.Equal(t, tc.want, Text(tc.in), "Text(%q)", tc.in)
+	}
+}
+
+// TestErrorOfDriversParseErrors: the real drivers' errors for a DSN they
+// cannot read quote the password; Error masks it and keeps the chain.
+func TestErrorOfDriversParseErrors(t *testing.T) {
+	_, mssqlErr := msdsn.Parse("sqlserver://app:secret@db:notaport?database=x")
+	require.Error(t, mssqlErr)
+	_, pgxErr := pgconn.ParseConfig("postgres://app:secret@db/x%zz")
+	require.Error(t, pgxErr)
+	for _, err := range []error{mssqlErr, pgxErr} {
+		masked := Error(err)
+		assert.NotContains(t, masked.Error(), "secret")
+		assert.Contains(t, masked.Error(), "xxxxx")
+		assert.ErrorIs(t, masked, err)
+		var ue *url.Error
+		assert.True(t, errors.As(masked, &ue), "still a *url.Error underneath: %v", masked)
+	}
+	plain := errors.New("mssql: login error")
+	assert.Same(t, plain, Error(plain), "an error without a secret comes back unchanged")
+	assert.Nil(t, Error(nil))
+}
