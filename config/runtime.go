@@ -67,7 +67,7 @@ func familyDriver(driverName, fam string) (string, error) {
 	f, ok := family.Parse(fam)
 	if !ok {
 		return "", &ValueError{Source: "option", Key: nameDriverFamily, Value: fam,
-			Reason: "expected sqlserver, mysql (MariaDB too) or postgres", Err: ErrInvalidValue}
+			Reason: "expected the name of a family or of its driver: " + family.Spellings(), Err: ErrInvalidValue}
 	}
 	return f.Driver(), nil
 }

@@ -261,7 +261,7 @@ func withConnectionLoop(d gorm.Dialector, opts []Option) (gorm.Dialector, *confi
 			}
 		}
 	}
-	db, err := adapter.Open(form, driverName, driverDSN, rt)
+	db, err := adapter.Open(driverName, driverDSN, rt)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("gormcrl: Open: %w", err)
 	}
