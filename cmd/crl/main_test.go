@@ -21,7 +21,7 @@ import (
 func isolate(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	t.Chdir(dir)
+	chdir(t, dir)
 	t.Setenv(config.EnvProperties, "")
 	return dir
 }
@@ -338,4 +338,14 @@ func TestCheckNotesARuleLongerThanTheBudget(t *testing.T) {
 	code, out, errOut = runCRL("check", "{1205:10,1}")
 	require.Equal(t, 0, code, errOut)
 	assert.NotContains(t, out, "retry budget")
+}
+
+// chdir changes the working directory for the rest of the test, as
+// testing.T.Chdir does from Go 1.24 (the module builds with Go 1.22).
+func chdir(t *testing.T, dir string) {
+	t.Helper()
+	old, err := os.Getwd()
+	require.NoError(t, err)
+	require.NoError(t, os.Chdir(dir))
+	t.Cleanup(func() { _ = os.Chdir(old) })
 }

@@ -1,6 +1,6 @@
 module github.com/crl-go/crl/internal/pqtest
 
-go 1.25.0
+go 1.22.0
 
 require (
 	github.com/crl-go/crl v0.0.0
