@@ -39,11 +39,20 @@ func TestMalformedDSNIsFatalAndSecret(t *testing.T) {
 			obs := hooks.Multi(hooks.Slog(slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug}))), events)
 			opts := []config.Option{config.WithObserver(obs), config.WithConnectRetryCount(3)}
 
-			// Both drivers read the DSN at each Connect (go-mssqldb's
-			// OpenConnector is not database/sql's DriverContext): the
-			// connection loop meets the error.
+			// pgx, and go-mssqldb v1.8 (which go.mod requires; its
+			// OpenConnector is not database/sql's DriverContext), read
+			// the DSN at each Connect: the connection loop meets the
+			// error. go-mssqldb v1.11 reads it at open, and Open
+			// returns it.
 			x, err := sqlxcrl.Open(tc.driver, tc.dsn, opts...)
-			require.NoError(t, err)
+			if err != nil {
+				require.Equal(t, "sqlserver", tc.driver, "pgx reads the DSN at Connect: %v", err)
+				assert.Contains(t, err.Error(), "parse", "the error names the problem")
+				assert.NotContains(t, err.Error(), "secret")
+				assert.Empty(t, events.Snapshot().Retries)
+				assert.NotContains(t, log.String(), "secret")
+				return
+			}
 			db := x.DB.DB
 			defer db.Close()
 			err = db.PingContext(context.Background())
