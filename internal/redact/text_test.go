@@ -53,3 +53,40 @@ func TestErrorOfDriversParseErrors(t *testing.T) {
 	assert.Same(t, plain, Error(plain), "an error without a secret comes back unchanged")
 	assert.Nil(t, Error(nil))
 }
+
+// FuzzErrorOfDriversParseErrors builds DSNs the real drivers cannot read
+// (a port that is no number) around a password written as a URL writes
+// it, and checks that Error hides it, as written and as decoded, from
+// what the drivers' errors say.
+func FuzzErrorOfDriversParseErrors(f *testing.F) {
+	for _, pw := range []string{"S3cretPass", "p@ss/w:rd", "a;b}c\"d'e", " spaced out ", "x&pass/word", "p%41ss?#"} {
+		f.Add(false, pw)
+		f.Add(true, pw)
+	}
+	f.Fuzz(func(t *testing.T, pgx bool, pw string) {
+		if len(strings.TrimSpace(pw)) < 6 || strings.Contains(pw, "=") {
+			// Too short to tell from the rest of the message; or holding
+			// key=value text (password=), which a message may show as a
+			// key whose value is masked.
+			return
+		}
+		u := url.URL{Scheme: "sqlserver", User: url.UserPassword("app", pw), Host: "db:notaport", RawQuery: "database=shop"}
+		var err error
+		if pgx {
+			u.Scheme, u.Path, u.RawQuery = "postgres", "/shop", "sslmode=disable"
+			_, err = pgconn.ParseConfig(u.String())
+		} else {
+			_, err = msdsn.Parse(u.String())
+		}
+		if err == nil {
+			return
+		}
+		written := strings.TrimPrefix(u.User.String(), "app:")
+		msg := Error(err).Error()
+		for _, s := range []string{pw, written} {
+			if len(s) >= 6 && !strings.Contains(u.Host+u.Path+u.RawQuery+u.Scheme+"app", s) {
+				require.NotContains(t, msg, s, "Error(%q)", err)
+			}
+		}
+	})
+}
