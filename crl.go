@@ -35,7 +35,7 @@ func Open(driverName, dsn string, opts ...Option) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("crl: %w", err)
 	}
-	db, err := adapter.Open(driverName, driverName, driverDSN, rt)
+	db, err := adapter.Open(driverName, driverDSN, rt)
 	if err != nil {
 		return nil, fmt.Errorf("crl: %w", err)
 	}

@@ -49,23 +49,26 @@ func lookupKey(name string) (int, bool) {
 // closest pair, are three edits apart).
 const maxKeyDistance = 2
 
-// nearKey returns the key of ours that name probably misspells: the one
-// within maxKeyDistance edits (insertions, deletions, substitutions and
-// swaps of two neighbours), compared case-insensitively. A name that is
-// one of ours exactly is not a near miss. It is the one check behind the
-// DSN readers and the properties file.
+// nearKey returns the key of ours that name probably misspells or
+// imitates: the one within maxKeyDistance edits (insertions, deletions,
+// substitutions and swaps of two neighbours) of name as it reads
+// (foldKey: case-insensitive, invisible characters removed, look-alike
+// letters folded), counted in characters. A name that is one of ours
+// exactly is not a near miss; one that only looks like one of ours
+// (rеtrуExec, retry\u200bExec) is, at distance 0. It is the one check
+// behind the DSN readers and the properties file.
 func nearKey(name string) (int, bool) {
 	name = strings.TrimSpace(name)
 	if _, ok := lookupKey(name); ok || name == "" {
 		return 0, false
 	}
-	lower := strings.ToLower(name)
+	folded := foldKey(name)
 	best, bestDist := 0, maxKeyDistance+1
 	for i := range settings {
 		if settings[i].code {
 			continue
 		}
-		if d := editDistance(lower, strings.ToLower(settings[i].key), bestDist); d < bestDist {
+		if d := editDistance(folded, []rune(strings.ToLower(settings[i].key)), bestDist); d < bestDist {
 			best, bestDist = i, d
 		}
 	}
@@ -73,8 +76,8 @@ func nearKey(name string) (int, bool) {
 }
 
 // editDistance returns the optimal-string-alignment distance between a
-// and b (bytes), or limit when it is limit or more.
-func editDistance(a, b string, limit int) int {
+// and b (characters), or limit when it is limit or more.
+func editDistance(a, b []rune, limit int) int {
 	if d := len(a) - len(b); d >= limit || -d >= limit {
 		return limit
 	}
@@ -108,10 +111,17 @@ func editDistance(a, b string, limit int) int {
 	return min(prev[len(b)], limit)
 }
 
-// nearKeyError reports a DSN key that misspells one of ours: the driver
-// would ignore it (go-mssqldb) or send it to the server, and the setting
-// would silently not apply.
+// nearKeyError reports a DSN key that misspells or imitates one of
+// ours: the driver would ignore it (go-mssqldb) or send it to the
+// server, and the setting would silently not apply. A name with
+// characters that are not ASCII is quoted with them escaped, and they are
+// listed: the eye cannot tell rеtrуExec from retryExec.
 func nearKeyError(name string, i int) error {
-	return &dsnError{err: ErrUnknownKey, reason: strconv.Quote(strings.TrimSpace(name)) +
+	name = strings.TrimSpace(name)
+	if odd := notASCII(name); odd != "" {
+		return &dsnError{err: ErrUnknownKey, reason: strconv.QuoteToASCII(name) + " is not a setting: it looks like " + settings[i].key +
+			" but holds characters that are not ASCII (" + odd + "); type the key in plain ASCII (the driver would ignore the look-alike)"}
+	}
+	return &dsnError{err: ErrUnknownKey, reason: strconv.Quote(name) +
 		" is not a setting; did you mean " + settings[i].key + "? (keys are case-insensitive; the driver would ignore the misspelt one)"}
 }

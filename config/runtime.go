@@ -16,6 +16,7 @@ import (
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/internal/connector"
 	"github.com/crl-go/crl/internal/family"
+	"github.com/crl-go/crl/internal/typednil"
 )
 
 // Runtime is the configuration of one database handle at run time: its
@@ -66,7 +67,7 @@ func familyDriver(driverName, fam string) (string, error) {
 	f, ok := family.Parse(fam)
 	if !ok {
 		return "", &ValueError{Source: "option", Key: nameDriverFamily, Value: fam,
-			Reason: "expected sqlserver, mysql (MariaDB too) or postgres", Err: ErrInvalidValue}
+			Reason: "expected the name of a family or of its driver: " + family.Spellings(), Err: ErrInvalidValue}
 	}
 	return f.Driver(), nil
 }
@@ -406,8 +407,13 @@ func (r *Runtime) now() time.Time {
 // the connection loop too, with its errors classified by their shape; an
 // execution cut-off is then an error.
 func WrapConnector(c driver.Connector, driverName string, opts ...Option) (driver.Connector, *Runtime, error) {
-	if c == nil {
-		return nil, nil, errors.New("config: WrapConnector: the connector is nil")
+	if typednil.Is(c) {
+		// A nil pointer in a non-nil interface would panic at the first
+		// Connect, far from here.
+		if c == nil {
+			return nil, nil, errors.New("config: WrapConnector: the connector is nil, expected a driver.Connector such as mssql.NewConnector's")
+		}
+		return nil, nil, fmt.Errorf("config: WrapConnector: the connector is a nil %T, expected a driver.Connector such as mssql.NewConnector's", c)
 	}
 	rt, _, err := NewRuntime(driverName, "", opts...)
 	if err != nil {

@@ -283,7 +283,7 @@ func TestPrecedence(t *testing.T) {
 
 func TestDefaults(t *testing.T) {
 	t.Setenv(EnvProperties, "")
-	t.Chdir(t.TempDir())
+	chdir(t, t.TempDir())
 	rt, out, err := New("sqlserver", "server=h")
 	require.NoError(t, err)
 	assert.Equal(t, "server=h", out, "driver DSN")
@@ -303,7 +303,7 @@ func TestDefaults(t *testing.T) {
 
 func TestPropertiesLookup(t *testing.T) {
 	dir := t.TempDir()
-	t.Chdir(dir)
+	chdir(t, dir)
 	t.Setenv(EnvProperties, "")
 	require.NoError(t, os.WriteFile(DefaultPropertiesFile, []byte("retryExec={1205:2,1}\n"), 0o644))
 	rt, _, err := New("sqlserver", "")
@@ -474,7 +474,7 @@ func TestHotReloadWaitsForAWholeWrite(t *testing.T) {
 // applies to any handle (issue 14, item 5).
 func TestPropertiesFileOnlyForSQLServer(t *testing.T) {
 	dir := t.TempDir()
-	t.Chdir(dir)
+	chdir(t, dir)
 	t.Setenv(EnvProperties, "")
 	require.NoError(t, os.WriteFile(DefaultPropertiesFile, []byte("retryExec={1205:2,1}\n"), 0o644))
 	for _, d := range []struct{ driver, dsn string }{
@@ -512,7 +512,7 @@ func TestPropertiesFileOnlyForSQLServer(t *testing.T) {
 // it (issue 11, item 8).
 func TestAzureConnectRetryCount(t *testing.T) {
 	t.Setenv(EnvProperties, "")
-	t.Chdir(t.TempDir())
+	chdir(t, t.TempDir())
 	count := func(driver, dsn string, opts ...Option) int {
 		t.Helper()
 		rt, _, err := New(driver, dsn, opts...)
@@ -565,3 +565,13 @@ type azureFailover struct{}
 
 func (azureFailover) Error() string         { return "mssql: database not currently available (40613)" }
 func (azureFailover) SQLErrorNumber() int32 { return 40613 }
+
+// chdir changes the working directory for the rest of the test, as
+// testing.T.Chdir does from Go 1.24 (the module builds with Go 1.22).
+func chdir(t *testing.T, dir string) {
+	t.Helper()
+	old, err := os.Getwd()
+	require.NoError(t, err)
+	require.NoError(t, os.Chdir(dir))
+	t.Cleanup(func() { _ = os.Chdir(old) })
+}

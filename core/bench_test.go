@@ -12,7 +12,7 @@ import (
 
 func BenchmarkParseStatementRules(b *testing.B) {
 	b.ReportAllocs()
-	for b.Loop() {
+	for range b.N {
 		if _, err := core.ParseStatementRules("{1205,1222:3,2*2:select,update};{40501:5,10+5};{40613:3,1s*2}"); err != nil {
 			require.NoError(b, err) // under the if: require's b.Helper() is not measured
 		}

@@ -15,7 +15,9 @@ import (
 // that carries a SQL Server error number).
 type numbered interface{ SQLErrorNumber() int32 }
 
-// stated is implemented by pgx's *pgconn.PgError and lib/pq's *pq.Error.
+// stated is implemented by pgx's *pgconn.PgError and lib/pq's *pq.Error
+// from v1.10.6 on; older lib/pq errors carry the SQLSTATE in a field
+// only (pqCode).
 type stated interface{ SQLState() string }
 
 // Windows socket error numbers that SQL Server users know from error
@@ -77,19 +79,49 @@ func socketNumber(err error) (int32, bool) {
 }
 
 // sqlState returns the five-character SQLSTATE of err or of any error it
-// wraps, through SQLState() string (pgx, lib/pq).
+// wraps (errorState).
 func sqlState(err error) (string, bool) {
 	// walk with a type assertion, not errors.As: its target escapes, which
 	// would allocate on every classified error.
 	st := ""
 	walk(err, func(e error) bool {
-		if s, ok := e.(stated); ok {
-			st = s.SQLState()
-			return true
-		}
-		return false
+		st, _ = errorState(e)
+		return st != ""
 	})
 	return st, st != ""
+}
+
+// errorState returns the SQLSTATE of one error of a chain: through
+// SQLState() string (pgx, lib/pq from v1.10.6), else the Code field of
+// lib/pq's Error (every version of lib/pq has it; before v1.10.6 it is
+// the only way).
+func errorState(e error) (string, bool) {
+	if s, ok := e.(stated); ok {
+		return s.SQLState(), true
+	}
+	return pqCode(e)
+}
+
+// pqCode reads the Code field (of type ErrorCode, a string) of
+// github.com/lib/pq's Error, pointer or value, without importing the
+// driver.
+func pqCode(e error) (string, bool) {
+	v := reflect.ValueOf(e)
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return "", false
+		}
+		v = v.Elem()
+	}
+	t := v.Type()
+	if t.Kind() != reflect.Struct || t.Name() != "Error" || t.PkgPath() != "github.com/lib/pq" {
+		return "", false
+	}
+	f := v.FieldByName("Code")
+	if !f.IsValid() || f.Kind() != reflect.String || f.Type().Name() != "ErrorCode" || f.Type().PkgPath() != "github.com/lib/pq" {
+		return "", false
+	}
+	return f.String(), f.Len() > 0
 }
 
 // mysqlNumber reads the Number field of github.com/go-sql-driver/mysql's
@@ -209,9 +241,7 @@ type chainFacts struct {
 // visit notes one error of the chain; it never stops the walk.
 func (f *chainFacts) visit(e error) bool {
 	if f.state == "" {
-		if s, ok := e.(stated); ok {
-			f.state = s.SQLState()
-		}
+		f.state, _ = errorState(e)
 	}
 	if !f.isMySQL {
 		f.mysql, f.isMySQL = mysqlErrorNumber(e)

@@ -6,8 +6,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"net"
+	"net/url"
 	"strings"
 	"time"
+
+	"github.com/crl-go/crl/internal/redact"
 )
 
 // Connect runs the JDBC driver's connection algorithm around fn, one login
@@ -31,7 +34,10 @@ import (
 //
 // The whole algorithm ends at start + loginTimeout: every attempt's
 // context ends then (measured by the Retrier's clock: an attempt gets the
-// time left of the loginTimeout as its timeout). Every retry of either
+// time left of the loginTimeout as its timeout). An attempt's error whose
+// text quotes a DSN (a driver's parse error) has its secrets masked
+// before any event or the caller sees it, and still unwraps to the
+// driver's error. Every retry of either
 // loop spends the retry budget and emits RetryScheduled with
 // KindConnection. A first attempt whose error is not retried (no rule
 // retries it, or retries are off) returns that error unchanged; every
@@ -101,7 +107,10 @@ func (c *connectRun) loginLoop() (err, stop error) {
 		caller := c.op.ctx // a ContextObserver may have given the retries a context of its own
 		c.attempts++
 		actx, cancel := context.WithTimeout(caller, c.deadline.Sub(c.r.clock.Now()))
-		err := c.fn(actx)
+		// A driver's error about a DSN it cannot read quotes the DSN,
+		// password included: masked here, before any event or caller
+		// sees it.
+		err := redact.Error(c.fn(actx))
 		expired := err != nil && actx.Err() != nil && caller.Err() == nil
 		cancel()
 		if err == nil {
@@ -201,6 +210,11 @@ func tlsFailure(err error) bool {
 // networkFailure reports a failure to reach the server or a connection
 // lost during the login: a net.Error (refused, unreachable, DNS, time-out),
 // a socket errno, an unexpected end of stream, driver.ErrBadConn.
+//
+// A *url.Error is a net.Error by its methods, but net/url's parser
+// returns one for a DSN it cannot read (a port that is no number, a bad
+// '%' escape): it is what it wraps, a network failure only when that is
+// one (an HTTP request of a token provider that could not connect).
 func networkFailure(err error) bool {
 	if IsBadConn(err) || timedOut(err) {
 		return true
@@ -208,6 +222,11 @@ func networkFailure(err error) bool {
 	if _, ok := socketNumber(err); ok {
 		return true
 	}
-	var ne net.Error
-	return errors.As(err, &ne)
+	return walk(err, func(e error) bool {
+		if _, ok := e.(*url.Error); ok {
+			return false
+		}
+		_, ok := e.(net.Error)
+		return ok
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"syscall"
 	"testing"
@@ -79,6 +80,12 @@ func TestConnectLoginLoop(t *testing.T) {
 		{"18488", core.Policy{ConnectRetryCount: 5}, serverError{18488}, 0, secs(0), nil},
 		{"tls", core.Policy{ConnectRetryCount: 5}, fmt.Errorf("TLS Handshake failed: %w", x509.UnknownAuthorityError{}), 0, secs(0), nil},
 		{"configuration", core.Policy{ConnectRetryCount: 5}, errors.New("mssql: invalid packet size"), 0, secs(0), nil},
+		// A DSN that net/url cannot read: a *url.Error is a net.Error by
+		// its methods, but a configuration error; one that wraps a dial
+		// failure (a token provider's request) is a network failure.
+		{"url parse", core.Policy{ConnectRetryCount: 5}, &url.Error{Op: "parse", URL: "sqlserver://db:notaport", Err: errors.New(`invalid port ":notaport" after host`)}, 0, secs(0), nil},
+		{"url escape", core.Policy{ConnectRetryCount: 5}, fmt.Errorf("cannot parse: %w", &url.Error{Op: "parse", URL: "postgres://db/x%zz", Err: url.EscapeError("%zz")}), 0, secs(0), nil},
+		{"url dial", core.Policy{}, &url.Error{Op: "Post", URL: "https://login.example/token", Err: econnrefused}, 0, secs(0, 0), core.ErrNotRetryable},
 		// A server error that is not fatal and not in the list: the login
 		// loop retries it, the connection loop does not.
 		{"4064 not listed", core.Policy{}, serverError{4064}, 0, secs(0, 0), core.ErrNotRetryable},
@@ -241,4 +248,35 @@ func TestConnectAttemptsEndByTheCallersDeadline(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestConnectMasksSecretsOfAttemptErrors: a login attempt's error that
+// quotes a DSN reaches the events and the caller with its password
+// masked, and still unwraps to the driver's error.
+func TestConnectMasksSecretsOfAttemptErrors(t *testing.T) {
+	dial := &url.Error{Op: "Post", URL: "https://app:S3cret@login.example/token", Err: econnrefused}
+	obs := &coretest.Observer{}
+	r, clock := newRetrier(t, core.Policy{Connection: mustConn(t, "{+10061}")}, core.Options{Observer: obs})
+	l := &login{clock: clock, start: clock.Now(), err: dial}
+	err := r.Connect(context.Background(), l.attempt)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, dial)
+	assert.NotContains(t, err.Error(), "S3cret")
+	ev := obs.Snapshot()
+	require.NotEmpty(t, ev.Retries)
+	for _, e := range ev.Retries {
+		assert.NotContains(t, e.Err.Error(), "S3cret")
+		assert.ErrorIs(t, e.Err, dial)
+	}
+	require.NotEmpty(t, ev.GiveUps)
+	for _, e := range ev.GiveUps {
+		assert.NotContains(t, e.Err.Error(), "S3cret")
+	}
+}
+
+func mustConn(t *testing.T, s string) core.ConnectionRules {
+	t.Helper()
+	c, err := core.ParseConnectionRules(s)
+	require.NoError(t, err)
+	return c
 }

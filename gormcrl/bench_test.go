@@ -20,7 +20,7 @@ func BenchmarkFirst(b *testing.B) {
 	for _, bc := range plainAndPlugin(b, s) {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
-			for b.Loop() {
+			for range b.N {
 				var o Order
 				if err := bc.db.First(&o, 7).Error; err != nil || o.ID != 7 {
 					b.Fatal(err, o)
@@ -50,7 +50,7 @@ func BenchmarkCreate(b *testing.B) {
 	for _, bc := range plainAndPlugin(b, s) {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
-			for b.Loop() {
+			for range b.N {
 				o := Order{Name: "pen"}
 				if err := bc.db.Create(&o).Error; err != nil || o.ID != 8 {
 					b.Fatal(err, o)
@@ -92,7 +92,7 @@ func BenchmarkCreateAlone(b *testing.B) {
 		db := bc.db.Session(&gorm.Session{SkipDefaultTransaction: true})
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
-			for b.Loop() {
+			for range b.N {
 				o := Order{Name: "pen"}
 				if err := db.Create(&o).Error; err != nil || o.ID != 8 {
 					b.Fatal(err, o)

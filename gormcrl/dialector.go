@@ -13,6 +13,7 @@ import (
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/internal/adapter"
 	"github.com/crl-go/crl/internal/family"
+	"github.com/crl-go/crl/internal/typednil"
 )
 
 // Open wraps a dialector so that gorm.Open gets the whole of CRL:
@@ -65,7 +66,7 @@ var (
 // runs the connection loop, initializes it, registers the plugin and puts
 // the copy in db.Dialector.
 func (d *dialector) Initialize(db *gorm.DB) error {
-	if v := reflect.ValueOf(d.Dialector); d.Dialector == nil || (v.Kind() == reflect.Pointer && v.IsNil()) {
+	if typednil.Is(d.Dialector) {
 		return errors.New("gormcrl: Open: the dialector is nil")
 	}
 	inner, rt, pool, err := withConnectionLoop(d.Dialector, d.opts)
@@ -260,7 +261,7 @@ func withConnectionLoop(d gorm.Dialector, opts []Option) (gorm.Dialector, *confi
 			}
 		}
 	}
-	db, err := adapter.Open(form, driverName, driverDSN, rt)
+	db, err := adapter.Open(driverName, driverDSN, rt)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("gormcrl: Open: %w", err)
 	}

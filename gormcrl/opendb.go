@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/crl-go/crl/config"
+	"github.com/crl-go/crl/internal/typednil"
 )
 
 // OpenDB is Open for a driver.Connector of your own: the driver's dialector
@@ -54,10 +55,10 @@ var _ gorm.Dialector = (*connectorDialector)(nil)
 // connector under the connection loop, initializes it, registers the
 // plugin and puts the copy in db.Dialector.
 func (d *connectorDialector) Initialize(db *gorm.DB) error {
-	if v := reflect.ValueOf(d.Dialector); d.Dialector == nil || (v.Kind() == reflect.Pointer && v.IsNil()) {
+	if typednil.Is(d.Dialector) {
 		return errors.New("gormcrl: OpenDB: the dialector is nil")
 	}
-	if v := reflect.ValueOf(d.connector); d.connector == nil || (v.Kind() == reflect.Pointer && v.IsNil()) {
+	if typednil.Is(d.connector) {
 		return errors.New("gormcrl: OpenDB: the connector is nil")
 	}
 	name := d.Dialector.Name()

@@ -40,7 +40,7 @@ func BenchmarkExecContext(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
-			for b.Loop() {
+			for range b.N {
 				if err := bc.exec(); err != nil {
 					b.Fatal(err)
 				}

@@ -53,7 +53,7 @@ func Open(driverName, dsn string, opts ...Option) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlxcrl: %w", err)
 	}
-	sqlDB, err := adapter.Open(driverName, driverName, driverDSN, rt)
+	sqlDB, err := adapter.Open(driverName, driverDSN, rt)
 	if err != nil {
 		return nil, fmt.Errorf("sqlxcrl: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -20,7 +21,7 @@ import (
 func isolate(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	t.Chdir(dir)
+	chdir(t, dir)
 	t.Setenv(config.EnvProperties, "")
 	return dir
 }
@@ -161,6 +162,23 @@ func TestCheckReadsWhatTheLibraryReads(t *testing.T) {
 		code, out, errOut := runCRL("check", "-dsn", "root@tcp(127.0.0.1:3306)/db?retryExec={1213:3,1}")
 		require.Equal(t, 0, code, errOut)
 		assert.Contains(t, out, "ok: 1 statement rule(s)")
+	})
+	t.Run("look-alike keys", func(t *testing.T) {
+		// Cyrillic е and у, a zero-width space: the key would reach the
+		// driver and the rule silently not apply (issue 28, item 2).
+		for _, tc := range []struct{ dsn, want string }{
+			{"sqlserver://h?database=x&r\u0435tr\u0443Exec={1205:3,1}", "retryExec"},
+			{"sqlserver://h?database=x&retry%E2%80%8BExec={1205:3,1}", "retryExec"},
+			{"server=h;r\u0435tr\u0443Conn={+4060};database=x", "retryConn"},
+			{"server=h;retry\u200bExec={1205:3,1}", "retryExec"},
+		} {
+			dsn, err := strconv.Unquote(`"` + tc.dsn + `"`)
+			require.NoError(t, err)
+			code, out, errOut := runCRL("check", "-dsn", dsn)
+			assert.Equal(t, 1, code, "%q: %s", dsn, out)
+			assert.Contains(t, errOut, tc.want, dsn)
+			assert.Contains(t, errOut, "not ASCII", dsn)
+		}
 	})
 }
 
@@ -326,4 +344,14 @@ func TestCheckNotesARuleLongerThanTheBudget(t *testing.T) {
 	code, out, errOut = runCRL("check", "{1205:10,1}")
 	require.Equal(t, 0, code, errOut)
 	assert.NotContains(t, out, "retry budget")
+}
+
+// chdir changes the working directory for the rest of the test, as
+// testing.T.Chdir does from Go 1.24 (the module builds with Go 1.22).
+func chdir(t *testing.T, dir string) {
+	t.Helper()
+	old, err := os.Getwd()
+	require.NoError(t, err)
+	require.NoError(t, os.Chdir(dir))
+	t.Cleanup(func() { _ = os.Chdir(old) })
 }

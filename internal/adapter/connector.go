@@ -13,6 +13,7 @@ import (
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/internal/connector"
 	"github.com/crl-go/crl/internal/family"
+	"github.com/crl-go/crl/internal/redact"
 )
 
 // dsnConnector is the connector of a driver without driver.DriverContext.
@@ -42,16 +43,19 @@ func DriverConnector(driverName, dsn string) (driver.Connector, error) {
 
 // Open opens a *sql.DB on the registered driver driverName with driverDSN
 // (a DSN without the retry settings), whose every new connection gets rt's
-// execution cut-off (for the DSN form: sqlserver, mysql or pgx), ends its
+// execution cut-off (for rt's family: its driver's, or the one
+// config.WithDriverFamily names for a wrapped driver name), ends its
 // transactions under their context (BeginTx's) where the driver does not
 // (see internal/connector), and runs the connection loop. It does not connect. Its errors carry no package
 // prefix: the adapter that calls it adds its own.
-func Open(form, driverName, driverDSN string, rt *config.Runtime) (*sql.DB, error) {
+func Open(driverName, driverDSN string, rt *config.Runtime) (*sql.DB, error) {
 	inner, err := DriverConnector(driverName, driverDSN)
 	if err != nil {
-		return nil, fmt.Errorf("open %q: %w", driverName, err)
+		// The driver's error about a DSN it cannot read quotes the DSN.
+		return nil, fmt.Errorf("open %q: %w", driverName, redact.Error(err))
 	}
-	wrapped, err := connector.Wrap(inner, family.Of(form), rt, rt.Retrier(), rt.ExecutionCutoff())
+	fam, _ := family.Parse(rt.DriverFamily()) // "other" is Other
+	wrapped, err := connector.Wrap(inner, fam, rt, rt.Retrier(), rt.ExecutionCutoff())
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,10 @@
 // a name one of them accepts every one of them accepts.
 package family
 
-import "strings"
+import (
+	"sort"
+	"strings"
+)
 
 // Family is a database family.
 type Family uint8
@@ -20,12 +23,14 @@ const (
 
 // names is the table: every driver name crl knows, lower-case, with its
 // family. GORM's dialectors are named as their drivers' family is
-// ("sqlserver", "mysql", "postgres"), so they are in it too.
+// ("sqlserver", "mysql", "postgres"), so they are in it too, and so is
+// every spelling a user may give WithDriverFamily (mariadb).
 var names = map[string]Family{
 	"sqlserver":  SQLServer,
 	"mssql":      SQLServer,
 	"azuresql":   SQLServer,
 	"mysql":      MySQL,
+	"mariadb":    MySQL,
 	"pgx":        Postgres,
 	"pgx/v5":     Postgres,
 	"postgres":   Postgres,
@@ -50,18 +55,21 @@ func Names() []string {
 	return out
 }
 
-// Parse reads a family as WithDriverFamily names it: "sqlserver", "mysql"
-// or "postgres" (case-insensitive; "mariadb" and "postgresql" too).
+// Parse reads a family as WithDriverFamily names it: any name of the
+// table (sqlserver, mssql, azuresql; mysql, mariadb; pgx, pgx/v5,
+// postgres, postgresql), case-insensitively, so that Parse and Of never
+// disagree on a spelling.
 func Parse(s string) (Family, bool) {
-	switch strings.ToLower(s) {
-	case "sqlserver":
-		return SQLServer, true
-	case "mysql", "mariadb":
-		return MySQL, true
-	case "postgres", "postgresql":
-		return Postgres, true
-	}
-	return Other, false
+	f := Of(s)
+	return f, f != Other
+}
+
+// Spellings returns the names of the table, sorted, for a message that
+// lists what Parse takes.
+func Spellings() string {
+	n := Names()
+	sort.Strings(n)
+	return strings.Join(n, ", ")
 }
 
 // String returns the family's name as Parse reads it ("other" for Other).
