@@ -139,72 +139,89 @@ func (p *Plugin) forPool(pool gorm.ConnPool) *Plugin {
 // register puts the callbacks on the processors.
 func (p *Plugin) register(db *gorm.DB) error {
 	var errs []error
-	// A callback already there stays: GORM's Replace would lose its place
-	// (a replacement keeps no Before/After), and the callbacks find the
-	// plugin in db.Plugins when they run (see active), so the one
-	// registered last is the one in effect.
-	add := func(get func(string) func(*gorm.DB), register func(string, func(*gorm.DB)) error,
-		name string, fn func(*gorm.DB)) {
-		if get(name) != nil {
-			return
+	for _, c := range p.callbacks(db) {
+		// A callback already there stays: GORM's Replace would lose its
+		// place (a replacement keeps no Before/After), and the callbacks
+		// find the plugin in db.Plugins when they run (see active), so the
+		// one registered last is the one in effect.
+		if c.get(c.name) != nil {
+			continue
 		}
-		if err := register(name, fn); err != nil {
-			errs = append(errs, fmt.Errorf("gormcrl: register callback %s: %w", name, err))
+		if err := c.register(c.name, c.fn); err != nil {
+			errs = append(errs, fmt.Errorf("gormcrl: register callback %s: %w", c.name, err))
 		}
 	}
-	cb := db.Callback()
-
-	// Query, Row, Raw: each statement under the statement loop.
-	q, row, raw := cb.Query(), cb.Row(), cb.Raw()
-	add(q.Get, q.Before("gorm:query").Register, "crl:retry_pool", p.installPool)
-	add(q.Get, q.After("*").Register, "crl:restore_pool", restorePool)
-	add(row.Get, row.Before("gorm:row").Register, "crl:retry_pool", p.installPool)
-	add(row.Get, row.After("*").Register, "crl:restore_pool", restorePool)
-	add(raw.Get, raw.Before("gorm:raw").Register, "crl:retry_pool", p.installPool)
-	add(raw.Get, raw.After("*").Register, "crl:restore_pool", restorePool)
 	// Query, Create, Update, Delete: the statement callback's whole run,
 	// rows read included (see attempt.go).
 	if err := p.wrapStatements(db); err != nil {
 		errs = append(errs, err)
 	}
+	return errors.Join(errs...)
+}
 
-	// Create, Update, Delete: the whole unit of GORM's implicit transaction
-	// (see unit.go). Without that transaction (SkipDefaultTransaction) each
-	// statement commits on its own and crl:retry_pool retries it alone.
+// callback is one callback the plugin registers: its name, where it goes
+// (register, a processor's Before/After chain) and its function.
+type callback struct {
+	get      func(string) func(*gorm.DB)
+	register func(string, func(*gorm.DB)) error
+	name     string
+	fn       func(*gorm.DB)
+}
+
+// callbacks returns every callback the plugin registers on db's
+// processors (the table of doc.go says what each does).
+func (p *Plugin) callbacks(db *gorm.DB) []callback {
+	cb := db.Callback()
+	q, row, raw := cb.Query(), cb.Row(), cb.Raw()
 	c, u, d := cb.Create(), cb.Update(), cb.Delete()
 	cu := &unitCallbacks{plugin: p, op: opCreate, execute: c.Execute}
-	add(c.Get, c.Before("*").Register, "crl:unit_start", cu.start)
-	add(c.Get, c.Before("gorm:before_create").Register, "crl:unit_tx", watchTx)
-	add(c.Get, c.Before("gorm:create").Register, "crl:retry_pool", p.installPool)
-	add(c.Get, c.After("*").Register, "crl:unit_end", cu.end)
 	uu := &unitCallbacks{plugin: p, op: opUpdate, execute: u.Execute}
-	add(u.Get, u.Before("*").Register, "crl:unit_start", uu.start)
-	add(u.Get, u.Before("gorm:setup_reflect_value").Register, "crl:unit_tx", watchTx)
-	add(u.Get, u.Before("gorm:update").Register, "crl:retry_pool", p.installPool)
-	add(u.Get, u.After("*").Register, "crl:unit_end", uu.end)
 	du := &unitCallbacks{plugin: p, op: opDelete, execute: d.Execute}
-	add(d.Get, d.Before("*").Register, "crl:unit_start", du.start)
-	add(d.Get, d.Before("gorm:before_delete").Register, "crl:unit_tx", watchTx)
-	add(d.Get, d.Before("gorm:delete").Register, "crl:retry_pool", p.installPool)
-	add(d.Get, d.After("*").Register, "crl:unit_end", du.end)
+	return []callback{
+		// Query, Row, Raw: each statement under the statement loop (over
+		// a pool crl did not open: retryPool).
+		{q.Get, q.Before("gorm:query").Register, "crl:retry_pool", p.installPool},
+		{q.Get, q.After("*").Register, "crl:restore_pool", restorePool},
+		{row.Get, row.Before("gorm:row").Register, "crl:retry_pool", p.installPool},
+		{row.Get, row.After("*").Register, "crl:restore_pool", restorePool},
+		{raw.Get, raw.Before("gorm:raw").Register, "crl:retry_pool", p.installPool},
+		{raw.Get, raw.After("*").Register, "crl:restore_pool", restorePool},
 
-	// A statement that GORM's prepared-statement layer runs in a recorded
-	// transaction: its outcome is recorded around the statement's own
-	// callback, before any later callback (hooks, associations, preloads)
-	// adds errors of its own (see markPrepared).
-	add(q.Get, q.Before("gorm:query").Register, "crl:tx_prepared", markPrepared)
-	add(q.Get, q.After("gorm:query").Before("gorm:preload").Register, "crl:tx_prepared_end", recordPrepared)
-	add(row.Get, row.Before("gorm:row").Register, "crl:tx_prepared", markPrepared)
-	add(row.Get, row.After("gorm:row").Register, "crl:tx_prepared_end", recordPrepared)
-	add(raw.Get, raw.Before("gorm:raw").Register, "crl:tx_prepared", markPrepared)
-	add(raw.Get, raw.After("gorm:raw").Register, "crl:tx_prepared_end", recordPrepared)
-	add(c.Get, c.Before("gorm:create").Register, "crl:tx_prepared", markPrepared)
-	add(c.Get, c.After("gorm:create").Before("gorm:save_after_associations").Register, "crl:tx_prepared_end", recordPrepared)
-	add(u.Get, u.Before("gorm:update").Register, "crl:tx_prepared", markPrepared)
-	add(u.Get, u.After("gorm:update").Before("gorm:save_after_associations").Register, "crl:tx_prepared_end", recordPrepared)
-	add(d.Get, d.Before("gorm:delete").Register, "crl:tx_prepared", markPrepared)
-	add(d.Get, d.After("gorm:delete").Before("gorm:after_delete").Register, "crl:tx_prepared_end", recordPrepared)
-	return errors.Join(errs...)
+		// Create, Update, Delete: the whole unit of GORM's implicit
+		// transaction (see unit.go). Without that transaction
+		// (SkipDefaultTransaction) each statement commits on its own and
+		// is retried alone.
+		{c.Get, c.Before("*").Register, "crl:unit_start", cu.start},
+		{c.Get, c.Before("gorm:before_create").Register, "crl:unit_tx", watchTx},
+		{c.Get, c.Before("gorm:create").Register, "crl:retry_pool", p.installPool},
+		{c.Get, c.After("*").Register, "crl:unit_end", cu.end},
+		{u.Get, u.Before("*").Register, "crl:unit_start", uu.start},
+		{u.Get, u.Before("gorm:setup_reflect_value").Register, "crl:unit_tx", watchTx},
+		{u.Get, u.Before("gorm:update").Register, "crl:retry_pool", p.installPool},
+		{u.Get, u.After("*").Register, "crl:unit_end", uu.end},
+		{d.Get, d.Before("*").Register, "crl:unit_start", du.start},
+		{d.Get, d.Before("gorm:before_delete").Register, "crl:unit_tx", watchTx},
+		{d.Get, d.Before("gorm:delete").Register, "crl:retry_pool", p.installPool},
+		{d.Get, d.After("*").Register, "crl:unit_end", du.end},
+
+		// A statement that GORM's prepared-statement layer runs in a
+		// recorded transaction: its outcome is recorded around the
+		// statement's own callback, before any later callback (hooks,
+		// associations, preloads) adds errors of its own (see
+		// markPrepared).
+		{q.Get, q.Before("gorm:query").Register, "crl:tx_prepared", markPrepared},
+		{q.Get, q.After("gorm:query").Before("gorm:preload").Register, "crl:tx_prepared_end", recordPrepared},
+		{row.Get, row.Before("gorm:row").Register, "crl:tx_prepared", markPrepared},
+		{row.Get, row.After("gorm:row").Register, "crl:tx_prepared_end", recordPrepared},
+		{raw.Get, raw.Before("gorm:raw").Register, "crl:tx_prepared", markPrepared},
+		{raw.Get, raw.After("gorm:raw").Register, "crl:tx_prepared_end", recordPrepared},
+		{c.Get, c.Before("gorm:create").Register, "crl:tx_prepared", markPrepared},
+		{c.Get, c.After("gorm:create").Before("gorm:save_after_associations").Register, "crl:tx_prepared_end", recordPrepared},
+		{u.Get, u.Before("gorm:update").Register, "crl:tx_prepared", markPrepared},
+		{u.Get, u.After("gorm:update").Before("gorm:save_after_associations").Register, "crl:tx_prepared_end", recordPrepared},
+		{d.Get, d.Before("gorm:delete").Register, "crl:tx_prepared", markPrepared},
+		{d.Get, d.After("gorm:delete").Before("gorm:after_delete").Register, "crl:tx_prepared_end", recordPrepared},
+	}
 }
 
 // installPool puts the statement loop on a statement outside any

@@ -225,45 +225,62 @@ func collectValue(f reflect.Value, out *[]func(), depth int) {
 	case reflect.Struct:
 		collectNested(f, out, depth+1)
 	case reflect.Pointer:
-		if f.IsNil() || !f.Elem().CanSet() {
-			return
-		}
-		target := f.Elem()
-		old := reflect.New(target.Type()).Elem()
-		old.Set(target)
-		*out = append(*out, func() { target.Set(old) })
-		if depth < maxNesting {
-			collectValue(target, out, depth+1)
-		}
+		collectPointee(f, out, depth)
 	case reflect.Map:
-		if f.IsNil() {
-			return
-		}
-		m := f // the map itself: put its entries back in place
-		old := reflect.MakeMapWithSize(m.Type(), m.Len())
-		for it := m.MapRange(); it.Next(); {
-			old.SetMapIndex(it.Key(), it.Value())
-		}
-		*out = append(*out, func() {
-			m.Clear()
-			for it := old.MapRange(); it.Next(); {
-				m.SetMapIndex(it.Key(), it.Value())
-			}
-		})
+		collectMap(f, out)
 	case reflect.Slice:
-		if f.IsNil() || f.Len() == 0 {
-			return
+		collectSlice(f, out, depth)
+	}
+}
+
+// collectPointee restores what the pointer f points to, and what that
+// reaches.
+func collectPointee(f reflect.Value, out *[]func(), depth int) {
+	if f.IsNil() || !f.Elem().CanSet() {
+		return
+	}
+	target := f.Elem()
+	old := reflect.New(target.Type()).Elem()
+	old.Set(target)
+	*out = append(*out, func() { target.Set(old) })
+	if depth < maxNesting {
+		collectValue(target, out, depth+1)
+	}
+}
+
+// collectMap restores the entries of the map m in place.
+func collectMap(m reflect.Value, out *[]func()) {
+	if m.IsNil() {
+		return
+	}
+	old := reflect.MakeMapWithSize(m.Type(), m.Len())
+	for it := m.MapRange(); it.Next(); {
+		old.SetMapIndex(it.Key(), it.Value())
+	}
+	*out = append(*out, func() {
+		m.Clear()
+		for it := old.MapRange(); it.Next(); {
+			m.SetMapIndex(it.Key(), it.Value())
 		}
-		s := f.Slice(0, f.Len()) // the backing array as the caller passed it
-		old := reflect.MakeSlice(s.Type(), s.Len(), s.Len())
-		reflect.Copy(old, s)
-		*out = append(*out, func() { reflect.Copy(s, old) })
-		if depth < maxNesting {
-			for i := 0; i < s.Len(); i++ {
-				if e := s.Index(i); e.Kind() == reflect.Struct || e.Kind() == reflect.Pointer {
-					collectValue(e, out, depth+1)
-				}
-			}
+	})
+}
+
+// collectSlice restores the elements of the slice f in its backing array
+// as the caller passed it, and what its struct and pointer elements reach.
+func collectSlice(f reflect.Value, out *[]func(), depth int) {
+	if f.IsNil() || f.Len() == 0 {
+		return
+	}
+	s := f.Slice(0, f.Len())
+	old := reflect.MakeSlice(s.Type(), s.Len(), s.Len())
+	reflect.Copy(old, s)
+	*out = append(*out, func() { reflect.Copy(s, old) })
+	if depth >= maxNesting {
+		return
+	}
+	for i := 0; i < s.Len(); i++ {
+		if e := s.Index(i); e.Kind() == reflect.Struct || e.Kind() == reflect.Pointer {
+			collectValue(e, out, depth+1)
 		}
 	}
 }

@@ -169,51 +169,71 @@ func (c *unitCallbacks) end(db *gorm.DB) {
 		db.Error = keepCause(db.Error, u.rec.FailedErr())
 		setResultError(stmt, db.Error)
 	}
-	if !u.armed {
-		return
+	if u.armed {
+		c.retry(db, u)
 	}
-	var (
-		n      int
-		last   *gorm.DB
-		failed attemptLog // the attempt that failed last
-		caller string
-	)
-	err := u.admission.DoTx(stmt.Context, func(ctx context.Context) (string, error) {
-		if n++; n == 1 {
-			if db.Error != nil {
-				failed = failedAttempt(db, u.began)
-				stmt.SQL.Reset() // logged by the retry, if one follows (below)
-				stmt.Vars = nil
-			}
-			return u.outcome(db.Error)
-		}
-		if caller == "" {
-			caller = callerOf()
-		}
-		failed.trace(db, n-1, caller)
-		u.restore()
-		r := &unit{armed: true, retry: true}
-		// Initialized: a *gorm.DB of its own with a clone of the pristine
-		// statement, whose callbacks (InstanceSet) see that statement.
-		next := u.base.Session(&gorm.Session{Initialized: true})
-		next.Statement.Context = ctx
-		next.Statement.Settings.Store(unitKey{next.Statement}, r)
-		start := time.Now()
-		last = c.execute(next)
-		failed = attemptLog{sql: r.sql, vars: r.vars, rows: last.RowsAffected, err: last.Error, took: time.Since(start)}
-		return r.outcome(last.Error)
-	})
+}
+
+// unitRun is the state of a unit's loop, run by the first attempt's end:
+// the attempts so far, the last retry's *gorm.DB, the attempt that failed
+// last, and the operation's caller (found for the first retry's log).
+type unitRun struct {
+	c      *unitCallbacks
+	db     *gorm.DB
+	u      *unit
+	n      int
+	last   *gorm.DB
+	failed attemptLog
+	caller string
+}
+
+// retry hands the first attempt's outcome to the transaction loop, which
+// runs the retries, and makes the last attempt the operation's.
+func (c *unitCallbacks) retry(db *gorm.DB, u *unit) {
+	stmt := db.Statement
+	r := &unitRun{c: c, db: db, u: u}
+	err := u.admission.DoTx(stmt.Context, r.attempt)
 	switch {
-	case last != nil: // the last attempt is the operation's statement
-		db.RowsAffected = last.RowsAffected
-		stmt.SQL.WriteString(failed.sql)
-		stmt.Vars = failed.vars
-	case err != nil && n == 1: // not retried: the first attempt is the operation's
-		stmt.SQL.WriteString(failed.sql)
-		stmt.Vars = failed.vars
+	case r.last != nil: // the last attempt is the operation's statement
+		db.RowsAffected = r.last.RowsAffected
+		stmt.SQL.WriteString(r.failed.sql)
+		stmt.Vars = r.failed.vars
+	case err != nil && r.n == 1: // not retried: the first attempt is the operation's
+		stmt.SQL.WriteString(r.failed.sql)
+		stmt.Vars = r.failed.vars
 	}
 	db.Error = err
 	setResultError(stmt, err)
+}
+
+// attempt is one attempt of the loop: the first one's outcome, which the
+// chain has already run, or a retry: the value put back, the pristine
+// statement cloned and the processor's whole chain run on the clone.
+func (r *unitRun) attempt(ctx context.Context) (string, error) {
+	db, u, stmt := r.db, r.u, r.db.Statement
+	if r.n++; r.n == 1 {
+		if db.Error != nil {
+			r.failed = failedAttempt(db, u.began)
+			stmt.SQL.Reset() // logged by the retry, if one follows (below)
+			stmt.Vars = nil
+		}
+		return u.outcome(db.Error)
+	}
+	if r.caller == "" {
+		r.caller = callerOf()
+	}
+	r.failed.trace(db, r.n-1, r.caller)
+	u.restore()
+	clone := &unit{armed: true, retry: true}
+	// Initialized: a *gorm.DB of its own with a clone of the pristine
+	// statement, whose callbacks (InstanceSet) see that statement.
+	next := u.base.Session(&gorm.Session{Initialized: true})
+	next.Statement.Context = ctx
+	next.Statement.Settings.Store(unitKey{next.Statement}, clone)
+	start := time.Now()
+	r.last = r.c.execute(next)
+	r.failed = attemptLog{sql: clone.sql, vars: clone.vars, rows: r.last.RowsAffected, err: r.last.Error, took: time.Since(start)}
+	return clone.outcome(r.last.Error)
 }
 
 // outcome is what an attempt returns to the transaction loop: the
