@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/crl-go/crl/internal/dsnlex"
 	"github.com/crl-go/crl/internal/family"
 	"github.com/crl-go/crl/internal/redact"
 )
@@ -109,209 +110,88 @@ type driverParam struct{ key, value string }
 // that what config reads of the driver's settings (the server, for the
 // Azure default) is split as the driver splits it, by this one reader.
 func readADO(s string, odbc bool) ([]param, []driverParam, string, error) {
-	var (
-		params   []param
-		driver   []driverParam
-		kept     []string
-		afterOur string // the key of the last part that was not blank, when it was ours
-		bareOur  bool   // and its value was bare (cut at the first ';')
-	)
-	i := 0
-	for i < len(s) {
-		start := i
-		inQuote := false
-		for i < len(s) {
-			ch := s[i]
-			if !odbc && ch == '"' {
-				inQuote = !inQuote
-			} else if !inQuote && (ch == '=' || ch == ';') {
-				break
-			}
-			i++
-		}
-		if i >= len(s) || s[i] == ';' { // a part without '='
-			part := s[start:i]
-			if t := strings.TrimSpace(part); t != "" {
-				// A part without a key right after one of ours (blank parts
-				// between do not count) is the rest of our value: the driver
-				// would ignore it, and the rule in it would be lost.
-				switch {
-				case afterOur != "" && bareOur:
-					return nil, nil, "", &dsnError{err: ErrMalformed, reason: afterOur + ": the value is cut at ';' before " +
-						strconv.Quote(t) + ", expected a value that holds ';' wrapped in braces, such as " + afterOur + "={1205:3;1222:2}"}
-				case afterOur != "":
-					return nil, nil, "", &dsnError{err: ErrMalformed, reason: afterOur + ": " + strconv.Quote(t) +
-						" follows its value after ';' and has no key, expected every rule inside one pair of braces, such as " +
-						afterOur + "={1205:3;1222:2}"}
-				case strings.HasPrefix(t, "{"):
-					return nil, nil, "", &dsnError{err: ErrMalformed, reason: strconv.Quote(t) +
-						" has no key, expected a whole rule list in one pair of braces, such as retryExec={1205:3;1222:2}"}
-				}
-				afterOur = ""
-			}
-			kept = append(kept, part)
-			i++
-			continue
-		}
-		k, ours := lookupKey(s[start:i])
-		if nk, near := nearKey(s[start:i]); near {
-			return nil, nil, "", nearKeyError(s[start:i], nk)
-		}
-		key := s[start:i]
-		i++ // the '='
-		afterOur = ""
-		if !ours {
-			valueStart := i
-			i = driverValueEnd(s, i, odbc, inQuote)
-			kept = append(kept, s[start:i])
-			driver = append(driver, driverParam{strings.ToLower(strings.TrimSpace(key)), adoDriverValue(s[valueStart:i], odbc)})
-			i++
-			continue
-		}
-		v, end, bare, err := ourADOValue(s, i, settings[k].key)
-		if err != nil {
+	r := adoReader{s: s, odbc: odbc}
+	for i := 0; i < len(s); {
+		var err error
+		if i, err = r.part(i); err != nil {
 			return nil, nil, "", err
 		}
-		afterOur, bareOur = settings[k].key, bare
-		params = append(params, param{k, v})
-		i = end + 1
 	}
-	return params, driver, strings.Join(kept, ";"), nil
+	return r.params, r.driver, strings.Join(r.kept, ";"), nil
 }
 
-// adoDriverValue returns a driver's value as written (after its '=') as
-// go-mssqldb reads it: in the ADO form trimmed, and without surrounding
-// double quotes ("" escaping one); in the ODBC form, a value in braces
-// without them (}} escaping one), else trimmed.
-func adoDriverValue(v string, odbc bool) string {
-	v = strings.TrimSpace(v)
-	if !odbc {
-		if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
-			return strings.ReplaceAll(v[1:len(v)-1], `""`, `"`)
-		}
-		return v
-	}
-	if len(v) == 0 || v[0] != '{' {
-		return v
-	}
-	var b strings.Builder
-	for j := 1; j < len(v); j++ {
-		if v[j] == '}' {
-			if j+1 < len(v) && v[j+1] == '}' {
-				j++
-			} else {
-				break
-			}
-		}
-		b.WriteByte(v[j])
-	}
-	return b.String()
+// adoReader is the state of readADO.
+type adoReader struct {
+	s        string
+	odbc     bool
+	params   []param
+	driver   []driverParam
+	kept     []string
+	afterOur string // the key of the last part that was not blank, when it was ours
+	bareOur  bool   // and its value was bare (cut at the first ';')
 }
 
-// driverValueEnd returns the index of the ';' (or len) that ends the
-// driver's value starting at i.
-func driverValueEnd(s string, i int, odbc, inQuote bool) int {
-	if odbc {
-		j := skipSpace(s, i)
-		if j < len(s) && s[j] == '{' {
-			for j++; j < len(s); j++ {
-				if s[j] == '}' {
-					if j+1 < len(s) && s[j+1] == '}' {
-						j++
-						continue
-					}
-					break
-				}
-			}
-			i = j
-		}
-		for i < len(s) && s[i] != ';' {
-			i++
-		}
-		return i
+// part reads the part that starts at start and returns the index after
+// the ';' that ends it.
+func (r *adoReader) part(start int) (int, error) {
+	s := r.s
+	i, inQuote := dsnlex.ADOKeyEnd(s, start, r.odbc)
+	if i >= len(s) || s[i] == ';' {
+		return i + 1, r.keyless(s[start:i])
 	}
-	for i < len(s) {
-		if s[i] == '"' {
-			inQuote = !inQuote
-		} else if !inQuote && s[i] == ';' {
-			break
-		}
-		i++
+	key := s[start:i]
+	k, ours := lookupKey(key)
+	if nk, near := nearKey(key); near {
+		return 0, nearKeyError(key, nk)
 	}
-	return i
-}
-
-// ourADOValue reads one of our values starting at i: {braced}, "quoted" or
-// bare up to ';'. It returns the value, the index of the ';' (or len) after
-// it, and whether it was bare.
-func ourADOValue(s string, i int, name string) (string, int, bool, error) {
-	j := skipSpace(s, i)
-	var v string
-	switch {
-	case j < len(s) && s[j] == '{':
-		end, ok := closingBrace(s, j)
-		if !ok {
-			return "", 0, false, &dsnError{err: ErrMalformed, reason: name + ": the brace opened at " +
-				quotePiece(s[j:], redact.FormADO) + " is not closed, expected a value such as {1205:3;1222:2}"}
-		}
-		v, j = s[j+1:end], end+1
-	case j < len(s) && s[j] == '"':
-		var b strings.Builder
-		for j++; ; j++ {
-			if j >= len(s) {
-				return "", 0, false, &dsnError{err: ErrMalformed, reason: name + ": the double quote is not closed"}
-			}
-			if s[j] == '"' {
-				if j+1 < len(s) && s[j+1] == '"' {
-					b.WriteByte('"')
-					j++
-					continue
-				}
-				break
-			}
-			b.WriteByte(s[j])
-		}
-		v, j = b.String(), j+1
-	default:
-		end := strings.IndexByte(s[i:], ';')
-		if end < 0 {
-			end = len(s)
-		} else {
-			end += i
-		}
-		return strings.TrimSpace(s[i:end]), end, true, nil
+	r.afterOur = ""
+	if !ours {
+		end := dsnlex.ADODriverValueEnd(s, i+1, r.odbc, inQuote)
+		r.kept = append(r.kept, s[start:end])
+		r.driver = append(r.driver, driverParam{strings.ToLower(strings.TrimSpace(key)), dsnlex.ADODriverValue(s[i+1:end], r.odbc)})
+		return end + 1, nil
 	}
-	j = skipSpace(s, j)
-	if j < len(s) && s[j] != ';' {
-		return "", 0, false, &dsnError{err: ErrMalformed, reason: name + ": " + quotePiece(s[j:], redact.FormADO) +
+	name := settings[k].key
+	v := dsnlex.ADOValue(s, i+1)
+	switch v.Fault {
+	case dsnlex.Unclosed:
+		if s[v.At] == '"' {
+			return 0, &dsnError{err: ErrMalformed, reason: name + ": the double quote is not closed"}
+		}
+		return 0, &dsnError{err: ErrMalformed, reason: name + ": the brace opened at " +
+			quotePiece(s[v.At:], redact.FormADO) + " is not closed, expected a value such as {1205:3;1222:2}"}
+	case dsnlex.Trailing:
+		return 0, &dsnError{err: ErrMalformed, reason: name + ": " + quotePiece(s[v.At:], redact.FormADO) +
 			" follows the closing brace or quote, expected ';'"}
 	}
-	return v, j, false, nil
+	r.afterOur, r.bareOur = name, v.Bare
+	r.params = append(r.params, param{k, v.Text})
+	return v.End + 1, nil
 }
 
-// closingBrace returns the index of the brace that closes the one at
-// s[open], counting nested braces.
-func closingBrace(s string, open int) (int, bool) {
-	depth := 0
-	for j := open; j < len(s); j++ {
-		switch s[j] {
-		case '{':
-			depth++
-		case '}':
-			depth--
-			if depth == 0 {
-				return j, true
-			}
-		}
+// keyless keeps a part without '='. A part without a key right after one
+// of ours (blank parts between do not count) is the rest of our value:
+// the driver would ignore it, and the rule in it would be lost.
+func (r *adoReader) keyless(part string) error {
+	r.kept = append(r.kept, part)
+	t := strings.TrimSpace(part)
+	if t == "" {
+		return nil
 	}
-	return 0, false
-}
-
-func skipSpace(s string, i int) int {
-	for i < len(s) && isSpace(s[i]) {
-		i++
+	switch {
+	case r.afterOur != "" && r.bareOur:
+		return &dsnError{err: ErrMalformed, reason: r.afterOur + ": the value is cut at ';' before " +
+			strconv.Quote(t) + ", expected a value that holds ';' wrapped in braces, such as " + r.afterOur + "={1205:3;1222:2}"}
+	case r.afterOur != "":
+		return &dsnError{err: ErrMalformed, reason: r.afterOur + ": " + strconv.Quote(t) +
+			" follows its value after ';' and has no key, expected every rule inside one pair of braces, such as " +
+			r.afterOur + "={1205:3;1222:2}"}
+	case strings.HasPrefix(t, "{"):
+		return &dsnError{err: ErrMalformed, reason: strconv.Quote(t) +
+			" has no key, expected a whole rule list in one pair of braces, such as retryExec={1205:3;1222:2}"}
 	}
-	return i
+	r.afterOur = ""
+	return nil
 }
 
 // quotePiece quotes the start of a piece of a DSN of form f for an
@@ -329,13 +209,9 @@ func quotePiece(s string, f redact.Form) string {
 // postgresql://): the text after the first '?' up to a '#', pairs split on
 // '&' only (never ';', which rules use).
 func stripURLQuery(s string) ([]param, string, error) {
-	q := strings.IndexByte(s, '?')
-	if q < 0 {
+	base, query, frag, ok := dsnlex.Query(s)
+	if !ok {
 		return nil, s, nil
-	}
-	base, query, frag := s[:q], s[q+1:], ""
-	if h := strings.IndexByte(query, '#'); h >= 0 {
-		query, frag = query[:h], query[h:]
 	}
 	var (
 		params []param
@@ -390,16 +266,9 @@ func ourQueryParam(pair string) (param, bool, error) {
 func stripMySQL(s string) ([]param, string, error) {
 	var params []param
 	for pos := 0; pos < len(s); {
-		i := strings.IndexAny(s[pos:], "?&")
-		if i < 0 {
+		i, end, ok := dsnlex.NextMySQLParam(s, pos)
+		if !ok {
 			break
-		}
-		i += pos
-		end := strings.IndexByte(s[i+1:], '&')
-		if end < 0 {
-			end = len(s)
-		} else {
-			end += i + 1
 		}
 		p, ours, err := ourQueryParam(s[i+1 : end])
 		if err != nil {
@@ -432,80 +301,47 @@ func stripKeywordValue(s string) ([]param, string, error) {
 		params []param
 		kept   []string
 	)
-	i := skipSpace(s, 0)
-	for i < len(s) {
-		start := i
-		eq := strings.IndexByte(s[i:], '=')
-		if eq < 0 { // malformed; the driver reports it
+	for i := dsnlex.SkipSpace(s, 0); i < len(s); {
+		p, ok := dsnlex.NextPair(s, i, bracedKey)
+		if !ok { // malformed; the driver reports it
 			kept = append(kept, s[i:])
 			break
 		}
-		name := strings.TrimSpace(s[i : i+eq])
-		k, ours := lookupKey(name)
-		if strings.ContainsAny(name, " \t\r\n\v\f") {
+		k, ours := lookupKey(p.Key)
+		if strings.ContainsAny(p.Key, spaces) {
 			ours = false
-		} else if nk, near := nearKey(name); near {
-			return nil, "", nearKeyError(name, nk)
+		} else if nk, near := nearKey(p.Key); near {
+			return nil, "", nearKeyError(p.Key, nk)
 		}
-		i = skipSpace(s, i+eq+1)
-		v, end, closed := keywordValue(s, i, ours)
-		if !closed && !ours { // malformed; the driver reports it
-			kept = append(kept, s[start:])
-			return params, strings.Join(kept, " "), nil
-		}
-		if !closed {
+		if p.Value.Fault != dsnlex.NoFault {
+			if !ours { // malformed; the driver reports it
+				kept = append(kept, s[p.Start:])
+				return params, strings.Join(kept, " "), nil
+			}
 			what := "the quote is not closed"
-			if s[i] == '{' {
-				what = "the brace opened at " + quotePiece(s[i:], redact.FormKeyValue) + " is not closed"
+			if s[p.Value.At] == '{' {
+				what = "the brace opened at " + quotePiece(s[p.Value.At:], redact.FormKeyValue) + " is not closed"
 			}
 			return nil, "", &dsnError{err: ErrMalformed, reason: settings[k].key + ": " + what}
 		}
 		if ours {
-			params = append(params, param{k, v})
+			params = append(params, param{k, p.Value.Text})
 		} else {
-			kept = append(kept, s[start:end])
+			kept = append(kept, s[p.Start:p.Value.End])
 		}
-		i = skipSpace(s, end)
+		i = dsnlex.SkipSpace(s, p.Value.End)
 	}
 	return params, strings.Join(kept, " "), nil
 }
 
-// keywordValue reads the value of a key=value DSN starting at i:
-// 'quoted' with backslash escapes, {braced} when braces is set (for our
-// keys), or bare up to white space. It returns the value, the index after
-// it, and false when a quote or a brace is not closed.
-func keywordValue(s string, i int, braces bool) (string, int, bool) {
-	switch {
-	case i < len(s) && s[i] == '\'':
-		var b strings.Builder
-		j := i + 1
-		for ; j < len(s) && s[j] != '\''; j++ {
-			if s[j] == '\\' && j+1 < len(s) {
-				j++
-			}
-			b.WriteByte(s[j])
-		}
-		return b.String(), j + 1, j < len(s)
-	case braces && i < len(s) && s[i] == '{':
-		c, ok := closingBrace(s, i)
-		if !ok {
-			return "", 0, false
-		}
-		return s[i+1 : c], c + 1, true
-	}
-	var b strings.Builder
-	j := i
-	for ; j < len(s) && !isSpace(s[j]); j++ {
-		if s[j] == '\\' && j+1 < len(s) {
-			j++
-		}
-		b.WriteByte(s[j])
-	}
-	return b.String(), j, true
-}
+// spaces are the white space bytes of a key=value DSN.
+const spaces = " \t\r\n\v\f"
 
-func isSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'
+// bracedKey reports whether the value of key, in a key=value DSN, may be
+// in braces: it is one of ours.
+func bracedKey(key string) bool {
+	_, ours := lookupKey(key)
+	return ours && !strings.ContainsAny(key, spaces)
 }
 
 // mentionsKey reports whether s seems to set one of our keys: the name,
@@ -519,7 +355,7 @@ func mentionsKey(s string) (string, bool) {
 			if i < 0 {
 				break
 			}
-			j := skipSpace(lower, from+i+len(name))
+			j := dsnlex.SkipSpace(lower, from+i+len(name))
 			if j < len(lower) && lower[j] == '=' {
 				return key, true
 			}

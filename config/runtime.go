@@ -116,43 +116,62 @@ func NewRuntime(driverName, dsn string, opts ...Option) (*Runtime, string, error
 		return nil, "", err
 	}
 	r.path = path
-	var file Config
-	if path != "" {
-		data, err := readFile(path)
-		if err != nil {
-			return nil, "", &FileError{Path: path, Err: err}
-		}
-		if file, err = ParseProperties(path, data); err != nil {
-			return nil, "", err
-		}
-		r.applied = hashContent(data)
-	}
-	merged := r.fixed.over(file).over(r.defaults)
-	policy, err := merged.Policy()
+	file, err := r.readFirst()
 	if err != nil {
 		return nil, "", err
+	}
+	if err := r.startWith(r.fixed.over(file).over(r.defaults)); err != nil {
+		return nil, "", err
+	}
+	return r, driverDSN, nil
+}
+
+// readFirst reads the properties file at r.path, if any, when the
+// runtime is made, and notes its content as applied.
+func (r *Runtime) readFirst() (Config, error) {
+	if r.path == "" {
+		return Config{}, nil
+	}
+	data, err := readFile(r.path)
+	if err != nil {
+		return Config{}, &FileError{Path: r.path, Err: err}
+	}
+	file, err := ParseProperties(r.path, data)
+	if err != nil {
+		return Config{}, err
+	}
+	r.applied = hashContent(data)
+	return file, nil
+}
+
+// startWith makes the retrier, budget and breaker of merged, the settings the
+// runtime starts with.
+func (r *Runtime) startWith(merged Config) error {
+	policy, err := merged.Policy()
+	if err != nil {
+		return err
 	}
 	r.start = startOnlyOf(merged)
 	o := core.Options{Clock: r.clock, Observer: r.observer}
 	if !merged.NoBudget {
 		if o.Budget, err = core.NewBudget(merged.Budget); err != nil {
-			return nil, "", err
+			return err
 		}
 	}
 	if o.Breaker, err = core.NewBreaker(merged.Breaker, r.clock); err != nil {
-		return nil, "", fmt.Errorf("config: %w", err)
+		return fmt.Errorf("config: %w", err)
 	}
 	r.breaker = o.Breaker
-	if path != "" && merged.RefreshInterval() > 0 {
+	if r.path != "" && merged.RefreshInterval() > 0 {
 		o.Refresh = r.refresh
 	}
 	r.cutoff = merged.Cutoff()
 	r.current.Store(&merged)
 	r.setInterval(merged.RefreshInterval(), r.now())
 	if r.retrier, err = core.NewRetrier(policy, o); err != nil {
-		return nil, "", fmt.Errorf("config: %w", err)
+		return fmt.Errorf("config: %w", err)
 	}
-	return r, driverDSN, nil
+	return nil
 }
 
 // ExecutionCutoff returns the server-side execution cut-off that new

@@ -327,47 +327,9 @@ func parseBudget(v string) (core.BudgetSettings, bool, error) {
 	case "on", "default", "true":
 		return core.BudgetSettings{}, false, nil
 	}
-	const want = "expected off, on, or settings such as max=20,earn=0.1,contentionCost=0.1,overloadCost=2,contention=1205|3960"
 	var s core.BudgetSettings
-	err := eachSetting(v, "name=value", want, func(name, val string) error {
-		var field *float64
-		switch name {
-		case "max":
-			field = &s.Max
-		case "earn":
-			field = &s.EarnPerAttempt
-		case "contentioncost":
-			field, name = &s.ContentionCost, "contentionCost"
-		case "contentionpersuccess":
-			field, name = &s.ContentionPerSuccess, "contentionPerSuccess"
-		case "overloadcost", "timeoutcost":
-			if s.OverloadCost != 0 {
-				return errorf("overloadCost given twice (timeoutCost is its former name), %s", want)
-			}
-			field, name = &s.OverloadCost, "overloadCost"
-		case "contention":
-			s.Contention = val
-			return nil
-		case "overload":
-			s.Overload = val
-			return nil
-		case "transient":
-			s.Transient = val
-			return nil
-		case "refill":
-			return errorf("refill=%s: the retry budget no longer refills with time (its bound would depend on the request rate); remove it, %s", val, want)
-		default:
-			return errorf("%q is not a budget setting, %s", name, want)
-		}
-		f, err := strconv.ParseFloat(val, 64)
-		if err != nil || strings.ContainsFunc(val, func(r rune) bool { return !strings.ContainsRune("0123456789.eE+-", r) }) {
-			return errorf("%s=%q: expected a number, %s", name, val, want)
-		}
-		if err := limits.BudgetSetting(name, f); err != nil {
-			return &reasonError{reason: name + "=" + val + ": " + err.Error(), cause: err}
-		}
-		*field = f
-		return nil
+	err := eachSetting(v, "name=value", budgetWant, func(name, val string) error {
+		return setBudget(&s, name, val)
 	})
 	if err == nil {
 		if err = s.Validate(); err != nil {
@@ -375,6 +337,61 @@ func parseBudget(v string) (core.BudgetSettings, bool, error) {
 		}
 	}
 	return s, false, err
+}
+
+// budgetWant is what a retryBudget value is expected to be, for errors.
+const budgetWant = "expected off, on, or settings such as max=20,earn=0.1,contentionCost=0.1,overloadCost=2,contention=1205|3960"
+
+// setBudget sets one setting of a retryBudget value, its name lower-cased.
+func setBudget(s *core.BudgetSettings, name, val string) error {
+	var field *float64
+	switch name {
+	case "max":
+		field = &s.Max
+	case "earn":
+		field = &s.EarnPerAttempt
+	case "contentioncost":
+		field, name = &s.ContentionCost, "contentionCost"
+	case "contentionpersuccess":
+		field, name = &s.ContentionPerSuccess, "contentionPerSuccess"
+	case "overloadcost", "timeoutcost":
+		if s.OverloadCost != 0 {
+			return errorf("overloadCost given twice (timeoutCost is its former name), %s", budgetWant)
+		}
+		field, name = &s.OverloadCost, "overloadCost"
+	case "contention":
+		s.Contention = val
+		return nil
+	case "overload":
+		s.Overload = val
+		return nil
+	case "transient":
+		s.Transient = val
+		return nil
+	case "refill":
+		return errorf("refill=%s: the retry budget no longer refills with time (its bound would depend on the request rate); remove it, %s", val, budgetWant)
+	default:
+		return errorf("%q is not a budget setting, %s", name, budgetWant)
+	}
+	f, err := budgetNumber(name, val)
+	if err != nil {
+		return err
+	}
+	*field = f
+	return nil
+}
+
+// budgetNumber reads the number of the budget setting name, within the
+// limits of internal/limits.
+func budgetNumber(name, val string) (float64, error) {
+	f, err := strconv.ParseFloat(val, 64)
+	if err != nil || strings.ContainsFunc(val, func(r rune) bool { return !strings.ContainsRune("0123456789.eE+-", r) }) {
+		return 0, errorf("%s=%q: expected a number, %s", name, val, budgetWant)
+	}
+	if err := limits.BudgetSetting(name, f); err != nil {
+		return 0, &reasonError{reason: name + "=" + val + ": " + err.Error(), cause: err}
+	}
+	return f, nil
 }
 
 // eachSetting calls set for every name=value of a comma-separated list

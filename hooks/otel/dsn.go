@@ -14,6 +14,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
 	"github.com/crl-go/crl/config"
+	"github.com/crl-go/crl/internal/dsnlex"
 	crlfamily "github.com/crl-go/crl/internal/family"
 )
 
@@ -106,7 +107,8 @@ func readDSN(f family, driverName, dsn string) (endpoint, error) {
 }
 
 // readPostgresDSN reads the URL forms (postgres://, postgresql://) and the
-// keyword/value form (host=… port=… dbname=…) that pgx and lib/pq take.
+// keyword/value form (host=… port=… dbname=…) that pgx and lib/pq take,
+// the latter read by crl's DSN lexer (internal/dsnlex) as pgx reads it.
 // Of several hosts, the first is the address.
 func readPostgresDSN(driverName, dsn string) (endpoint, error) {
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
@@ -123,55 +125,23 @@ func readPostgresDSN(driverName, dsn string) (endpoint, error) {
 		return e, nil
 	}
 	var e endpoint
-	for k, v := range keywordValues(dsn) {
-		switch k {
+	for i := dsnlex.SkipSpace(dsn, 0); i < len(dsn); i = dsnlex.SkipSpace(dsn, i) {
+		p, ok := dsnlex.NextPair(dsn, i, nil)
+		if !ok {
+			break
+		}
+		switch v := p.Value.Text; p.Key {
 		case "host":
 			e.host, _, _ = strings.Cut(v, ",")
 		case "port":
-			p, _, _ := strings.Cut(v, ",")
-			e.port, _ = strconv.Atoi(p)
+			port, _, _ := strings.Cut(v, ",")
+			e.port, _ = strconv.Atoi(port)
 		case "dbname":
 			e.database = v
 		}
+		i = p.Value.End
 	}
 	return e, nil
-}
-
-// keywordValues yields the pairs of a libpq keyword/value string:
-// key=value separated by white space, a value optionally in single quotes
-// with \' and \\ escapes.
-func keywordValues(s string) func(yield func(k, v string) bool) {
-	return func(yield func(k, v string) bool) {
-		for s = strings.TrimLeft(s, " \t\n\r"); s != ""; s = strings.TrimLeft(s, " \t\n\r") {
-			k, rest, ok := strings.Cut(s, "=")
-			if !ok {
-				return
-			}
-			k = strings.TrimSpace(k)
-			rest = strings.TrimLeft(rest, " \t")
-			var v strings.Builder
-			if strings.HasPrefix(rest, "'") {
-				i := 1
-				for ; i < len(rest) && rest[i] != '\''; i++ {
-					if rest[i] == '\\' && i+1 < len(rest) {
-						i++
-					}
-					v.WriteByte(rest[i])
-				}
-				s = rest[min(i+1, len(rest)):]
-			} else {
-				end := strings.IndexAny(rest, " \t\n\r")
-				if end < 0 {
-					end = len(rest)
-				}
-				v.WriteString(rest[:end])
-				s = rest[end:]
-			}
-			if !yield(k, v.String()) {
-				return
-			}
-		}
-	}
 }
 
 // splitHostPort splits host:port, [v6]:port or a bare host; a port that is

@@ -14,22 +14,25 @@ package redact
 import (
 	"net/url"
 	"strings"
+
+	"github.com/crl-go/crl/internal/dsnlex"
 )
 
 // Mask replaces every redacted secret, as url.URL.Redacted does.
 const Mask = "xxxxx"
 
-// Form is how a DSN is written; it decides where a value ends.
-type Form int
+// Form is how a DSN is written; it decides where a value ends. It is the
+// DSN lexer's (internal/dsnlex).
+type Form = dsnlex.Form
 
 // The forms of a DSN. FormGuess tells the form from the text.
 const (
-	FormGuess    Form = iota
-	FormURL           // scheme://user:pass@host/path?key=value&key=value
-	FormADO           // key=value;key="value";…  (go-mssqldb)
-	FormODBC          // odbc:key=value;key={value};…
-	FormMySQL         // user:pass@tcp(host)/db?key=value&…
-	FormKeyValue      // key=value key='value' …  (libpq, pgx)
+	FormGuess    = dsnlex.FormGuess
+	FormURL      = dsnlex.FormURL      // scheme://user:pass@host/path?key=value&key=value
+	FormADO      = dsnlex.FormADO      // key=value;key="value";…  (go-mssqldb)
+	FormODBC     = dsnlex.FormODBC     // odbc:key=value;key={value};…
+	FormMySQL    = dsnlex.FormMySQL    // user:pass@tcp(host)/db?key=value&…
+	FormKeyValue = dsnlex.FormKeyValue // key=value key='value' …  (libpq, pgx)
 )
 
 // DSN returns dsn with its secrets replaced by Mask. It never fails:
@@ -68,194 +71,103 @@ func Secrets(dsn string) []string {
 	return out
 }
 
-// guess tells the form of s from its text.
-func guess(s string) Form {
-	t := strings.TrimSpace(s)
-	switch {
-	case schemeEnd(t) > 0:
-		return FormURL
-	case len(t) >= 5 && strings.EqualFold(t[:5], "odbc:"):
-		return FormODBC
-	case startsWithKey(t):
-		if hasBareSemicolon(t) {
-			return FormADO
-		}
-		return FormKeyValue
-	}
-	return FormMySQL
-}
-
-// schemeEnd returns the index just after "://" when s starts with a URL
-// scheme (jdbc:sqlserver:// included), else 0.
-func schemeEnd(s string) int {
-	i := strings.Index(s, "://")
-	if i <= 0 {
-		return 0
-	}
-	for j := 0; j < i; j++ {
-		c := s[j]
-		if !isAlnum(c) && c != '+' && c != '.' && c != '-' && c != ':' {
-			return 0
-		}
-	}
-	return i + 3
-}
-
-// knownScheme reports a scheme of the URL DSNs of the drivers crl runs
-// on, where text before "://" is a scheme and not a MySQL user name.
-func knownScheme(scheme string) bool {
-	switch strings.ToLower(strings.TrimPrefix(strings.ToLower(scheme), "jdbc:")) {
-	case "sqlserver", "mysql", "mariadb", "postgres", "postgresql":
-		return true
-	}
-	return false
-}
-
-// startsWithKey reports whether s starts with key= (an ADO key may hold
-// spaces: user id=sa).
-func startsWithKey(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '=':
-			return i > 0
-		case isKeyChar(c) || c == ' ' || c == '\t':
-		default:
-			return false
-		}
-	}
-	return false
-}
-
-// hasBareSemicolon reports a ';' outside quotes and braces: the ADO
-// separator, where a key=value DSN holds ';' only inside a value.
-func hasBareSemicolon(s string) bool {
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case ';':
-			return true
-		case '\'', '"', '{':
-			i = atomEnd(s, i) - 1
-		}
-	}
-	return false
-}
-
 // redact returns s with its secrets masked, and the secrets.
 func redact(s string, f Form) (string, []string) {
 	if f == FormGuess {
-		f = guess(s)
+		f = dsnlex.Guess(s)
 	}
-	var (
-		b     strings.Builder
-		found []string
-		from  int // the part of s not yet written
-	)
-	mask := func(start, end int) {
-		if end <= start {
-			return
-		}
-		found = append(found, s[start:end])
-		b.WriteString(s[from:start])
-		b.WriteString(Mask)
-		from = end
-	}
+	m := masker{s: s}
 	pairsFrom := 0
 	switch f {
 	case FormURL:
-		lead := len(s) - len(strings.TrimLeft(s, " \t\r\n"))
-		if end := schemeEnd(s[lead:]); end > 0 {
-			rest := lead + end
-			if at := userinfoEnd(s[rest:], false); at >= 0 {
-				urlAt := rest + at // the '@' that ends the userinfo, as a URL reads it
-				if knownScheme(s[lead : lead+end-3]) {
-					if colon := strings.IndexByte(s[rest:urlAt], ':'); colon >= 0 {
-						mask(rest+colon+1, urlAt)
-					}
-				} else {
-					// app://x:y@db/shop may also be a MySQL DSN of user app
-					// whose password is "//x:y" (go-sql-driver/mysql reads
-					// up to the last '@' before the last '/'): hide all
-					// that either reading calls a password, from the first
-					// '/' on.
-					last := urlAt
-					if myAt := userinfoEnd(s[lead:], true); myAt >= 0 {
-						last = max(last, lead+myAt)
-					}
-					mask(lead+end-2, last)
-					urlAt = last
-				}
-				pairsFrom = urlAt
-			}
-		}
+		pairsFrom = m.urlUserinfo()
 	case FormMySQL:
-		if at := userinfoEnd(s, true); at >= 0 {
+		if at := dsnlex.UserinfoEnd(s, true); at >= 0 {
 			if colon := strings.IndexByte(s[:at], ':'); colon >= 0 {
-				mask(colon+1, at)
+				m.mask(colon+1, at)
 			}
 			pairsFrom = at
 		}
 	}
-	for i := pairsFrom; i < len(s); {
+	m.secretValues(pairsFrom, f)
+	if m.from == 0 {
+		return s, nil
+	}
+	m.b.WriteString(s[m.from:])
+	return m.b.String(), m.found
+}
+
+// masker writes a DSN with parts of it masked, in order.
+type masker struct {
+	s     string
+	b     strings.Builder
+	found []string // the masked parts
+	from  int      // the part of s not yet written
+}
+
+// mask masks s[start:end], which follows the parts masked so far.
+func (m *masker) mask(start, end int) {
+	if end <= start {
+		return
+	}
+	m.found = append(m.found, m.s[start:end])
+	m.b.WriteString(m.s[m.from:start])
+	m.b.WriteString(Mask)
+	m.from = end
+}
+
+// urlUserinfo masks the password of a URL's userinfo and returns the
+// index of the '@' that ends it (0 when there is none).
+func (m *masker) urlUserinfo() int {
+	s := m.s
+	lead := len(s) - len(strings.TrimLeft(s, " \t\r\n"))
+	end := dsnlex.SchemeEnd(s[lead:])
+	if end == 0 {
+		return 0
+	}
+	rest := lead + end
+	at := dsnlex.UserinfoEnd(s[rest:], false)
+	if at < 0 {
+		return 0
+	}
+	urlAt := rest + at // the '@' that ends the userinfo, as a URL reads it
+	if dsnlex.KnownScheme(s[lead : lead+end-3]) {
+		if colon := strings.IndexByte(s[rest:urlAt], ':'); colon >= 0 {
+			m.mask(rest+colon+1, urlAt)
+		}
+		return urlAt
+	}
+	// app://x:y@db/shop may also be a MySQL DSN of user app whose password
+	// is "//x:y" (go-sql-driver/mysql reads up to the last '@' before the
+	// last '/'): hide all that either reading calls a password, from the
+	// first '/' on.
+	last := urlAt
+	if myAt := dsnlex.UserinfoEnd(s[lead:], true); myAt >= 0 {
+		last = max(last, lead+myAt)
+	}
+	m.mask(lead+end-2, last)
+	return last
+}
+
+// secretValues masks, from index i on, the value of every key that names
+// a secret, each running as far as dsnlex.ValueEnd reads it in form f.
+func (m *masker) secretValues(i int, f Form) {
+	s := m.s
+	for i < len(s) {
 		eq := strings.IndexByte(s[i:], '=')
 		if eq < 0 {
-			break
+			return
 		}
 		eq += i
-		if !secretKey(keyBefore(s, i, eq)) {
+		if !secretKey(dsnlex.KeyBefore(s, i, eq)) {
 			i = eq + 1
 			continue
 		}
-		start := eq + 1
-		for start < len(s) && isSpace(s[start]) {
-			start++
-		}
-		end := valueEnd(s, start, f)
-		mask(start, end)
+		start := dsnlex.SkipSpace(s, eq+1)
+		end := dsnlex.ValueEnd(s, start, f)
+		m.mask(start, end)
 		i = max(end, eq+1)
 	}
-	if from == 0 {
-		return s, nil
-	}
-	b.WriteString(s[from:])
-	return b.String(), found
-}
-
-// userinfoEnd returns the index of the '@' that ends the userinfo of s
-// (the text after a URL's "://", or a MySQL DSN), or -1. A password may
-// hold '@' and '/', so it is the last '@' before the first '/' after the
-// first '@' (for MySQL, as the driver reads it, before the last '/');
-// where that finds an '@' of the query, more is hidden than needed,
-// never less.
-func userinfoEnd(s string, mysql bool) int {
-	first := strings.IndexByte(s, '@')
-	if first < 0 {
-		return -1
-	}
-	bound := len(s)
-	if mysql {
-		if slash := strings.LastIndexByte(s, '/'); slash > first {
-			bound = slash
-		}
-	} else if slash := strings.IndexByte(s[first:], '/'); slash >= 0 {
-		bound = first + slash
-	}
-	return strings.LastIndexByte(s[:bound], '@')
-}
-
-// keyBefore returns the key that ends at the '=' at eq: the key
-// characters before it, white space between them and '=' skipped, not
-// reaching back before from.
-func keyBefore(s string, from, eq int) string {
-	end := eq
-	for end > from && isSpace(s[end-1]) {
-		end--
-	}
-	start := end
-	for start > from && isKeyChar(s[start-1]) {
-		start--
-	}
-	return s[start:end]
 }
 
 // secretKeySuffixes end the names of the keys whose values are secrets,
@@ -280,91 +192,4 @@ func secretKey(key string) bool {
 		}
 	}
 	return false
-}
-
-// valueEnd returns the index just after the value starting at i, read so
-// that it runs at least as far as the drivers of form f read it: up to
-// the separator of the form (';' for ADO and ODBC, '&' or '#' for a URL
-// or MySQL query, white space before the next key for key=value), with
-// quoted ('…' with backslash escapes, "…" with "" escapes) and braced
-// ({…} with }} escapes) parts skipped whole, and a backslash escaping the
-// byte after it.
-func valueEnd(s string, i int, f Form) int {
-	for i < len(s) {
-		c := s[i]
-		switch {
-		case c == '\'' || c == '"' || c == '{':
-			i = atomEnd(s, i)
-			continue
-		case c == '\\':
-			i += 2
-			continue
-		case separates(s, i, f):
-			return i
-		}
-		i++
-	}
-	return len(s)
-}
-
-// separates reports whether s[i] ends a bare value of form f.
-func separates(s string, i int, f Form) bool {
-	c := s[i]
-	switch f {
-	case FormADO, FormODBC:
-		return c == ';'
-	case FormURL, FormMySQL:
-		return c == '&' || c == '#'
-	}
-	// key=value: white space ends a value only before another key=, so
-	// that a space inside an unquoted value of a one-pair ADO string
-	// (taken for key=value) does not cut it short.
-	if !isSpace(c) {
-		return false
-	}
-	j := i
-	for j < len(s) && isSpace(s[j]) {
-		j++
-	}
-	k := j
-	for k < len(s) && isKeyChar(s[k]) {
-		k++
-	}
-	for k < len(s) && isSpace(s[k]) {
-		k++
-	}
-	return j == len(s) || (k > j && k < len(s) && s[k] == '=')
-}
-
-// atomEnd returns the index after the quoted or braced part that starts
-// at s[i], or len(s) when it is not closed.
-func atomEnd(s string, i int) int {
-	open := s[i]
-	closing := open
-	if open == '{' {
-		closing = '}'
-	}
-	for j := i + 1; j < len(s); j++ {
-		switch {
-		case open == '\'' && s[j] == '\\':
-			j++
-		case s[j] == closing:
-			if open != '\'' && j+1 < len(s) && s[j+1] == closing {
-				j++ // "" and }} escape one
-				continue
-			}
-			return j + 1
-		}
-	}
-	return len(s)
-}
-
-func isAlnum(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-}
-
-func isKeyChar(c byte) bool { return isAlnum(c) || c == '_' || c == '-' || c == '.' }
-
-func isSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'
 }

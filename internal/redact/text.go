@@ -1,6 +1,10 @@
 package redact
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/crl-go/crl/internal/dsnlex"
+)
 
 // Text returns s, free text such as a driver's error message, with the
 // secrets of every DSN it quotes masked: each URL in it (from its scheme
@@ -18,11 +22,11 @@ func Text(s string) string {
 		}
 		sep += i
 		start := sep
-		for start > from && isSchemeChar(s[start-1]) {
+		for start > from && dsnlex.IsSchemeChar(s[start-1]) {
 			start--
 		}
 		end := sep + 3
-		for end < len(s) && !isSpace(s[end]) {
+		for end < len(s) && !dsnlex.IsSpace(s[end]) {
 			end++
 		}
 		if start < sep { // a scheme: a URL, read as one
@@ -38,8 +42,6 @@ func Text(s string) string {
 	}
 	return s
 }
-
-func isSchemeChar(c byte) bool { return isAlnum(c) || c == '+' || c == '.' || c == '-' || c == ':' }
 
 // Error returns err when its text holds no secret (Text changes nothing),
 // else an error whose text is err's with the secrets masked and that
