@@ -151,7 +151,7 @@ func memDB(tb testing.TB) *sql.DB {
 // sqlxPair returns plain sqlx and sqlxcrl on the in-memory driver.
 func sqlxPair(tb testing.TB) (*sqlx.DB, *sqlxcrl.DB) {
 	tb.Helper()
-	crl, err := sqlxcrl.NewDbE(memDB(tb), "mysql", sqlxcrl.WithRetryExec(rules))
+	crl, err := sqlxcrl.WrapDB(memDB(tb), "mysql", sqlxcrl.WithRetryExec(rules))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -72,7 +72,7 @@ func TestRetryBudgetOptionRanges(t *testing.T) {
 		{core.BudgetSettings{Max: 3}, "max=3 with overloadCost=2"},
 		{core.BudgetSettings{Overload: "40x"}, `overload="40x"`},
 	} {
-		_, _, err := New("sqlserver", "", WithRetryBudget(tc.s), WithPropertiesFile(""))
+		_, _, err := NewRuntime("sqlserver", "", WithRetryBudget(tc.s), WithPropertiesFile(""))
 		require.Error(t, err, "%+v", tc.s)
 		assert.Contains(t, err.Error(), tc.want)
 		assert.Contains(t, err.Error(), "retryBudget")

@@ -72,14 +72,6 @@ func familyDriver(driverName, fam string) (string, error) {
 	return f.Driver(), nil
 }
 
-// New is NewRuntime.
-//
-// Deprecated: use NewRuntime, whose name says what it returns (NewConfig
-// returns a Config).
-func New(driverName, dsn string, opts ...Option) (*Runtime, string, error) {
-	return NewRuntime(driverName, dsn, opts...)
-}
-
 // NewRuntime builds the Runtime of one database handle and returns it with the
 // DSN for the driver (dsn without the retry settings; see ParseDSN).
 // Settings are layered code (opts) > DSN > properties file > defaults. As

@@ -66,7 +66,7 @@ func newReloadFixture(t *testing.T, content string, opts ...Option) *reloadFixtu
 	t.Helper()
 	f := &reloadFixture{file: newPropertiesFile(t, content), clock: coretest.NewClock(time.Time{}), obs: &coretest.Observer{}}
 	opts = append([]Option{WithPropertiesFile(f.file.path), WithRetryRefresh(time.Second), WithClock(f.clock), WithObserver(f.obs)}, opts...)
-	rt, _, err := New("sqlserver", "server=h", opts...)
+	rt, _, err := NewRuntime("sqlserver", "server=h", opts...)
 	require.NoError(t, err)
 	f.rt = rt
 	return f
@@ -143,7 +143,7 @@ func TestHotReloadDeletedFileKeepsLastRules(t *testing.T) {
 
 func TestHotReloadRefreshFromFile(t *testing.T) {
 	f := &reloadFixture{file: newPropertiesFile(t, "retryRefresh=1m\nretryExec={1205:3,1}\n"), clock: coretest.NewClock(time.Time{}), obs: &coretest.Observer{}}
-	rt, _, err := New("sqlserver", "", WithPropertiesFile(f.file.path), WithClock(f.clock), WithObserver(f.obs))
+	rt, _, err := NewRuntime("sqlserver", "", WithPropertiesFile(f.file.path), WithClock(f.clock), WithObserver(f.obs))
 	require.NoError(t, err)
 	f.file.write("retryRefresh=1m\nretryExec={1205:4,1}\n")
 	f.clock.Advance(59 * time.Second)
@@ -228,7 +228,7 @@ func TestHotReloadIgnoresEmptyFile(t *testing.T) {
 
 func TestRefreshDoesNotAllocate(t *testing.T) {
 	f := newPropertiesFile(t, "retryExec={1205:3,1}\n")
-	rt, _, err := New("sqlserver", "", WithPropertiesFile(f.path))
+	rt, _, err := NewRuntime("sqlserver", "", WithPropertiesFile(f.path))
 	require.NoError(t, err)
 	require.Zero(t, testing.AllocsPerRun(1000, rt.refresh), "refresh allocates when nothing is due")
 }
@@ -243,7 +243,7 @@ func TestPrecedence(t *testing.T) {
 		"retryJitter=full\n"+
 		"retryBudget=off\n"), clock: coretest.NewClock(time.Time{}), obs: &coretest.Observer{}}
 	dsn := "server=h;connectRetryCount=2;queryTimeout=-1;retryExec={1222:2,1};retryProperties=" + f.file.path
-	rt, out, err := New("sqlserver", dsn,
+	rt, out, err := NewRuntime("sqlserver", dsn,
 		WithRetryExec("{1213:4,1}"), WithClock(f.clock), WithObserver(f.obs), WithRetryRefresh(time.Second))
 	require.NoError(t, err)
 	assert.Equal(t, "server=h", out, "driver DSN")
@@ -270,7 +270,7 @@ func TestPrecedence(t *testing.T) {
 	assert.Equal(t, 2, c.ConnectRetryCount, "Config().ConnectRetryCount")
 
 	// Explicit zero values in code win over the file too.
-	rt2, _, err := New("sqlserver", "", WithPropertiesFile(f.file.path),
+	rt2, _, err := NewRuntime("sqlserver", "", WithPropertiesFile(f.file.path),
 		WithRetryExec(""), WithQueryTimeout(0), WithLoginTimeout(0), WithConnectRetryCount(0))
 	require.NoError(t, err)
 	p := rt2.Retrier().Policy()
@@ -284,7 +284,7 @@ func TestPrecedence(t *testing.T) {
 func TestDefaults(t *testing.T) {
 	t.Setenv(EnvProperties, "")
 	chdir(t, t.TempDir())
-	rt, out, err := New("sqlserver", "server=h")
+	rt, out, err := NewRuntime("sqlserver", "server=h")
 	require.NoError(t, err)
 	assert.Equal(t, "server=h", out, "driver DSN")
 	assert.Empty(t, rt.PropertiesPath(), "no properties file")
@@ -296,7 +296,7 @@ func TestDefaults(t *testing.T) {
 	assert.Zero(t, p.LoginTimeout, "loginTimeout")
 	assert.Zero(t, p.QueryTimeout, "queryTimeout")
 	assert.NotNil(t, rt.Retrier().Budget(), "the retry budget is on by default")
-	rt2, _, err := New("sqlserver", "", WithoutRetryBudget())
+	rt2, _, err := NewRuntime("sqlserver", "", WithoutRetryBudget())
 	require.NoError(t, err)
 	assert.Nil(t, rt2.Retrier().Budget(), "WithoutRetryBudget turns the budget off")
 }
@@ -306,7 +306,7 @@ func TestPropertiesLookup(t *testing.T) {
 	chdir(t, dir)
 	t.Setenv(EnvProperties, "")
 	require.NoError(t, os.WriteFile(DefaultPropertiesFile, []byte("retryExec={1205:2,1}\n"), 0o644))
-	rt, _, err := New("sqlserver", "")
+	rt, _, err := NewRuntime("sqlserver", "")
 	require.NoError(t, err)
 	want, _ := filepath.Abs(DefaultPropertiesFile)
 	assert.Equal(t, want, rt.PropertiesPath(), "the working directory's file")
@@ -314,28 +314,28 @@ func TestPropertiesLookup(t *testing.T) {
 
 	env := newPropertiesFile(t, "retryExec={1205:4,1}\n")
 	t.Setenv(EnvProperties, env.path)
-	rt, _, err = New("sqlserver", "")
+	rt, _, err = NewRuntime("sqlserver", "")
 	require.NoError(t, err)
 	assert.Equal(t, env.path, rt.PropertiesPath(), "the file %s names", EnvProperties)
 	assert.Equal(t, 4, ruleCount(rt, 1205), "1205 retries from the file %s names", EnvProperties)
 
 	code := newPropertiesFile(t, "retryExec={1205:6,1}\n")
-	rt, _, err = New("sqlserver", "", WithPropertiesFile(code.path))
+	rt, _, err = NewRuntime("sqlserver", "", WithPropertiesFile(code.path))
 	require.NoError(t, err)
 	assert.Equal(t, 6, ruleCount(rt, 1205), "the file given in code wins over the environment")
 
 	for name, fn := range map[string]func() error{
 		"code": func() error {
-			_, _, err := New("sqlserver", "", WithPropertiesFile(filepath.Join(dir, "missing")))
+			_, _, err := NewRuntime("sqlserver", "", WithPropertiesFile(filepath.Join(dir, "missing")))
 			return err
 		},
 		"DSN": func() error {
-			_, _, err := New("sqlserver", "retryProperties="+filepath.Join(dir, "missing"))
+			_, _, err := NewRuntime("sqlserver", "retryProperties="+filepath.Join(dir, "missing"))
 			return err
 		},
 		"env": func() error {
 			t.Setenv(EnvProperties, filepath.Join(dir, "missing"))
-			_, _, err := New("sqlserver", "")
+			_, _, err := NewRuntime("sqlserver", "")
 			return err
 		},
 	} {
@@ -345,7 +345,7 @@ func TestPropertiesLookup(t *testing.T) {
 	}
 
 	bad := newPropertiesFile(t, "retryExec={1205:3,1}\n\nconnectRetryCount=300\n")
-	_, _, err = New("sqlserver", "", WithPropertiesFile(bad.path))
+	_, _, err = NewRuntime("sqlserver", "", WithPropertiesFile(bad.path))
 	var fe *FileError
 	require.ErrorAs(t, err, &fe, "a bad file at start")
 	assert.Equal(t, 3, fe.Line, "the bad line")
@@ -356,11 +356,11 @@ func TestIsolation(t *testing.T) {
 	clock := coretest.NewClock(time.Time{})
 	fa := newPropertiesFile(t, "retryExec={1205:3,1}\n")
 	fb := newPropertiesFile(t, "retryExec={1205:7,1}\n")
-	a, _, err := New("sqlserver", "server=a;retryConn={+50000}", WithPropertiesFile(fa.path), WithClock(clock), WithRetryRefresh(time.Second))
+	a, _, err := NewRuntime("sqlserver", "server=a;retryConn={+50000}", WithPropertiesFile(fa.path), WithClock(clock), WithRetryRefresh(time.Second))
 	require.NoError(t, err)
-	b, _, err := New("mysql", "u@tcp(b)/db?retryProperties="+fb.path, WithClock(clock), WithRetryRefresh(time.Second))
+	b, _, err := NewRuntime("mysql", "u@tcp(b)/db?retryProperties="+fb.path, WithClock(clock), WithRetryRefresh(time.Second))
 	require.NoError(t, err)
-	c, _, err := New("sqlserver", "", WithPropertiesFile(fa.path), WithRetryExec("{1205:1,1}"), WithClock(clock))
+	c, _, err := NewRuntime("sqlserver", "", WithPropertiesFile(fa.path), WithRetryExec("{1205:1,1}"), WithClock(clock))
 	require.NoError(t, err)
 	require.Equal(t, 3, ruleCount(a, 1205), "1205 retries of a")
 	require.Equal(t, 7, ruleCount(b, 1205), "1205 retries of b")
@@ -391,7 +391,7 @@ func TestOptionsValidated(t *testing.T) {
 		{WithRetryExec("{1205:x}"), `retryExec="{1205:x}"`},
 		{WithRetryConn("{4060:1}"), `retryConn="{4060:1}"`},
 	} {
-		_, _, err := New("sqlserver", "", tt.opt, WithPropertiesFile(""))
+		_, _, err := NewRuntime("sqlserver", "", tt.opt, WithPropertiesFile(""))
 		if assert.ErrorContains(t, err, tt.want) {
 			assert.True(t, strings.HasPrefix(err.Error(), "config: "), "error %q starts with config: ", err)
 		}
@@ -480,7 +480,7 @@ func TestPropertiesFileOnlyForSQLServer(t *testing.T) {
 	for _, d := range []struct{ driver, dsn string }{
 		{"sqlserver", "server=h"}, {"mssql", "server=h"}, {"azuresql", "server=h"},
 	} {
-		rt, _, err := New(d.driver, d.dsn)
+		rt, _, err := NewRuntime(d.driver, d.dsn)
 		require.NoError(t, err)
 		assert.NotEmpty(t, rt.PropertiesPath(), d.driver)
 		assert.Equal(t, 2, ruleCount(rt, 1205), d.driver)
@@ -488,20 +488,20 @@ func TestPropertiesFileOnlyForSQLServer(t *testing.T) {
 	for _, d := range []struct{ driver, dsn string }{
 		{"mysql", "u@tcp(h)/db"}, {"pgx", "host=h"}, {"postgres", "postgres://u@h/db"},
 	} {
-		rt, _, err := New(d.driver, d.dsn)
+		rt, _, err := NewRuntime(d.driver, d.dsn)
 		require.NoError(t, err)
 		assert.Empty(t, rt.PropertiesPath(), d.driver)
 		assert.Equal(t, -1, ruleCount(rt, 1205), "%s took the SQL Server file's rules", d.driver)
 	}
 	given := newPropertiesFile(t, "retryExec={1205:4,1}\n")
-	rt, _, err := New("mysql", "u@tcp(h)/db?retryProperties="+given.path)
+	rt, _, err := NewRuntime("mysql", "u@tcp(h)/db?retryProperties="+given.path)
 	require.NoError(t, err)
 	assert.Equal(t, 4, ruleCount(rt, 1205), "retryProperties")
-	rt, _, err = New("pgx", "host=h", WithPropertiesFile(given.path))
+	rt, _, err = NewRuntime("pgx", "host=h", WithPropertiesFile(given.path))
 	require.NoError(t, err)
 	assert.Equal(t, 4, ruleCount(rt, 1205), "WithPropertiesFile")
 	t.Setenv(EnvProperties, given.path)
-	rt, _, err = New("pgx", "host=h")
+	rt, _, err = NewRuntime("pgx", "host=h")
 	require.NoError(t, err)
 	assert.Equal(t, 4, ruleCount(rt, 1205), EnvProperties)
 }
@@ -515,7 +515,7 @@ func TestAzureConnectRetryCount(t *testing.T) {
 	chdir(t, t.TempDir())
 	count := func(driver, dsn string, opts ...Option) int {
 		t.Helper()
-		rt, _, err := New(driver, dsn, opts...)
+		rt, _, err := NewRuntime(driver, dsn, opts...)
 		require.NoError(t, err, dsn)
 		return rt.Config().ConnectRetryCount
 	}
@@ -550,7 +550,7 @@ func TestAzureConnectRetryCount(t *testing.T) {
 	// The default reaches the loop: a persistent 40613 gets 3 × 3 logins
 	// in three rounds, within loginTimeout.
 	clock := coretest.NewClock(time.Time{})
-	rt, _, err := New("sqlserver", azure+"&loginTimeout=60", WithClock(clock), WithoutRetryBudget())
+	rt, _, err := NewRuntime("sqlserver", azure+"&loginTimeout=60", WithClock(clock), WithoutRetryBudget())
 	require.NoError(t, err)
 	calls := 0
 	_ = rt.Retrier().Connect(context.Background(), func(context.Context) error {

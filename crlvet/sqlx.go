@@ -21,7 +21,6 @@ var embeddedHandles = map[string]string{
 var rewraps = map[string]bool{
 	sqlxcrlPath + ".NewDb":  true,
 	sqlxcrlPath + ".WrapDB": true,
-	sqlxcrlPath + ".NewDbE": true,
 	crlPath + ".RunInTx":    true,
 	crlPath + ".RuntimeOf":  true,
 }

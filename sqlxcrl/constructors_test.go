@@ -60,8 +60,7 @@ func TestNewDbOverTheEmbeddedHandle(t *testing.T) {
 
 // NewDb and WrapDB take a *sql.DB; a nil one is refused
 // (its statements would panic), by WrapDB with the error, by NewDb with a
-// DB whose every statement returns it. NewDbE, the old name of WrapDB,
-// still works.
+// DB whose every statement returns it.
 func TestWrapDB(t *testing.T) {
 	srv := mssqltest.NewServer(t)
 	raw, err := sql.Open("sqlserver", srv.DSN())
@@ -71,9 +70,6 @@ func TestWrapDB(t *testing.T) {
 	for name, wrap := range map[string]func() (*sqlxcrl.DB, error){
 		"WrapDB(*sql.DB)": func() (*sqlxcrl.DB, error) {
 			return sqlxcrl.WrapDB(raw, "sqlserver", sqlxcrl.WithRetryExec("{1205:1,0}"))
-		},
-		"NewDbE(*sql.DB)": func() (*sqlxcrl.DB, error) {
-			return sqlxcrl.NewDbE(raw, "sqlserver", sqlxcrl.WithRetryExec("{1205:1,0}"))
 		},
 	} {
 		db, err := wrap()

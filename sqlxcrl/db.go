@@ -174,13 +174,6 @@ func WrapDB(db *sql.DB, driverName string, opts ...Option) (*DB, error) {
 	return &DB{DB: sqlx.NewDb(db, bindName(driverName, rt)), retrier: rt.Retrier(), runtime: rt}, nil
 }
 
-// NewDbE is WrapDB.
-//
-// Deprecated: use WrapDB.
-func NewDbE(db *sql.DB, driverName string, opts ...Option) (*DB, error) {
-	return WrapDB(db, driverName, opts...)
-}
-
 // ErrNilPool is the error of NewDb and WrapDB given a nil *sql.DB (whose
 // statements would otherwise panic).
 var ErrNilPool = errors.New("sqlxcrl: the pool to wrap is nil")

@@ -398,7 +398,7 @@ func TestConfigErrorsNameThePackage(t *testing.T) {
 	_, err := sqlxcrl.Open("sqlserver", "server=x;retryExec={1205:3")
 	require.Error(t, err)
 	assert.True(t, strings.HasPrefix(err.Error(), "sqlxcrl: config: "), err.Error())
-	_, err = sqlxcrl.NewDbE(nil, "sqlserver", sqlxcrl.WithRetryExec("{1205:3"))
+	_, err = sqlxcrl.WrapDB(nil, "sqlserver", sqlxcrl.WithRetryExec("{1205:3"))
 	require.Error(t, err)
 	assert.True(t, strings.HasPrefix(err.Error(), "sqlxcrl: config: "), err.Error())
 }
