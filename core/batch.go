@@ -20,7 +20,7 @@ import (
 // and is not concerned.
 
 // batchRisk returns why query may not be retried on its own under rule r,
-// or "" when it may: the full scan behind notAlone. It runs on the error
+// or "" when it may: the full scan behind batchRefusal. It runs on the error
 // path only.
 func batchRisk(query string, r *Rule) string {
 	s := shapeOf(query)

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -178,6 +179,28 @@ func (p permit) succeeded() { p.report(nil) }
 // failed reports an operation that ended with a retryable error (or
 // panicked).
 func (p permit) failed(err error) { p.report(err) }
+
+// ended tells the breaker how the loop of an operation under ctx ended:
+// settled false is a panic (or runtime.Goexit), a failure; failure is a
+// retryable failure the loop gave up on, which err (the loop's error)
+// holds; an error after the caller's context ended says nothing of the
+// database; anything else is an answer of the database.
+func (p permit) ended(ctx context.Context, settled, failure bool, err error) {
+	switch {
+	case !settled:
+		p.failed(errPanicked)
+	case failure:
+		if re, ok := err.(*RetryError); ok {
+			err = re.Err // the driver's error opens the breaker, not the loop's
+		}
+		p.failed(err)
+	case err != nil && ctx.Err() != nil:
+		// The context ended: the error may be its own, not the database's.
+		p.undecided()
+	default:
+		p.succeeded()
+	}
+}
 
 // report moves the breaker on an operation's outcome, failure nil for a
 // success: closed counts failures in a row and opens at the threshold; a

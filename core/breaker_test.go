@@ -124,7 +124,7 @@ func TestBreakerPanicInProbeReopens(t *testing.T) {
 			var obs core.Observer
 			panicking := false
 			if observer {
-				obs = panicOnRetry{&panicking}
+				obs = panicOnRetry{on: &panicking}
 			}
 			r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:1,0}")}, core.Options{Clock: clock, Breaker: breaker, Observer: obs})
 			ctx := context.Background()
@@ -153,16 +153,16 @@ func TestBreakerPanicInProbeReopens(t *testing.T) {
 	}
 }
 
-type panicOnRetry struct{ on *bool }
+type panicOnRetry struct {
+	core.NopObserver
+	on *bool
+}
 
 func (p panicOnRetry) RetryScheduled(core.RetryScheduled) {
 	if *p.on {
 		panic("observer")
 	}
 }
-func (panicOnRetry) GaveUp(core.GaveUp)               {}
-func (panicOnRetry) Succeeded(core.Succeeded)         {}
-func (panicOnRetry) RulesReloaded(core.RulesReloaded) {}
 
 // A probe whose context was already cancelled does not close the breaker
 // (the database did not answer), and does not keep it half-open: the next

@@ -44,7 +44,7 @@ func (r *Retrier) Resume(ctx context.Context, failedQuery string, firstErr error
 			}
 		}
 	}
-	return r.run(&o, pm, call, boundNone)
+	return r.run(&o, r.policy.Load(), pm, call, limitNone, nil)
 }
 
 // Unretried tells the Retrier of a statement's error that came where it

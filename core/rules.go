@@ -137,7 +137,7 @@ func numberToken(n int32) (token, bool) {
 
 // lookup finds the rule for a classified error: its number first, then its
 // SQLSTATE, then the named conditions.
-func (s StatementRules) lookup(c *class) *Rule {
+func (s StatementRules) lookup(c *errorFacts) *Rule {
 	if len(s.byToken) == 0 {
 		return nil
 	}
@@ -505,7 +505,7 @@ func (c ConnectionRules) Retryable(errorNumber int32) bool {
 // applies only to an error the server sent (fromServer): as in JDBC, whose
 // connection loop looks only at server errors, a network failure mapped to
 // 10053 or 10054 is retried only when the rules name it.
-func (c ConnectionRules) retryable(cl class, fromServer bool) bool {
+func (c ConnectionRules) retryable(cl errorFacts, fromServer bool) bool {
 	if fromServer && cl.hasNumber && !c.replace && isTransient(cl.number) {
 		return true
 	}
@@ -514,7 +514,7 @@ func (c ConnectionRules) retryable(cl class, fromServer bool) bool {
 
 // names reports whether the rules list the error explicitly: its number,
 // its SQLSTATE, or a named condition it meets.
-func (c ConnectionRules) names(cl class) bool {
+func (c ConnectionRules) names(cl errorFacts) bool {
 	if t, ok := numberToken(cl.number); cl.hasNumber && ok {
 		if _, ok := c.set[t]; ok {
 			return true

@@ -392,7 +392,7 @@ func explain(w io.Writer, p core.Policy) {
 			switch {
 			case refused:
 				note = "never reached: an earlier wait is refused"
-			case refusedByQueryTimeout(wait, p.QueryTimeout):
+			case p.RefusesWait(wait):
 				note = "refused: wait > queryTimeout (ErrInvalidRetryInterval)"
 				refused = true
 			}
@@ -409,12 +409,6 @@ func connectionLine(p core.Policy) string {
 	return fmt.Sprintf("connection: %s; connectRetryCount %s, connectRetryInterval %v, loginTimeout %v",
 		connSummary(p.Connection), retryCount(p.ConnectRetryCount), orDefault(p.ConnectRetryInterval, core.DefaultConnectRetryInterval),
 		orDefault(p.LoginTimeout, core.DefaultLoginTimeout))
-}
-
-// refusedByQueryTimeout is the statement loop's check before a wait: a set
-// queryTimeout (QueryTimeoutZero is 0) refuses a longer wait.
-func refusedByQueryTimeout(wait, qt time.Duration) bool {
-	return qt != 0 && wait > max(qt, 0)
 }
 
 // addSaturating adds two non-negative durations, stopping at the largest
