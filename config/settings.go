@@ -118,7 +118,7 @@ var settings = [...]setting{
 		values: "`-1`, `0`, or seconds > 0",
 		want:   "expected -1 (none), 0, or seconds such as 30 or 1.5s",
 		parse: timeParser(func(c *Config) *time.Duration { return &c.QueryTimeout }, 1, maxDuration,
-			map[string]time.Duration{"-1": 0, "0": core.QueryTimeoutZero}), // -1: explicitly not set, as in JDBC
+			map[string]time.Duration{"-1": 0, "0": core.JDBCQueryTimeoutZero}), // -1: explicitly not set, as in JDBC
 		check: func(c *Config) (string, error) {
 			d := c.QueryTimeout
 			return d.String(), limits.QueryTimeout(d)

@@ -87,10 +87,10 @@ func LoginTimeout(d time.Duration) error {
 }
 
 // QueryTimeout reports a queryTimeout out of range: a time that is not
-// negative, or -1 ns (core.QueryTimeoutZero, JDBC's queryTimeout=0).
+// negative, or -1 ns (core.JDBCQueryTimeoutZero, JDBC's queryTimeout=0).
 func QueryTimeout(d time.Duration) error {
 	if d < -1 {
-		return errors.New("expected a time that is not negative, or core.QueryTimeoutZero")
+		return errors.New("expected a time that is not negative, or core.JDBCQueryTimeoutZero")
 	}
 	return nil
 }
