@@ -134,8 +134,7 @@ func (r *Retrier) Budget() *Budget { return r.budget }
 // each attempt; the attempt's context is cancelled when fn returns. Do
 // must not be used for a statement inside a transaction.
 func (r *Retrier) Do(ctx context.Context, query string, fn func(ctx context.Context) error) error {
-	_, err := statement(ctx, r, query, func(ctx context.Context) (struct{}, error) { return struct{}{}, fn(ctx) }, limitCall)
-	return err
+	return r.statement(ctx, query, fn, limitCall)
 }
 
 // DoTx runs a whole transaction under the statement rules: fn runs the
@@ -156,7 +155,7 @@ func (r *Retrier) DoTx(ctx context.Context, fn func(ctx context.Context) (failed
 // Retry is Do for a statement that returns a value; on failure the value
 // is the zero value.
 func Retry[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error)) (T, error) {
-	return statement(ctx, r, query, fn, limitCall)
+	return withValue(ctx, r, query, fn, limitCall)
 }
 
 // RetryRows is Retry for a statement whose result (rows) is read after
@@ -166,7 +165,21 @@ func Retry[T any](ctx context.Context, r *Retrier, query string, fn func(ctx con
 // to the end (database/sql tells it, see rowsContext), so a read keeps
 // nothing alive until the timeout. On failure the rows are the zero value.
 func RetryRows[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error)) (T, error) {
-	return statement(ctx, r, query, fn, limitRows)
+	return withValue(ctx, r, query, fn, limitRows)
+}
+
+// withValue is Retry and RetryRows: the statement, keeping the value of
+// the attempt that succeeded.
+func withValue[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error), l limit) (T, error) {
+	var out T
+	err := r.statement(ctx, query, func(ctx context.Context) error {
+		v, err := fn(ctx)
+		if err == nil {
+			out = v
+		}
+		return err
+	}, l)
+	return out, err
 }
 
 // statement is Do, Retry and RetryRows. When nobody is to be asked or
@@ -174,44 +187,34 @@ func RetryRows[T any](ctx context.Context, r *Retrier, query string, fn func(ctx
 // and no queryTimeout bounds the attempt, the first attempt runs directly
 // and a success costs one atomic load of the budget (and the observer's
 // count); anything else goes through run.
-func statement[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error), l limit) (T, error) {
+func (r *Retrier) statement(ctx context.Context, query string, fn func(ctx context.Context) error, l limit) error {
 	if r.refresh != nil {
 		r.refresh() // may swap the policy: load it after
 	}
 	p := r.direct.Load()
 	if p == nil {
-		return statementLoop(ctx, r, nil, query, fn, l, nil)
+		return r.statementLoop(ctx, nil, query, fn, l, nil)
 	}
-	v, err := fn(ctx)
+	err := fn(ctx)
 	if err == nil {
 		r.budget.earn()
 		r.count(KindStatement)
-		return v, nil
+		return nil
 	}
-	return statementLoop(ctx, r, p, query, fn, l, err)
+	return r.statementLoop(ctx, p, query, fn, l, err)
 }
 
 // statementLoop runs a statement through the loop: the whole loop (p
 // nil), or, under p, the rest of it after a direct first attempt failed
 // with first.
-func statementLoop[T any](ctx context.Context, r *Retrier, p *Policy, query string, fn func(ctx context.Context) (T, error), l limit, first error) (T, error) {
-	var out T
-	call := func(ctx context.Context) (string, error) {
-		v, err := fn(ctx)
-		if err == nil {
-			out = v
-		}
-		return query, err
-	}
+func (r *Retrier) statementLoop(ctx context.Context, p *Policy, query string, fn func(ctx context.Context) error, l limit, first error) error {
+	call := func(ctx context.Context) (string, error) { return query, fn(ctx) }
 	o := operation{ctx: ctx, kind: KindStatement, query: query}
-	var err error
 	if p == nil {
-		err = r.loop(&o, call, l)
-	} else {
-		r.count(KindStatement)
-		err = r.run(&o, p, permit{}, call, l, first)
+		return r.loop(&o, call, l)
 	}
-	return out, err
+	r.count(KindStatement)
+	return r.run(&o, p, permit{}, call, l, first)
 }
 
 // limit says how QueryTimeout bounds the attempts of an operation.
