@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/crl-go/crl/internal/limits"
 )
 
 // ErrCircuitOpen reports an operation refused at once because the circuit
@@ -24,33 +26,25 @@ var errPanicked = errors.New("core: the operation panicked")
 // error naming it: nothing is silently changed or ignored.
 type BreakerSettings struct {
 	// Failures is how many operations in a row must end with a retryable
-	// error (after their retries) for the breaker to open: 1 to
-	// MaxBreakerFailures. Zero means the breaker is off (and then OpenFor
-	// must be zero too).
+	// error (after their retries) for the breaker to open: 1 to 2³⁰−1.
+	// Zero means the breaker is off (and then OpenFor must be zero too).
 	Failures int
 	// OpenFor is how long the breaker stays open before it lets one probe
 	// operation through, and how long a probe may take to report before
-	// another one is let through: up to MaxBreakerOpenFor. Zero means 30 s.
+	// another one is let through: up to 24 h (longer would keep a handle
+	// refusing every operation for days after one bad minute of its
+	// database: a misconfiguration, not a policy). Zero means 30 s.
 	OpenFor time.Duration
 }
-
-// MaxBreakerFailures is the largest BreakerSettings.Failures: the count of
-// failures in a row that the breaker's state word holds.
-const MaxBreakerFailures = 1<<30 - 1
-
-// MaxBreakerOpenFor is the longest BreakerSettings.OpenFor. A breaker open
-// for longer would keep a handle refusing every operation for days after
-// one bad minute of its database: a misconfiguration, not a policy.
-const MaxBreakerOpenFor = 24 * time.Hour
 
 // Validate reports settings out of range, naming the value and the range
 // expected.
 func (s BreakerSettings) Validate() error {
 	switch {
-	case s.Failures < 0 || s.Failures > MaxBreakerFailures:
-		return fmt.Errorf("core: breaker failures=%d: expected 0 (off) or 1 to %d", s.Failures, MaxBreakerFailures)
-	case s.OpenFor < 0 || s.OpenFor > MaxBreakerOpenFor:
-		return fmt.Errorf("core: breaker open=%v: expected 0 (the default, %v) or a time up to %v", s.OpenFor, defaultOpenFor, MaxBreakerOpenFor)
+	case s.Failures < 0 || s.Failures > limits.MaxBreakerFailures:
+		return fmt.Errorf("core: breaker failures=%d: expected 0 (off) or 1 to %d", s.Failures, limits.MaxBreakerFailures)
+	case s.OpenFor < 0 || s.OpenFor > limits.MaxBreakerOpenFor:
+		return fmt.Errorf("core: breaker open=%v: expected 0 (the default, %v) or a time up to %v", s.OpenFor, defaultOpenFor, limits.MaxBreakerOpenFor)
 	case s.Failures == 0 && s.OpenFor != 0:
 		return fmt.Errorf("core: breaker open=%v with failures=0 (off): expected failures of at least 1 to turn the breaker on, or open=0", s.OpenFor)
 	}
@@ -76,8 +70,8 @@ const (
 	genOne     uint64 = 1 << genShift
 )
 
-// MaxBreakerFailures must fit the count bits of the state word.
-const _ = uint64(countMask>>countShift - MaxBreakerFailures)
+// limits.MaxBreakerFailures must fit the count bits of the state word.
+const _ = uint64(countMask>>countShift - limits.MaxBreakerFailures)
 
 func stateOf(w uint64) uint64         { return w & stateMask }
 func failuresOf(w uint64) uint64      { return (w & countMask) >> countShift }

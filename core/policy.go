@@ -8,13 +8,6 @@ import (
 	"github.com/crl-go/crl/internal/limits"
 )
 
-// Defaults of the JDBC driver, used where a Policy field is zero.
-const (
-	DefaultConnectRetryCount    = 1
-	DefaultConnectRetryInterval = 10 * time.Second
-	DefaultLoginTimeout         = 30 * time.Second
-)
-
 // Disabled, as ConnectRetryCount, turns connection retries off. It exists
 // so that "off" is not the ambiguous zero, which means the default (1).
 const Disabled = -1
@@ -81,7 +74,7 @@ func (p *Policy) Validate() error {
 func (p *Policy) connectRetryCount() int {
 	switch {
 	case p.ConnectRetryCount == 0:
-		return DefaultConnectRetryCount
+		return limits.DefaultConnectRetryCount
 	case p.ConnectRetryCount < 0:
 		return 0
 	}
@@ -90,14 +83,14 @@ func (p *Policy) connectRetryCount() int {
 
 func (p *Policy) connectRetryInterval() time.Duration {
 	if p.ConnectRetryInterval <= 0 {
-		return DefaultConnectRetryInterval
+		return limits.DefaultConnectRetryInterval
 	}
 	return p.ConnectRetryInterval
 }
 
 func (p *Policy) loginTimeout() time.Duration {
 	if p.LoginTimeout <= 0 {
-		return DefaultLoginTimeout
+		return limits.DefaultLoginTimeout
 	}
 	return p.LoginTimeout
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/internal/family"
+	"github.com/crl-go/crl/internal/limits"
 	"github.com/crl-go/crl/internal/mssqldsn"
 	"github.com/crl-go/crl/internal/quote"
 	"github.com/crl-go/crl/internal/redact"
@@ -407,12 +408,12 @@ func explain(w io.Writer, p core.Policy) {
 // defaults filled in: what check and explain both print.
 func connectionLine(p core.Policy) string {
 	return fmt.Sprintf("connection: %s; connectRetryCount %s, connectRetryInterval %v, loginTimeout %v",
-		connSummary(p.Connection), retryCount(p.ConnectRetryCount), orDefault(p.ConnectRetryInterval, core.DefaultConnectRetryInterval),
-		orDefault(p.LoginTimeout, core.DefaultLoginTimeout))
+		connSummary(p.Connection), retryCount(p.ConnectRetryCount), orDefault(p.ConnectRetryInterval, limits.DefaultConnectRetryInterval),
+		orDefault(p.LoginTimeout, limits.DefaultLoginTimeout))
 }
 
 // addSaturating adds two non-negative durations, stopping at the largest
-// one instead of overflowing (255 waits at core.MaxWait exceed it).
+// one instead of overflowing (255 waits at limits.MaxWait exceed it).
 func addSaturating(a, b time.Duration) time.Duration {
 	if a > math.MaxInt64-b {
 		return math.MaxInt64
