@@ -116,8 +116,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, help)
 		return 2
 	}
-	cmd := args[0]
-	switch cmd {
+	switch cmd := args[0]; cmd {
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, help)
 		return 0
@@ -130,11 +129,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return vet(args[1:], stdout, stderr) // vet checks its flags
 	case "check", "explain":
+		return checkOrExplain(cmd, args[1:], stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "crl: unknown command %q: expected check, explain, vet or help\n\n%s", cmd, help)
 		return 2
 	}
-	o, err := parseFlags(cmd, args[1:])
+}
+
+// checkOrExplain runs crl check or crl explain (cmd) with the command's
+// arguments.
+func checkOrExplain(cmd string, args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(cmd, args)
 	// Every message quotes the DSN redacted; a message of the driver or of
 	// a library that quotes a piece of it is scrubbed too.
 	stdout, stderr = scrub(stdout, o.dsn), scrub(stderr, o.dsn)

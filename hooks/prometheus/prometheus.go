@@ -200,6 +200,19 @@ func New(reg prom.Registerer, o Options) (*Metrics, error) {
 	}
 	m.breaker = prom.NewGaugeFunc(prom.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "breaker_open", ConstLabels: o.ConstLabels,
 		Help: "1 while the circuit breaker is open or half-open (refusing operations), else 0; 0 when none is watched."}, m.breakerOpen)
+	m.initSeries(tokens)
+	if reg != nil {
+		if err := reg.Register(m); err != nil {
+			return nil, fmt.Errorf("prometheus: register crl metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// initSeries resolves the per-kind series that Operation and
+// OperationEnded use, and creates every series a dashboard or an alert
+// reads at zero, so that a rate is defined before the first event.
+func (m *Metrics) initSeries(tokens []string) {
 	for _, k := range kinds {
 		kind := k.String()
 		m.total[k] = m.totalVec.WithLabelValues(kind)
@@ -221,12 +234,6 @@ func New(reg prom.Registerer, o Options) (*Metrics, error) {
 	m.reloads.WithLabelValues("ok")
 	m.reloads.WithLabelValues("error")
 	m.reloads.WithLabelValues("restart_required")
-	if reg != nil {
-		if err := reg.Register(m); err != nil {
-			return nil, fmt.Errorf("prometheus: register crl metrics: %w", err)
-		}
-	}
-	return m, nil
 }
 
 func (m *Metrics) collectors() []prom.Collector {
