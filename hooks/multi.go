@@ -41,6 +41,14 @@ type multi struct {
 	timed []core.Observer // the members whose WantsElapsed is true
 }
 
+// each calls f with every member, in order.
+func (m *multi) each(f func(core.Observer)) {
+	for _, o := range m.all {
+		f(o)
+	}
+}
+
+// Operation runs on the success path: a plain loop, no function value.
 func (m *multi) Operation(k core.Kind) {
 	for _, o := range m.all {
 		o.Operation(k)
@@ -48,9 +56,7 @@ func (m *multi) Operation(k core.Kind) {
 }
 
 func (m *multi) RetryScheduled(e core.RetryScheduled) {
-	for _, o := range m.all {
-		o.RetryScheduled(e)
-	}
+	m.each(func(o core.Observer) { o.RetryScheduled(e) })
 }
 
 // RetryContext hands the context of an operation's retries through every
@@ -62,17 +68,9 @@ func (m *multi) RetryContext(ctx context.Context, e core.RetryScheduled) context
 	return ctx
 }
 
-func (m *multi) GaveUp(e core.GaveUp) {
-	for _, o := range m.all {
-		o.GaveUp(e)
-	}
-}
+func (m *multi) GaveUp(e core.GaveUp) { m.each(func(o core.Observer) { o.GaveUp(e) }) }
 
-func (m *multi) Succeeded(e core.Succeeded) {
-	for _, o := range m.all {
-		o.Succeeded(e)
-	}
-}
+func (m *multi) Succeeded(e core.Succeeded) { m.each(func(o core.Observer) { o.Succeeded(e) }) }
 
 // OperationEnded tells every member that reads the time of operations,
 // also when one before it panics: an operation's end releases state in
@@ -97,9 +95,7 @@ func endOne(o core.Observer, e core.OperationEnded) (v any) {
 }
 
 func (m *multi) RulesReloaded(e core.RulesReloaded) {
-	for _, o := range m.all {
-		o.RulesReloaded(e)
-	}
+	m.each(func(o core.Observer) { o.RulesReloaded(e) })
 }
 
 // WantsElapsed reports whether a member reads the time of operations: the
