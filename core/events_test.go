@@ -153,7 +153,7 @@ func TestTransactionEventsCarryTheFailedStatement(t *testing.T) {
 
 // With an observer that counts operations, the success path still
 // allocates nothing.
-func TestDoSuccessWithOperationObserverAllocatesNothing(t *testing.T) {
+func TestDoSuccessWithCountingObserverAllocatesNothing(t *testing.T) {
 	obs := &countingObserver{}
 	r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:3,2*2}")}, core.Options{Observer: obs})
 	ctx := context.Background()
