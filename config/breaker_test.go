@@ -10,6 +10,7 @@ import (
 
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
+	"github.com/crl-go/crl/internal/limits"
 )
 
 type deadlockErr struct{}
@@ -63,7 +64,7 @@ func TestBreakerOutOfRange(t *testing.T) {
 		assert.ErrorContains(t, err, "retryBreaker", bad)
 	}
 	for _, s := range []core.BreakerSettings{
-		{Failures: -1}, {Failures: core.MaxBreakerFailures + 1}, {Failures: 2, OpenFor: -time.Second},
+		{Failures: -1}, {Failures: limits.MaxBreakerFailures + 1}, {Failures: 2, OpenFor: -time.Second},
 		{Failures: 2, OpenFor: 25 * time.Hour}, {OpenFor: time.Minute},
 	} {
 		_, _, err := config.NewRuntime("sqlserver", "sqlserver://h", config.WithPropertiesFile(""), config.WithCircuitBreaker(s))

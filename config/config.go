@@ -41,7 +41,7 @@ type Config struct {
 	// LoginTimeout bounds the connection loop. Zero is not set (30 s).
 	LoginTimeout time.Duration
 	// QueryTimeout bounds each statement attempt and refuses longer waits.
-	// Zero is not set (no bound); core.QueryTimeoutZero is JDBC's
+	// Zero is not set (no bound); core.JDBCQueryTimeoutZero is JDBC's
 	// queryTimeout=0.
 	QueryTimeout time.Duration
 	// PropertiesPath is the properties file. "" is not set: the
@@ -186,7 +186,7 @@ func WithLoginTimeout(d time.Duration) Option {
 // WithQueryTimeout sets queryTimeout. A positive d bounds each statement
 // attempt and refuses a retry whose wait is longer. Zero means no
 // queryTimeout (JDBC's -1), whatever the DSN or the file say;
-// core.QueryTimeoutZero is JDBC's queryTimeout=0 (no bound, but every
+// core.JDBCQueryTimeoutZero is JDBC's queryTimeout=0 (no bound, but every
 // retry with a wait is refused).
 func WithQueryTimeout(d time.Duration) Option {
 	return option(keyQueryTimeout, func(c *Config) { c.QueryTimeout = d })

@@ -92,7 +92,7 @@ func TestParseDSN(t *testing.T) {
 		{
 			name: "PostgreSQL URL", driver: "pgx",
 			dsn:  "postgres://u:p@h:5432/db?sslmode=disable&retryExec={40001,40P01:3,100ms}&queryTimeout=0",
-			want: Config{RetryExec: "{40001,40P01:3,100ms}", QueryTimeout: core.QueryTimeoutZero},
+			want: Config{RetryExec: "{40001,40P01:3,100ms}", QueryTimeout: core.JDBCQueryTimeoutZero},
 			out:  "postgres://u:p@h:5432/db?sslmode=disable",
 		},
 		{
@@ -147,7 +147,7 @@ func TestParseDSNEveryKey(t *testing.T) {
 		{"loginTimeout", "45", func(c Config) bool { return c.LoginTimeout == 45*time.Second }},
 		{"loginTimeout", "0", func(c Config) bool { return c.LoginTimeout == 0 && isSet(c, keyLoginTimeout) }},
 		{"queryTimeout", "-1", func(c Config) bool { return c.QueryTimeout == 0 && isSet(c, keyQueryTimeout) }},
-		{"queryTimeout", "0", func(c Config) bool { return c.QueryTimeout == core.QueryTimeoutZero }},
+		{"queryTimeout", "0", func(c Config) bool { return c.QueryTimeout == core.JDBCQueryTimeoutZero }},
 		{"queryTimeout", "30", func(c Config) bool { return c.QueryTimeout == 30*time.Second }},
 		{"queryTimeout", "2.5", func(c Config) bool { return c.QueryTimeout == 2500*time.Millisecond }},
 		{"retryRefresh", "5", func(c Config) bool { return c.RetryRefresh == 5*time.Second }},

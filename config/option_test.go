@@ -16,7 +16,7 @@ import (
 func TestParseOptionReadsAsTheDSNDoes(t *testing.T) {
 	for value, want := range map[string]time.Duration{
 		"5": 5 * time.Second, "5s": 5 * time.Second, "1.5": 1500 * time.Millisecond, "500ms": 500 * time.Millisecond,
-		"0": core.QueryTimeoutZero, "-1": 0,
+		"0": core.JDBCQueryTimeoutZero, "-1": 0,
 	} {
 		opt, err := config.ParseOption("QUERYTIMEOUT", value)
 		require.NoError(t, err, value)

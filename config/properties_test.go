@@ -37,7 +37,7 @@ func TestParseProperties(t *testing.T) {
 		ConnectRetryCount:    3,
 		ConnectRetryInterval: 5 * time.Second,
 		LoginTimeout:         45 * time.Second,
-		QueryTimeout:         core.QueryTimeoutZero,
+		QueryTimeout:         core.JDBCQueryTimeoutZero,
 		RetryRefresh:         10 * time.Second,
 		Budget:               core.BudgetSettings{Max: 20, OverloadCost: 3},
 		Jitter:               core.JitterFull,

@@ -79,7 +79,7 @@ var settings = [...]setting{
 		want:   "expected a whole number from 0 (off) to 255",
 		parse: func(c *Config, v string) error {
 			n, err := strconv.ParseUint(v, 10, 8)
-			if err != nil || n > limits.MaxConnectRetryCount {
+			if err != nil || n > limits.MaxRetryCount {
 				return errWant
 			}
 			c.ConnectRetryCount = int(n)
@@ -118,7 +118,7 @@ var settings = [...]setting{
 		values: "`-1`, `0`, or seconds > 0",
 		want:   "expected -1 (none), 0, or seconds such as 30 or 1.5s",
 		parse: timeParser(func(c *Config) *time.Duration { return &c.QueryTimeout }, 1, maxDuration,
-			map[string]time.Duration{"-1": 0, "0": core.QueryTimeoutZero}), // -1: explicitly not set, as in JDBC
+			map[string]time.Duration{"-1": 0, "0": core.JDBCQueryTimeoutZero}), // -1: explicitly not set, as in JDBC
 		check: func(c *Config) (string, error) {
 			d := c.QueryTimeout
 			return d.String(), limits.QueryTimeout(d)
@@ -219,7 +219,7 @@ func rulesParser[R any](parse func(string) (R, error), p func(*Config) *string) 
 	}
 }
 
-// timeParser reads a time with core.ParseTime (a bare number is seconds,
+// timeParser reads a time with limits.ParseTime (a bare number is seconds,
 // else a Go duration) from lo to hi, or one of the words (matched
 // case-insensitively) that stand for a value.
 func timeParser(p func(*Config) *time.Duration, lo, hi time.Duration, words map[string]time.Duration) func(*Config, string) error {
@@ -228,7 +228,7 @@ func timeParser(p func(*Config) *time.Duration, lo, hi time.Duration, words map[
 			*p(c) = d
 			return nil
 		}
-		d, err := core.ParseTime(v)
+		d, err := limits.ParseTime(v)
 		if err != nil || d < lo || d > hi {
 			return errWant
 		}
@@ -453,14 +453,14 @@ func parseBreaker(v string) (core.BreakerSettings, error) {
 		switch name {
 		case "failures":
 			n, err := strconv.ParseUint(val, 10, 31)
-			if err != nil || n < 1 || n > core.MaxBreakerFailures {
-				return errorf("failures=%q: expected a whole number from 1 to %d, %s", val, core.MaxBreakerFailures, want)
+			if err != nil || n < 1 || n > limits.MaxBreakerFailures {
+				return errorf("failures=%q: expected a whole number from 1 to %d, %s", val, limits.MaxBreakerFailures, want)
 			}
 			s.Failures = int(n)
 		case "open":
-			d, err := core.ParseTime(val)
-			if err != nil || d == 0 || d > core.MaxBreakerOpenFor {
-				return errorf("open=%q: expected a time greater than zero and up to %v, such as 30 (seconds) or 30s", val, core.MaxBreakerOpenFor)
+			d, err := limits.ParseTime(val)
+			if err != nil || d == 0 || d > limits.MaxBreakerOpenFor {
+				return errorf("open=%q: expected a time greater than zero and up to %v, such as 30 (seconds) or 30s", val, limits.MaxBreakerOpenFor)
 			}
 			s.OpenFor = d
 		default:

@@ -20,7 +20,7 @@ import (
 // and is not concerned.
 
 // batchRisk returns why query may not be retried on its own under rule r,
-// or "" when it may: the full scan behind notAlone. It runs on the error
+// or "" when it may: the full scan behind batchRefusal. It runs on the error
 // path only.
 func batchRisk(query string, r *Rule) string {
 	s := shapeOf(query)
@@ -172,19 +172,33 @@ func isProcName(q string) bool {
 		j--
 	}
 	q = q[i:j]
-	if q == "" || !(isWordByte(q[0]) && (q[0] < '0' || q[0] > '9') || q[0] == '[' || q[0] == '#' || q[0] >= 0x80) {
-		return false
-	}
+	return q != "" && procNameStart(q[0]) && !hasNonNameByte(q) && !isBareKeyword(q)
+}
+
+// procNameStart reports a byte a procedure's name may begin with: a word
+// byte that is not a digit, '[', '#', or a byte of a non-ASCII letter.
+func procNameStart(c byte) bool {
+	return isWordByte(c) && (c < '0' || c > '9') || c == '[' || c == '#' || c >= 0x80
+}
+
+// hasNonNameByte reports a byte that no bare procedure name holds: white
+// space, a parenthesis, a quote, or an operator.
+func hasNonNameByte(q string) bool {
 	for k := 0; k < len(q); k++ {
 		switch c := q[k]; {
 		case isSpace(c), c == '(', c == ';', c == '\'', c == '"', c == '`', c == '=', c == ',', c == '*':
-			return false
+			return true
 		}
 	}
+	return false
+}
+
+// isBareKeyword reports a statement of one keyword that is no procedure.
+func isBareKeyword(q string) bool {
 	for _, w := range [...]string{"begin", "commit", "rollback", "select", "checkpoint", "shutdown"} {
 		if equalFoldASCII(q, w) {
-			return false
+			return true
 		}
 	}
-	return true
+	return false
 }

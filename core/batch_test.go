@@ -72,6 +72,6 @@ func FuzzShapeOf(f *testing.F) {
 		}
 		require.False(t, !strings.Contains(q, ";") && s.statements > 1, "%q: %d statements without a ';'", q, s.statements)
 		r := Rule{}
-		_ = notAlone(q, &r)
+		_ = batchRefusal(q, &r)
 	})
 }

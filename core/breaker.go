@@ -1,11 +1,14 @@
 package core
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/crl-go/crl/internal/limits"
 )
 
 // ErrCircuitOpen reports an operation refused at once because the circuit
@@ -23,33 +26,25 @@ var errPanicked = errors.New("core: the operation panicked")
 // error naming it: nothing is silently changed or ignored.
 type BreakerSettings struct {
 	// Failures is how many operations in a row must end with a retryable
-	// error (after their retries) for the breaker to open: 1 to
-	// MaxBreakerFailures. Zero means the breaker is off (and then OpenFor
-	// must be zero too).
+	// error (after their retries) for the breaker to open: 1 to 2³⁰−1.
+	// Zero means the breaker is off (and then OpenFor must be zero too).
 	Failures int
 	// OpenFor is how long the breaker stays open before it lets one probe
 	// operation through, and how long a probe may take to report before
-	// another one is let through: up to MaxBreakerOpenFor. Zero means 30 s.
+	// another one is let through: up to 24 h (longer would keep a handle
+	// refusing every operation for days after one bad minute of its
+	// database: a misconfiguration, not a policy). Zero means 30 s.
 	OpenFor time.Duration
 }
-
-// MaxBreakerFailures is the largest BreakerSettings.Failures: the count of
-// failures in a row that the breaker's state word holds.
-const MaxBreakerFailures = 1<<30 - 1
-
-// MaxBreakerOpenFor is the longest BreakerSettings.OpenFor. A breaker open
-// for longer would keep a handle refusing every operation for days after
-// one bad minute of its database: a misconfiguration, not a policy.
-const MaxBreakerOpenFor = 24 * time.Hour
 
 // Validate reports settings out of range, naming the value and the range
 // expected.
 func (s BreakerSettings) Validate() error {
 	switch {
-	case s.Failures < 0 || s.Failures > MaxBreakerFailures:
-		return fmt.Errorf("core: breaker failures=%d: expected 0 (off) or 1 to %d", s.Failures, MaxBreakerFailures)
-	case s.OpenFor < 0 || s.OpenFor > MaxBreakerOpenFor:
-		return fmt.Errorf("core: breaker open=%v: expected 0 (the default, %v) or a time up to %v", s.OpenFor, defaultOpenFor, MaxBreakerOpenFor)
+	case s.Failures < 0 || s.Failures > limits.MaxBreakerFailures:
+		return fmt.Errorf("core: breaker failures=%d: expected 0 (off) or 1 to %d", s.Failures, limits.MaxBreakerFailures)
+	case s.OpenFor < 0 || s.OpenFor > limits.MaxBreakerOpenFor:
+		return fmt.Errorf("core: breaker open=%v: expected 0 (the default, %v) or a time up to %v", s.OpenFor, defaultOpenFor, limits.MaxBreakerOpenFor)
 	case s.Failures == 0 && s.OpenFor != 0:
 		return fmt.Errorf("core: breaker open=%v with failures=0 (off): expected failures of at least 1 to turn the breaker on, or open=0", s.OpenFor)
 	}
@@ -75,8 +70,8 @@ const (
 	genOne     uint64 = 1 << genShift
 )
 
-// MaxBreakerFailures must fit the count bits of the state word.
-const _ = uint64(countMask>>countShift - MaxBreakerFailures)
+// limits.MaxBreakerFailures must fit the count bits of the state word.
+const _ = uint64(countMask>>countShift - limits.MaxBreakerFailures)
 
 func stateOf(w uint64) uint64         { return w & stateMask }
 func failuresOf(w uint64) uint64      { return (w & countMask) >> countShift }
@@ -178,6 +173,28 @@ func (p permit) succeeded() { p.report(nil) }
 // failed reports an operation that ended with a retryable error (or
 // panicked).
 func (p permit) failed(err error) { p.report(err) }
+
+// ended tells the breaker how the loop of an operation under ctx ended:
+// settled false is a panic (or runtime.Goexit), a failure; failure is a
+// retryable failure the loop gave up on, which err (the loop's error)
+// holds; an error after the caller's context ended says nothing of the
+// database; anything else is an answer of the database.
+func (p permit) ended(ctx context.Context, settled, failure bool, err error) {
+	switch {
+	case !settled:
+		p.failed(errPanicked)
+	case failure:
+		if re, ok := err.(*RetryError); ok {
+			err = re.Err // the driver's error opens the breaker, not the loop's
+		}
+		p.failed(err)
+	case err != nil && ctx.Err() != nil:
+		// The context ended: the error may be its own, not the database's.
+		p.undecided()
+	default:
+		p.succeeded()
+	}
+}
 
 // report moves the breaker on an operation's outcome, failure nil for a
 // success: closed counts failures in a row and opens at the threshold; a

@@ -10,6 +10,7 @@ import (
 
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/core/coretest"
+	"github.com/crl-go/crl/internal/limits"
 )
 
 func TestBreaker(t *testing.T) {
@@ -73,9 +74,9 @@ func TestNewBreakerRejectsSettingsOutOfRange(t *testing.T) {
 		want string
 	}{
 		{core.BreakerSettings{Failures: -1}, "failures=-1: expected 0 (off) or 1 to 1073741823"},
-		{core.BreakerSettings{Failures: core.MaxBreakerFailures + 1, OpenFor: time.Second}, "failures=1073741824: expected 0 (off) or 1 to 1073741823"},
+		{core.BreakerSettings{Failures: limits.MaxBreakerFailures + 1, OpenFor: time.Second}, "failures=1073741824: expected 0 (off) or 1 to 1073741823"},
 		{core.BreakerSettings{Failures: 3, OpenFor: -time.Second}, "open=-1s: expected 0 (the default, 30s) or a time up to 24h0m0s"},
-		{core.BreakerSettings{Failures: 3, OpenFor: core.MaxBreakerOpenFor + 1}, "open=24h0m0.000000001s: expected 0 (the default, 30s) or a time up to 24h0m0s"},
+		{core.BreakerSettings{Failures: 3, OpenFor: limits.MaxBreakerOpenFor + 1}, "open=24h0m0.000000001s: expected 0 (the default, 30s) or a time up to 24h0m0s"},
 		{core.BreakerSettings{OpenFor: time.Minute}, "open=1m0s with failures=0 (off): expected failures of at least 1"},
 	} {
 		b, err := core.NewBreaker(tc.s, nil)
@@ -85,7 +86,7 @@ func TestNewBreakerRejectsSettingsOutOfRange(t *testing.T) {
 	}
 	// The bounds themselves are in range.
 	for _, s := range []core.BreakerSettings{
-		{Failures: 1}, {Failures: core.MaxBreakerFailures, OpenFor: core.MaxBreakerOpenFor}, {Failures: 1, OpenFor: time.Nanosecond},
+		{Failures: 1}, {Failures: limits.MaxBreakerFailures, OpenFor: limits.MaxBreakerOpenFor}, {Failures: 1, OpenFor: time.Nanosecond},
 	} {
 		b, err := core.NewBreaker(s, nil)
 		require.NoError(t, err, "%+v", s)
@@ -124,7 +125,7 @@ func TestBreakerPanicInProbeReopens(t *testing.T) {
 			var obs core.Observer
 			panicking := false
 			if observer {
-				obs = panicOnRetry{&panicking}
+				obs = panicOnRetry{on: &panicking}
 			}
 			r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:1,0}")}, core.Options{Clock: clock, Breaker: breaker, Observer: obs})
 			ctx := context.Background()
@@ -153,16 +154,16 @@ func TestBreakerPanicInProbeReopens(t *testing.T) {
 	}
 }
 
-type panicOnRetry struct{ on *bool }
+type panicOnRetry struct {
+	core.NopObserver
+	on *bool
+}
 
 func (p panicOnRetry) RetryScheduled(core.RetryScheduled) {
 	if *p.on {
 		panic("observer")
 	}
 }
-func (panicOnRetry) GaveUp(core.GaveUp)               {}
-func (panicOnRetry) Succeeded(core.Succeeded)         {}
-func (panicOnRetry) RulesReloaded(core.RulesReloaded) {}
 
 // A probe whose context was already cancelled does not close the breaker
 // (the database did not answer), and does not keep it half-open: the next

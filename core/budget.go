@@ -256,7 +256,7 @@ func (b *Budget) withdraw(d *Decision) bool {
 	if b == nil {
 		return true
 	}
-	return b.charge(&d.blame)
+	return b.charge(&d.facts)
 }
 
 // settle tells the budget how a loop that gives up ended: a retryable
@@ -265,14 +265,14 @@ func (b *Budget) withdraw(d *Decision) bool {
 // error that no rule retries is not a success.
 func (b *Budget) settle(d *Decision) {
 	if b != nil && d.charge == chargeFail {
-		b.charge(&d.blame)
+		b.charge(&d.facts)
 	}
 }
 
 // classOf is the class of a failure: the settings' lists first (its
 // number or SQLSTATE, then the named conditions it meets), then the
 // builtin table.
-func (b *Budget) classOf(c *class) budgetClass {
+func (b *Budget) classOf(c *errorFacts) budgetClass {
 	if b.overrides != nil {
 		if t, ok := c.errorToken(); ok {
 			if k, ok := b.overrides[t]; ok {
@@ -313,17 +313,7 @@ func (b *Budget) Allowance(driverName, tok string) int {
 	}
 	k, ok := b.overrides[t]
 	if !ok {
-		c := class{family: family.Of(driverName)}
-		switch {
-		case t == tokenTimeout:
-			c.timeout = true
-		case t == tokenBadConn:
-		case c.family == familyPostgres || t >= stateBase:
-			c.state = t
-		default:
-			c.number, c.hasNumber = int32(t), true
-		}
-		k = c.builtinClass()
+		k = tableClass(family.Of(driverName), t)
 	}
 	if k == classContention {
 		return int(b.pool / b.cost[k])
@@ -334,7 +324,7 @@ func (b *Budget) Allowance(driverName, tok string) int {
 // charge takes the cost of a failure from its bucket, down to zero, and
 // reports whether a retry of it may run: for contention, the pool could
 // pay for it; for the other classes, at least half of max is left.
-func (b *Budget) charge(c *class) bool {
+func (b *Budget) charge(c *errorFacts) bool {
 	k := b.classOf(c)
 	cost := b.cost[k]
 	for {

@@ -11,7 +11,7 @@ import (
 
 // failure is the Decision of a retryable failure err, as the loops build it.
 func failure(err error, charge charge) *Decision {
-	return &Decision{blame: classify(err, false), charge: charge}
+	return &Decision{facts: factsOf(err, false), charge: charge}
 }
 
 type sqlServerErr int32
@@ -147,10 +147,10 @@ func TestClassTableParses(t *testing.T) {
 		{fmt.Errorf("read: %w", context.DeadlineExceeded), classOverload},
 		{fmt.Errorf("wrapped: %w", sqlServerErr(1205)), classContention},
 	} {
-		c := classify(tc.err, false)
+		c := factsOf(tc.err, false)
 		assert.Equal(t, classNames[tc.want], classNames[c.builtinClass()], "%v", tc.err)
 	}
-	c := classify(sqlServerErr(40613), true)
+	c := factsOf(sqlServerErr(40613), true)
 	assert.Equal(t, classOverload, c.builtinClass(), "an attempt that ran out of its queryTimeout is overload")
 }
 
@@ -171,12 +171,12 @@ func TestBudgetClassOverrides(t *testing.T) {
 		{pgErr("40P01"), classContention},
 		{sqlServerErr(3960), classContention},
 	} {
-		c := classify(tc.err, false)
+		c := factsOf(tc.err, false)
 		assert.Equal(t, classNames[tc.want], classNames[b.classOf(&c)], "%v", tc.err)
 	}
 	b, err = NewBudget(BudgetSettings{Transient: "badconn"})
 	require.NoError(t, err)
-	c := classify(fmt.Errorf("x: %w", context.DeadlineExceeded), false)
+	c := factsOf(fmt.Errorf("x: %w", context.DeadlineExceeded), false)
 	assert.Equal(t, classOverload, b.classOf(&c))
 }
 

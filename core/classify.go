@@ -42,13 +42,8 @@ func ErrorNumber(err error) (int32, bool) {
 	if err == nil {
 		return 0, false
 	}
-	if n, ok := serverNumber(err); ok {
-		return n, true
-	}
-	if n, ok := mysqlNumber(err); ok {
-		return n, true
-	}
-	return socketNumber(err)
+	f := factsOf(err, false)
+	return f.number, f.hasNumber
 }
 
 // serverNumber finds SQLErrorNumber() in the chain.
@@ -178,9 +173,10 @@ func walk(err error, visit func(error) bool) bool {
 	return false
 }
 
-// class is what the loops know of an error: its number, SQLSTATE and the
-// named conditions it meets.
-type class struct {
+// errorFacts is what the loops know of an error: its number, SQLSTATE,
+// family and the named conditions it meets. factsOf is its one
+// constructor; ErrorNumber and IsTimeout read it too.
+type errorFacts struct {
 	number    int32
 	hasNumber bool
 	state     token // 0 when none, or when it equals the number
@@ -190,47 +186,37 @@ type class struct {
 }
 
 // badConn reports the named condition badconn (IsBadConn).
-func (c *class) badConn() bool { return IsBadConn(c.err) }
+func (f *errorFacts) badConn() bool { return IsBadConn(f.err) }
 
-// classify describes err. attemptTimedOut says that the attempt's own
-// time limit (queryTimeout) ran out while the caller's context is alive.
-// It runs on every failed attempt: one walk over the chain finds the MySQL
-// number, the SQLSTATE and the named conditions at once (each the same
-// answer as mysqlNumber, SQLState and timedOut give alone); badconn is
-// asked only when a rule names it.
-func classify(err error, attemptTimedOut bool) class {
-	var c class
-	c.fill(err, attemptTimedOut)
-	return c
-}
-
-// fill is classify in place: the loops' decision fills its own class
-// (returned by value, the struct's field stores and its copy stalled,
-// a tenth of the decision's time).
-func (c *class) fill(err error, attemptTimedOut bool) {
-	var f chainFacts
-	walk(err, f.visit)
-	c.number, c.hasNumber = serverNumber(err)
-	c.family = familyNone
+// factsOf describes err. attemptTimedOut says that the attempt's own time
+// limit (queryTimeout) ran out while the caller's context is alive. It
+// runs on every failed attempt: one walk over the chain finds the MySQL
+// number, the SQLSTATE and the named conditions at once; badconn is asked
+// only when a rule names it.
+func factsOf(err error, attemptTimedOut bool) errorFacts {
+	var w chainFacts
+	walk(err, w.visit)
+	f := errorFacts{family: familyNone, err: err}
+	f.number, f.hasNumber = serverNumber(err)
 	switch {
-	case c.hasNumber:
-		c.family = familySQLServer
-	case f.isMySQL:
-		c.number, c.hasNumber, c.family = f.mysql, true, familyMySQL
+	case f.hasNumber:
+		f.family = familySQLServer
+	case w.isMySQL:
+		f.number, f.hasNumber, f.family = w.mysql, true, familyMySQL
 	default:
-		c.number, c.hasNumber = socketNumber(err)
+		f.number, f.hasNumber = socketNumber(err)
 	}
-	if f.state != "" {
-		c.state, _ = stateToken(f.state)
-		if c.family == familyNone && !c.hasNumber {
-			c.family = familyPostgres
+	if w.state != "" {
+		f.state, _ = stateToken(w.state)
+		if f.family == familyNone && !f.hasNumber {
+			f.family = familyPostgres
 		}
 	}
-	c.timeout = attemptTimedOut || f.isMySQL && mysqlCutoff(f.mysql) || f.state == stateQueryCanceled || f.timeout
-	c.err = err
+	f.timeout = attemptTimedOut || w.isMySQL && mysqlCutoff(w.mysql) || w.state == stateQueryCanceled || w.timeout
+	return f
 }
 
-// chainFacts is what one walk over an error chain finds for classify.
+// chainFacts is what one walk over an error chain finds for factsOf.
 type chainFacts struct {
 	mysql   int32 // the first MySQL error number
 	isMySQL bool
@@ -254,16 +240,7 @@ func (f *chainFacts) visit(e error) bool {
 // time-out (net.Error.Timeout), context.DeadlineExceeded, or a server's
 // execution cut-off (MySQL 3024, MariaDB 1969, PostgreSQL SQLSTATE 57014).
 func IsTimeout(err error) bool {
-	if err == nil {
-		return false
-	}
-	if n, ok := mysqlNumber(err); ok && mysqlCutoff(n) {
-		return true
-	}
-	if st, ok := sqlState(err); ok && st == stateQueryCanceled {
-		return true
-	}
-	return timedOut(err)
+	return err != nil && factsOf(err, false).timeout
 }
 
 // stateQueryCanceled is PostgreSQL's SQLSTATE for a statement stopped by

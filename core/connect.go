@@ -48,13 +48,11 @@ func (r *Retrier) Connect(ctx context.Context, fn func(ctx context.Context) erro
 	if r.refresh != nil {
 		r.refresh()
 	}
-	if r.ops != nil {
-		r.ops.Operation(KindConnection)
-	}
+	r.count(KindConnection)
 	c := connectRun{r: r, p: r.policy.Load(), fn: fn}
 	c.op = operation{ctx: ctx, kind: KindConnection, started: r.clock.Now()}
 	c.deadline = c.op.started.Add(c.p.loginTimeout())
-	if r.ends != nil {
+	if r.timed {
 		err = errRunning // until the loop returns: see ended
 		defer r.ended(&c.op, &err)
 	}
@@ -104,7 +102,7 @@ func (c *connectRun) loginLoop() (err, stop error) {
 	began := c.r.clock.Now()
 	var firstTry time.Duration
 	for retry := 0; ; retry++ {
-		caller := c.op.ctx // a ContextObserver may have given the retries a context of its own
+		caller := c.op.ctx // the observer's RetryContext may have given the retries a context of its own
 		c.attempts++
 		actx, cancel := context.WithTimeout(caller, c.deadline.Sub(c.r.clock.Now()))
 		// A driver's error about a DSN it cannot read quotes the DSN,

@@ -18,6 +18,7 @@ import (
 
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/core/coretest"
+	"github.com/crl-go/crl/internal/limits"
 )
 
 var econnrefused = &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
@@ -115,7 +116,7 @@ func TestConnectLoginLoop(t *testing.T) {
 				assert.Equal(t, ctx, e.Context)
 				assert.Equal(t, conns[0].Op, e.Op)
 			}
-			assert.LessOrEqual(t, clock.Now().Sub(l.start), tc.policy.LoginTimeout+core.DefaultLoginTimeout*time.Duration(boolInt(tc.policy.LoginTimeout == 0)))
+			assert.LessOrEqual(t, clock.Now().Sub(l.start), tc.policy.LoginTimeout+limits.DefaultLoginTimeout*time.Duration(boolInt(tc.policy.LoginTimeout == 0)))
 		})
 	}
 }
@@ -143,7 +144,7 @@ func TestConnectEndsAtLoginTimeout(t *testing.T) {
 		dl, ok := ctx.Deadline()
 		require.True(t, ok, "an attempt without a deadline")
 		elapsed := clock.Now().Sub(start)
-		assert.InDelta(t, float64(core.DefaultLoginTimeout), float64(elapsed+time.Until(dl)), float64(time.Second),
+		assert.InDelta(t, float64(limits.DefaultLoginTimeout), float64(elapsed+time.Until(dl)), float64(time.Second),
 			"attempt %d at %v may run %v", calls, elapsed, time.Until(dl))
 		if calls <= 2 {
 			return serverError{40613}
@@ -153,7 +154,7 @@ func TestConnectEndsAtLoginTimeout(t *testing.T) {
 		return fmt.Errorf("login: %w", context.DeadlineExceeded)
 	})
 	require.Equal(t, 3, calls)
-	assert.InDelta(t, float64(core.DefaultLoginTimeout), float64(clock.Now().Sub(start)), float64(time.Second),
+	assert.InDelta(t, float64(limits.DefaultLoginTimeout), float64(clock.Now().Sub(start)), float64(time.Second),
 		"the loop outlived loginTimeout")
 	assert.ErrorIs(t, err, core.ErrLoginTimeout)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
@@ -168,7 +169,7 @@ func TestConnectWithAFixedDateClock(t *testing.T) {
 	err := r.Connect(context.Background(), func(ctx context.Context) error {
 		dl, ok := ctx.Deadline()
 		require.True(t, ok)
-		assert.InDelta(t, float64(core.DefaultLoginTimeout), float64(time.Until(dl)), float64(time.Second))
+		assert.InDelta(t, float64(limits.DefaultLoginTimeout), float64(time.Until(dl)), float64(time.Second))
 		return ctx.Err()
 	})
 	assert.NoError(t, err)

@@ -25,10 +25,10 @@ type Decision struct {
 	// Detail says more about Reason ("" when there is nothing to add).
 	Detail string
 
-	tok     token
-	blame   class   // the failure, as the budget charges it (its class)
-	charge  charge  // what the budget is told when the loop gives up
-	verdict verdict // what the breaker is told when the loop gives up
+	tok       token
+	facts     errorFacts // the failure, as the budget charges it
+	charge    charge     // what the budget is told when the loop gives up
+	dbFailure bool       // the give-up is a failure of the database for the circuit breaker: a retryable failure not retried
 }
 
 // charge is what a give-up tells the retry budget.
@@ -37,14 +37,6 @@ type charge uint8
 const (
 	chargeNone charge = iota // nothing: no rule retries the error, or it costs nothing; only a success earns
 	chargeFail               // a retryable failure that is not retried
-)
-
-// verdict is what an operation's outcome tells the circuit breaker.
-type verdict uint8
-
-const (
-	answered  verdict = iota // the database answered: success, or an error no rule retries
-	failedRun                // a retryable failure the loop gave up on
 )
 
 // Decide is the statement loop's decision after attempt (1-based) of
@@ -63,37 +55,44 @@ func (p *Policy) decide(kind Kind, query string, attempt int, err error, attempt
 	if kind == KindTransaction && errors.Is(err, ErrCommitUnknown) {
 		// Never retried, never silent: the caller must find out whether
 		// the transaction was applied.
-		return Decision{Reason: ErrCommitUnknown, verdict: failedRun}
+		return Decision{Reason: ErrCommitUnknown, dbFailure: true}
 	}
 	if kind == KindStatement && retriedBelow(err) {
 		// A loop under this one (crl's driver layer) already ran its
 		// retries: retrying again would multiply the rule's count.
-		return Decision{Reason: ErrNotRetryable, verdict: failedRun}
+		return Decision{Reason: ErrNotRetryable, dbFailure: true}
 	}
-	var cl class
-	cl.fill(err, attemptTimedOut)
-	rule := p.Statement.lookup(&cl)
+	facts := factsOf(err, attemptTimedOut)
+	rule := p.Statement.lookup(&facts)
 	if rule == nil || rule.count == 0 || !rule.matches(query) {
-		return Decision{Reason: ErrNotRetryable, verdict: answered}
+		return Decision{Reason: ErrNotRetryable}
 	}
 	if kind == KindStatement {
-		if why := notAlone(query, rule); why != "" {
-			return Decision{Reason: ErrBatchNotRetried, Detail: why, verdict: failedRun}
+		if why := batchRefusal(query, rule); why != "" {
+			return Decision{Reason: ErrBatchNotRetried, Detail: why, dbFailure: true}
 		}
-		if why := brokenWrite(query, &cl); why != "" {
-			return Decision{Reason: ErrNotRetryable, Detail: why, verdict: failedRun}
+		if why := brokenWrite(query, &facts); why != "" {
+			return Decision{Reason: ErrNotRetryable, Detail: why, dbFailure: true}
 		}
 	}
 	retry := attempt - 1
 	if retry >= rule.count {
-		return Decision{Reason: ErrRetriesExhausted, blame: cl, charge: chargeFail, verdict: failedRun}
+		return Decision{Reason: ErrRetriesExhausted, facts: facts, charge: chargeFail, dbFailure: true}
 	}
 	wait := rule.wait(retry)
-	if qt := p.QueryTimeout; qt != 0 && wait > max(qt, 0) {
-		return Decision{Reason: ErrInvalidRetryInterval, verdict: failedRun,
-			Detail: "wait " + wait.String() + " > queryTimeout " + max(qt, 0).String()}
+	if p.RefusesWait(wait) {
+		return Decision{Reason: ErrInvalidRetryInterval, dbFailure: true,
+			Detail: "wait " + wait.String() + " > queryTimeout " + max(p.QueryTimeout, 0).String()}
 	}
-	return Decision{Wait: wait, tok: rule.tok, blame: cl}
+	return Decision{Wait: wait, tok: rule.tok, facts: facts}
+}
+
+// RefusesWait reports whether p's queryTimeout refuses a statement retry
+// that waits wait (ErrInvalidRetryInterval): a set queryTimeout refuses a
+// longer wait, and JDBCQueryTimeoutZero (JDBC's queryTimeout=0) every
+// wait longer than zero.
+func (p *Policy) RefusesWait(wait time.Duration) bool {
+	return p.QueryTimeout != 0 && wait > max(p.QueryTimeout, 0)
 }
 
 // connectState is what the connection loop's decision reads of its run.
@@ -106,20 +105,20 @@ type connectState struct {
 // decideConnection is the decision of JDBC's connection loop (connect())
 // after its login loop gave up with err.
 func (p *Policy) decideConnection(s connectState, err error) Decision {
-	cl := classify(err, false)
+	facts := factsOf(err, false)
 	count, interval, login := p.connectRetryCount(), p.connectRetryInterval(), p.loginTimeout()
 	switch {
-	case s.elapsed >= login, cl.timeout && s.elapsed+interval >= login: // the last attempt ran out of time
+	case s.elapsed >= login, facts.timeout && s.elapsed+interval >= login: // the last attempt ran out of time
 		return Decision{Reason: ErrLoginTimeout, Detail: "loginTimeout " + login.String() + " ran out"}
-	case !p.Connection.retryable(cl, isServerError(err)):
+	case !p.Connection.retryable(facts, isServerError(err)):
 		return Decision{Reason: ErrNotRetryable}
 	case s.retry >= count:
-		return Decision{Reason: ErrRetriesExhausted, blame: cl, charge: chargeFail}
+		return Decision{Reason: ErrRetriesExhausted, facts: facts, charge: chargeFail}
 	case s.elapsed+interval >= login:
 		return Decision{Reason: ErrLoginTimeout,
 			Detail: "elapsed " + s.elapsed.String() + " + connectRetryInterval " + interval.String() + " ≥ loginTimeout " + login.String()}
 	}
-	return Decision{Wait: connectWait(s.retry, interval), blame: cl}
+	return Decision{Wait: connectWait(s.retry, interval), facts: facts}
 }
 
 // decideLogin is the decision of JDBC's login loop (login()) after an
@@ -133,7 +132,7 @@ func (p *Policy) decideLogin(s connectState, err error, remaining, firstTry time
 		s.retry >= p.connectRetryCount() {
 		return Decision{}, false
 	}
-	return Decision{Wait: connectWait(s.retry, interval), blame: classify(err, false)}, true
+	return Decision{Wait: connectWait(s.retry, interval), facts: factsOf(err, false)}, true
 }
 
 // connectWait is the wait before retry (0-based) of either connection
@@ -145,11 +144,11 @@ func connectWait(retry int, interval time.Duration) time.Duration {
 	return interval
 }
 
-// notAlone returns why query may not be retried on its own under rule r,
+// batchRefusal returns why query may not be retried on its own under rule r,
 // or "" when it may. A text without ';' is one statement at most, so
 // only a procedure call is in question, and only under a rule without a
 // filter: that saves the scan on the usual error path.
-func notAlone(query string, r *Rule) string {
+func batchRefusal(query string, r *Rule) string {
 	if len(r.filter) > 0 && strings.IndexByte(query, ';') < 0 {
 		// With a filter the rule's filter matched the statement's first
 		// word (exec, execute, call, or the procedure's name): the rule
@@ -182,12 +181,12 @@ func retriedBelow(err error) bool {
 	return false
 }
 
-// brokenWrite returns why a statement whose connection broke (cl) may not be
+// brokenWrite returns why a statement whose connection broke (f) may not be
 // run again, or "" when it may: a statement that writes may have been
 // applied before the answer was lost, so only a text whose every
 // statement reads is run again.
-func brokenWrite(query string, cl *class) string {
-	if cl.family != familyNone || !cl.badConn() {
+func brokenWrite(query string, f *errorFacts) string {
+	if f.family != familyNone || !f.badConn() {
 		return "" // the server answered: the connection did not break
 	}
 	if s := shapeOf(query); s.statements > 0 && s.reads == s.statements {

@@ -45,7 +45,7 @@ func TestClassifyAgreesWithTheSingleChecks(t *testing.T) {
 		errors.New("invalid connection"),
 		errors.Join(numberedErr(40613), &mysql.MySQLError{Number: 1969}, statedErr("08006")),
 	} {
-		c := classify(err, false)
+		c := factsOf(err, false)
 		my, isMySQL := mysqlNumber(err)
 		st, hasState := sqlState(err)
 		n, hasNumber := ErrorNumber(err)
@@ -57,7 +57,7 @@ func TestClassifyAgreesWithTheSingleChecks(t *testing.T) {
 		assert.Equal(t, IsTimeout(err), c.timeout, "%v: timeout", err)
 		assert.Equal(t, isMySQL && mysqlCutoff(my) || timedOut(err) || st == stateQueryCanceled, c.timeout, "%v: timeout parts", err)
 		assert.Equal(t, IsBadConn(err), c.badConn(), "%v: badconn", err)
-		assert.True(t, classify(err, true).timeout, "%v: the attempt's own time-out", err)
+		assert.True(t, factsOf(err, true).timeout, "%v: the attempt's own time-out", err)
 	}
 }
 
@@ -100,7 +100,7 @@ func TestDecide(t *testing.T) {
 	assert.Zero(t, a, "allocations of a retry decision")
 }
 
-// notAlone skips the scan for texts without ';' under a rule with a
+// batchRefusal skips the scan for texts without ';' under a rule with a
 // filter: it must answer what the full scan answers.
 func FuzzNotAloneAgreesWithTheScan(f *testing.F) {
 	for _, s := range []string{"update a set n = 1; update b set n = 2", "EXEC p", "dbo.p", "select 1", "'a;b'", "/* ; */ exec p", ""} {
@@ -110,7 +110,7 @@ func FuzzNotAloneAgreesWithTheScan(f *testing.F) {
 	plain := Rule{}
 	f.Fuzz(func(t *testing.T, q string) {
 		for _, r := range []*Rule{&filtered, &plain} {
-			require.Equal(t, batchRisk(q, r), notAlone(q, r), "%q under %v: notAlone (expected: the scan's)", q, r.filter)
+			require.Equal(t, batchRisk(q, r), batchRefusal(q, r), "%q under %v: batchRefusal (expected: the scan's)", q, r.filter)
 		}
 	})
 }

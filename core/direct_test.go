@@ -28,7 +28,7 @@ type nowCounter struct {
 func (c *nowCounter) Now() time.Time { c.nows.Add(1); return c.Clock.Now() }
 
 // TestCountingObserverKeepsTheDirectPath: under an observer that only
-// counts operations (an OperationObserver whose WantsElapsed is false,
+// counts operations (an Observer whose WantsElapsed is false,
 // such as hooks/prometheus) Do and Retry run a statement's first attempt
 // directly and read no clock on the success path (BenchmarkSuccessObserved
 // shows the cost); every operation is counted once, whether its first

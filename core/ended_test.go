@@ -34,7 +34,7 @@ func (o *endObserver) ended() []core.OperationEnded {
 	return append([]core.OperationEnded(nil), o.ends...)
 }
 
-var _ core.EndObserver = (*endObserver)(nil)
+var _ core.Observer = (*endObserver)(nil)
 
 func TestOperationEndedOncePerOperation(t *testing.T) {
 	obs := &endObserver{}

@@ -128,26 +128,35 @@ var builtinClasses = func() map[familyToken]budgetClass {
 
 // errorToken is the token the class table knows an error by: its SQLSTATE
 // for PostgreSQL, its number otherwise (0, false without either).
-func (c *class) errorToken() (token, bool) {
-	if c.family == familyPostgres {
-		return c.state, c.state != 0
+func (f *errorFacts) errorToken() (token, bool) {
+	if f.family == familyPostgres {
+		return f.state, f.state != 0
 	}
-	if c.hasNumber {
-		return numberToken(c.number)
+	if f.hasNumber {
+		return numberToken(f.number)
 	}
 	return 0, false
 }
 
-// builtinClass is c's class by the table: overload for a time-out, the
-// table's entry for its family and token, else transient.
-func (c *class) builtinClass() budgetClass {
-	if c.timeout {
+// builtinClass is f's class by the table (tableClass).
+func (f *errorFacts) builtinClass() budgetClass {
+	if f.timeout {
 		return classOverload
 	}
-	if t, ok := c.errorToken(); ok {
-		if k, ok := builtinClasses[familyToken{c.family, t}]; ok {
-			return k
-		}
+	if t, ok := f.errorToken(); ok {
+		return tableClass(f.family, t)
+	}
+	return classTransient
+}
+
+// tableClass is the class of the error token t of family fam by the
+// table: overload for a time-out, the table's entry, else transient.
+func tableClass(fam errFamily, t token) budgetClass {
+	if t == tokenTimeout {
+		return classOverload
+	}
+	if k, ok := builtinClasses[familyToken{fam, t}]; ok {
+		return k
 	}
 	return classTransient
 }

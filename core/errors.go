@@ -70,9 +70,9 @@ var (
 	// is not run again.
 	ErrAfterFirstRow = errors.New("core: error after the query's first row, not retried")
 
-	// ErrNotAdmitted is what Admission.DoTx returns for an Admission that
+	// errNotAdmitted is what Admission.DoTx returns for an Admission that
 	// Retrier.Admit did not make (its zero value): nothing ran.
-	ErrNotAdmitted = errors.New("core: Admission.DoTx needs an Admission from Retrier.Admit")
+	errNotAdmitted = errors.New("core: Admission.DoTx needs an Admission from Retrier.Admit")
 )
 
 // RuleError is a parse error of a rule string: it names the rule and the

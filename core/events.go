@@ -7,13 +7,12 @@ import (
 )
 
 // Observer receives the loops' events. Methods run on the goroutine that
-// runs the statement, outside any lock, and must not block. A nil Observer
-// costs nothing; embed NopObserver to implement only some methods.
+// runs the operation, outside any lock, and must not block. A nil Observer
+// costs nothing; embed NopObserver and write only the methods you need.
 //
-// No event of this interface is emitted on the success path of a first
-// attempt; an Observer that also implements OperationObserver is told of
-// every operation's start, and one that implements EndObserver of every
-// operation's end, a panic included.
+// Operation is told of every operation's start and OperationEnded of its
+// end; the other events come only from an operation that fails: no event
+// but Operation is emitted on the success path of a first attempt.
 //
 // The events of one operation share its Context and its Op.
 //
@@ -31,9 +30,26 @@ import (
 // of the statement that failed last ("" when the failure was not a
 // statement, such as BEGIN or the circuit breaker); "" for a connection.
 type Observer interface {
+	// Operation is called once at the start of every operation a Retrier
+	// runs, whatever its outcome: a statement (Do, Retry, RetryRows), a
+	// transaction unit (DoTx, once however many times it is re-run) and a
+	// connection (Connect, once however many login attempts it takes). It
+	// is the denominator of a retry ratio
+	// (database_total_requests_total in hooks/prometheus). It runs on the
+	// success path of every statement: it must not block, lock or
+	// allocate; one atomic add is the intended cost.
+	Operation(Kind)
 	// RetryScheduled is called before a loop waits for a retry: a
 	// statement, a transaction or a connection (Kind says which).
 	RetryScheduled(RetryScheduled)
+	// RetryContext is called right after RetryScheduled, with the
+	// operation's context and the same event, and returns the context
+	// that the operation's wait, its later attempts and its later events
+	// run under: a tracing hook returns ctx with the span it opened for
+	// the retries, so that the driver's spans of the retried attempts nest
+	// under it. It must return ctx or a context derived from it that ends
+	// no earlier (values only), never nil.
+	RetryContext(ctx context.Context, e RetryScheduled) context.Context
 	// GaveUp is called when the loop returns an error after a retryable
 	// failure: retries used up, or a retry refused (queryTimeout, budget,
 	// deadline, loginTimeout, filter, a batch not retried on its own); for
@@ -43,34 +59,28 @@ type Observer interface {
 	// Succeeded is called when an operation succeeds after at least one
 	// retry.
 	Succeeded(Succeeded)
+	// OperationEnded is called once when the loop of an operation ends,
+	// whatever ended it: a success, an error, or a panic (or
+	// runtime.Goexit) in the operation's function, a hook or an observer,
+	// which then goes on. A hook that holds state per operation (an open
+	// span) releases it there, and a metrics hook times every operation
+	// with it. It covers the operations whose loop ran: a statement, a
+	// transaction unit (DoTx, Admission.DoTx) and a connection. An
+	// operation the circuit breaker refused ends with its GaveUp
+	// (ErrCircuitOpen) instead, and an Admission that is Released never
+	// ran a loop. It is not called when WantsElapsed reports false.
+	OperationEnded(OperationEnded)
 	// RulesReloaded is called when a hot reload of the rules succeeded or
 	// failed (see the config package).
 	RulesReloaded(RulesReloaded)
-}
-
-// OperationObserver is an optional interface of an Observer, found by type
-// assertion when the Retrier is built (NewRetrier), so that an Observer
-// written without it keeps compiling and costs nothing more. Operation is
-// called once at the start of every operation a Retrier runs, whatever its
-// outcome: a statement (Do, Retry, RetryRows), a transaction unit
-// (DoTx, once however many times it is re-run) and a connection (Connect,
-// once however many login attempts it takes). It is the denominator of a
-// retry ratio (database_total_requests_total in hooks/prometheus).
-//
-// Operation runs on the success path of every statement: it must not
-// block, lock or allocate; one atomic add is the intended cost.
-type OperationObserver interface {
-	Operation(Kind)
-}
-
-// ElapsedObserver is an optional interface of an Observer, found by type
-// assertion when the Retrier is built (NewRetrier). An Observer whose
-// WantsElapsed reports false does not read the Elapsed field of events (a
-// metrics hook counts, it does not time): the loops then read no clock
-// when an operation starts, so that with it the success path costs the
-// observer's own work alone, and Elapsed is 0 in its events. An Observer
-// without the method gets Elapsed.
-type ElapsedObserver interface {
+	// WantsElapsed reports whether the observer reads the time of
+	// operations: the Elapsed of events, and OperationEnded. It is asked
+	// once, when the Retrier is built (NewRetrier). When it reports false
+	// (a metrics hook that counts, it does not time) the loops read no
+	// clock, Elapsed is 0 in the events, OperationEnded is not called, and
+	// a statement's first attempt costs the observer's Operation alone.
+	// When it reports true, every operation runs through the whole loop:
+	// the cost on the success path is two clock reads and OperationEnded.
 	WantsElapsed() bool
 }
 
@@ -105,7 +115,7 @@ type RetryScheduled struct {
 	Query   string        // see above: for a transaction, the statement that failed
 	Attempt int           // the attempt that failed, 1-based
 	Wait    time.Duration // the wait before the next attempt, jitter applied; for a connection 0 for the first retry, connectRetryInterval after
-	Elapsed time.Duration // since the first attempt started (0 for an ElapsedObserver that does not want it)
+	Elapsed time.Duration // since the first attempt started (0 for an Observer whose WantsElapsed is false)
 	Token   string        // the error token whose rule fired; "" for a connection
 	Err     error         // the attempt's error
 }
@@ -140,11 +150,17 @@ type RulesReloaded struct {
 }
 
 // NopObserver implements Observer and does nothing; embed it to implement
-// only the methods you need.
+// only the methods you need. Its WantsElapsed reports true.
 type NopObserver struct{}
+
+// Operation does nothing.
+func (NopObserver) Operation(Kind) {}
 
 // RetryScheduled does nothing.
 func (NopObserver) RetryScheduled(RetryScheduled) {}
+
+// RetryContext returns ctx.
+func (NopObserver) RetryContext(ctx context.Context, _ RetryScheduled) context.Context { return ctx }
 
 // GaveUp does nothing.
 func (NopObserver) GaveUp(GaveUp) {}
@@ -152,43 +168,15 @@ func (NopObserver) GaveUp(GaveUp) {}
 // Succeeded does nothing.
 func (NopObserver) Succeeded(Succeeded) {}
 
+// OperationEnded does nothing.
+func (NopObserver) OperationEnded(OperationEnded) {}
+
 // RulesReloaded does nothing.
 func (NopObserver) RulesReloaded(RulesReloaded) {}
 
-// EndObserver is an optional interface of an Observer, found by type
-// assertion when the Retrier is built (NewRetrier). OperationEnded is
-// called once when the loop of an operation ends, whatever ended it: a
-// success, an error, or a panic (or runtime.Goexit) in the operation's
-// function, a hook or an observer, which then goes on. A hook that holds
-// state per operation (an open span) releases it there, and a metrics
-// hook times every operation with it.
-//
-// It covers the operations whose loop ran: a statement (Do, Retry,
-// RetryRows), a transaction unit (DoTx, Admission.DoTx) and a
-// connection (Connect). An operation the circuit breaker refused ends
-// with its GaveUp (ErrCircuitOpen) instead, and an Admission that is
-// Released never ran a loop.
-//
-// An Observer that implements it is told of every operation, so a
-// statement's first attempt no longer runs on the direct path: the cost
-// on the success path is the call, plus two clock reads unless
-// WantsElapsed (ElapsedObserver) reports false.
-type EndObserver interface {
-	OperationEnded(OperationEnded)
-}
-
-// ContextObserver is an optional interface of an Observer, found by type
-// assertion when the Retrier is built (NewRetrier). RetryContext is called
-// right after RetryScheduled, with the operation's context and the same
-// event, and returns the context that the operation's wait, its later
-// attempts and its later events run under: a tracing hook returns ctx with
-// the span it opened for the retries, so that the driver's spans of the
-// retried attempts nest under it. It must return ctx or a context derived
-// from it that ends no earlier (values only), never nil. It is not called
-// on the success path.
-type ContextObserver interface {
-	RetryContext(ctx context.Context, e RetryScheduled) context.Context
-}
+// WantsElapsed reports true: an observer that embeds NopObserver gets
+// Elapsed and OperationEnded unless it says otherwise.
+func (NopObserver) WantsElapsed() bool { return true }
 
 // OperationEnded describes how one operation ended.
 type OperationEnded struct {
@@ -219,12 +207,12 @@ var errRunning = errors.New("core: the operation is running")
 func (r *Retrier) ended(o *operation, err *error) {
 	e := OperationEnded{Context: o.ctx, Op: o.id, Kind: o.kind, Query: o.query, Elapsed: r.elapsed(o), Err: *err}
 	if *err != errRunning {
-		r.ends.OperationEnded(e)
+		r.observer.OperationEnded(e)
 		return
 	}
 	e.Err, e.Panicked, e.Panic = nil, true, recover()
 	if e.Panic != nil {
 		defer panic(e.Panic) // also when the observer itself panics: the operation's panic is the one that goes on
 	}
-	r.ends.OperationEnded(e)
+	r.observer.OperationEnded(e)
 }

@@ -23,7 +23,7 @@ type countingObserver struct {
 
 func (o *countingObserver) Operation(k core.Kind) { o.ops[k].Add(1) }
 
-var _ core.OperationObserver = (*countingObserver)(nil)
+var _ core.Observer = (*countingObserver)(nil)
 
 type ctxKey struct{}
 
@@ -153,7 +153,7 @@ func TestTransactionEventsCarryTheFailedStatement(t *testing.T) {
 
 // With an observer that counts operations, the success path still
 // allocates nothing.
-func TestDoSuccessWithOperationObserverAllocatesNothing(t *testing.T) {
+func TestDoSuccessWithCountingObserverAllocatesNothing(t *testing.T) {
 	obs := &countingObserver{}
 	r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:3,2*2}")}, core.Options{Observer: obs})
 	ctx := context.Background()
@@ -183,9 +183,9 @@ func (ctxObserver) RetryContext(ctx context.Context, e core.RetryScheduled) cont
 	return context.WithValue(ctx, retryCtxKey{}, e.Attempt)
 }
 
-// A ContextObserver's context is the one of the retried attempts, in every
+// An observer's RetryContext is the one of the retried attempts, in every
 // loop: a tracing hook's retry span becomes their parent.
-func TestContextObserverGivesTheRetriesItsContext(t *testing.T) {
+func TestRetryContextGivesTheRetriesItsContext(t *testing.T) {
 	r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:2,0}"), ConnectRetryCount: 2, ConnectRetryInterval: time.Second},
 		core.Options{Observer: ctxObserver{}})
 	var seen []any

@@ -71,12 +71,12 @@ func statementFailingOnce() func(context.Context) error {
 	}
 }
 
-// An observer that counts operations (OperationObserver) and does not read
-// the events' Elapsed (ElapsedObserver) adds one call to the success path:
+// An observer that counts operations (Operation) and does not read the
+// time of operations (WantsElapsed false) adds one call to the success path:
 // no clock is read for it: a counter of requests needs no more (a hook
 // that also times operations, as hooks/prometheus's duration histogram
 // does, reads the clock).
-func ExampleElapsedObserver() {
+func ExampleObserver() {
 	rules, _ := core.ParseStatementRules("{1205:3,0}")
 	counter := &requestCounter{}
 	r, err := core.NewRetrier(core.Policy{Statement: rules}, core.Options{Observer: counter})

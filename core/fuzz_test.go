@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crl-go/crl/core"
+	"github.com/crl-go/crl/internal/limits"
 	"github.com/crl-go/crl/internal/sqlscan"
 )
 
@@ -31,7 +32,7 @@ func FuzzParseStatementRules(f *testing.F) {
 		for _, r := range rules.Rules() {
 			require.Len(t, r.WaitTimes(), r.Count(), "%q: %v: waits for count %d", s, r, r.Count())
 			for _, w := range r.WaitTimes() {
-				require.True(t, w >= 0 && w <= core.MaxWait, "%q: %v: wait %v out of [0, MaxWait]", s, r, w)
+				require.True(t, w >= 0 && w <= limits.MaxWait, "%q: %v: wait %v out of [0, MaxWait]", s, r, w)
 			}
 			r.Matches(s)
 		}

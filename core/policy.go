@@ -8,22 +8,15 @@ import (
 	"github.com/crl-go/crl/internal/limits"
 )
 
-// Defaults of the JDBC driver, used where a Policy field is zero.
-const (
-	DefaultConnectRetryCount    = 1
-	DefaultConnectRetryInterval = 10 * time.Second
-	DefaultLoginTimeout         = 30 * time.Second
-)
-
 // Disabled, as ConnectRetryCount, turns connection retries off. It exists
 // so that "off" is not the ambiguous zero, which means the default (1).
 const Disabled = -1
 
-// QueryTimeoutZero, as Policy.QueryTimeout, is the JDBC driver's
+// JDBCQueryTimeoutZero, as Policy.QueryTimeout, is the JDBC driver's
 // queryTimeout=0: no attempt is bounded, and every retry whose wait is
 // longer than zero is refused with ErrInvalidRetryInterval (0 ≥ 0 turns the
 // JDBC check on). It exists because the zero value means "not set".
-const QueryTimeoutZero time.Duration = -1
+const JDBCQueryTimeoutZero time.Duration = -1
 
 // Policy is what the loops obey. The zero value is the JDBC defaults: no
 // statement rules, the builtin connection list, connectRetryCount 1 (one
@@ -38,7 +31,7 @@ type Policy struct {
 	// QueryTimeout is the JDBC queryTimeout. Zero means not set (the JDBC
 	// default -1): waits are not checked and attempts are not bounded. A
 	// positive value bounds each statement attempt and refuses a retry
-	// whose wait is longer (ErrInvalidRetryInterval). QueryTimeoutZero is
+	// whose wait is longer (ErrInvalidRetryInterval). JDBCQueryTimeoutZero is
 	// JDBC's queryTimeout=0.
 	QueryTimeout time.Duration
 	// ConnectRetryCount is connectRetryCount, 0..255: how many times each
@@ -81,7 +74,7 @@ func (p *Policy) Validate() error {
 func (p *Policy) connectRetryCount() int {
 	switch {
 	case p.ConnectRetryCount == 0:
-		return DefaultConnectRetryCount
+		return limits.DefaultConnectRetryCount
 	case p.ConnectRetryCount < 0:
 		return 0
 	}
@@ -90,14 +83,14 @@ func (p *Policy) connectRetryCount() int {
 
 func (p *Policy) connectRetryInterval() time.Duration {
 	if p.ConnectRetryInterval <= 0 {
-		return DefaultConnectRetryInterval
+		return limits.DefaultConnectRetryInterval
 	}
 	return p.ConnectRetryInterval
 }
 
 func (p *Policy) loginTimeout() time.Duration {
 	if p.LoginTimeout <= 0 {
-		return DefaultLoginTimeout
+		return limits.DefaultLoginTimeout
 	}
 	return p.LoginTimeout
 }

@@ -44,7 +44,7 @@ func (r *Retrier) Resume(ctx context.Context, failedQuery string, firstErr error
 			}
 		}
 	}
-	return r.run(&o, pm, call, boundNone)
+	return r.run(&o, r.policy.Load(), pm, call, limitNone, nil)
 }
 
 // Unretried tells the Retrier of a statement's error that came where it
@@ -69,4 +69,50 @@ func (r *Retrier) Unretried(ctx context.Context, query string, err error) {
 		r.observer.GaveUp(GaveUp{Context: ctx, Op: r.opID(&o), Kind: KindStatement, Query: query,
 			Attempts: 1, Reason: ErrAfterFirstRow, Err: err})
 	}
+}
+
+// Admission is the circuit breaker's leave for one transaction unit, the
+// two steps of a two-step breaker in one value: Admit gives it before
+// anything of the unit runs; then exactly one of its methods ends it —
+// DoTx runs the unit's attempts and reports their outcome, Release gives
+// the leave back unused. The zero value is not a leave; Admit makes them.
+type Admission struct {
+	r *Retrier
+	p permit
+	o operation
+}
+
+// Admit starts a transaction unit and asks the circuit breaker whether it
+// may run. It is for adapters whose first attempt runs before the loop
+// does (GORM runs a Create's first attempt through its own callbacks):
+// they ask before that attempt and then call the Admission's DoTx.
+// When the breaker is open the error matches ErrCircuitOpen (and unwraps
+// to the error that opened it), a GaveUp event is emitted, and nothing of
+// the operation may run. The other loops ask by themselves.
+func (r *Retrier) Admit(ctx context.Context) (Admission, error) {
+	if r.refresh != nil {
+		r.refresh()
+	}
+	o := operation{ctx: ctx, kind: KindTransaction}
+	r.begin(&o)
+	pm, err := r.admit(&o)
+	return Admission{r: r, p: pm, o: o}, err
+}
+
+// Release gives back an Admission whose unit will not be run through DoTx
+// (it will not be retried as a whole): it tells the breaker nothing about
+// the database, and a probe's place goes to the next operation.
+func (a Admission) Release() { a.p.undecided() }
+
+// DoTx is Retrier.DoTx for the transaction unit that Admit let start: it
+// does not ask the breaker again, and reports the outcome of the unit's
+// attempts to it. An Admission that Admit did not return is an error
+// (errNotAdmitted), and runs nothing.
+func (a Admission) DoTx(ctx context.Context, fn func(ctx context.Context) (failedQuery string, err error)) error {
+	if a.r == nil {
+		return errNotAdmitted
+	}
+	o := a.o
+	o.ctx = ctx
+	return a.r.run(&o, a.r.policy.Load(), a.p, fn, limitNone, nil)
 }

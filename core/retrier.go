@@ -37,18 +37,15 @@ type Options struct {
 type Retrier struct {
 	policy   atomic.Pointer[Policy]
 	direct   atomic.Pointer[Policy] // the policy when a first attempt may run directly, else nil (see statement)
-	quiet    bool                   // no breaker, and no observer but one that only counts: a first attempt has nobody to ask or tell (a refresh runs before it)
+	quiet    bool                   // no breaker, and no observer but one that only counts: a first attempt has nobody to ask or tell
 	clock    Clock
 	observer Observer
 	budget   *Budget
 	breaker  *Breaker
 	random   func() float64
 	refresh  func()
-	ops      OperationObserver // observer, when it implements it
-	ends     EndObserver       // observer, when it implements it
-	ctxs     ContextObserver   // observer, when it implements it
-	timed    bool              // the observer reads Elapsed (ElapsedObserver): an operation notes its start
-	opBase   uint64            // random base of the Op numbers of events
+	timed    bool   // the observer reads the time of operations (WantsElapsed)
+	opBase   uint64 // random base of the Op numbers of events
 	opSeq    atomic.Uint64
 }
 
@@ -66,14 +63,10 @@ func NewRetrier(p Policy, o Options) (*Retrier, error) {
 		r.random = rand.Float64
 	}
 	if r.observer != nil {
-		r.ops, _ = r.observer.(OperationObserver)
-		r.ends, _ = r.observer.(EndObserver)
-		r.ctxs, _ = r.observer.(ContextObserver)
 		r.opBase = rand.Uint64()
-		eo, ok := r.observer.(ElapsedObserver)
-		r.timed = !ok || eo.WantsElapsed()
+		r.timed = r.observer.WantsElapsed()
 	}
-	r.quiet = (r.observer == nil || !r.timed) && r.breaker == nil && r.ends == nil
+	r.quiet = !r.timed && r.breaker == nil
 	r.store(&p)
 	return r, nil
 }
@@ -141,47 +134,7 @@ func (r *Retrier) Budget() *Budget { return r.budget }
 // each attempt; the attempt's context is cancelled when fn returns. Do
 // must not be used for a statement inside a transaction.
 func (r *Retrier) Do(ctx context.Context, query string, fn func(ctx context.Context) error) error {
-	return r.statement(ctx, query, fn, boundCancel)
-}
-
-// statement is Do and RetryRows. Its first attempt's success path is small
-// enough to inline: when nobody is to be asked or told (no breaker or
-// refresh, and no observer but one that only counts operations) and no
-// queryTimeout bounds the attempt, fn runs directly and a success costs
-// one atomic load of the budget (and the observer's count).
-func (r *Retrier) statement(ctx context.Context, query string, fn func(ctx context.Context) error, b bound) error {
-	if r.refresh != nil {
-		r.refresh() // may swap the policy: load it after
-	}
-	if p := r.direct.Load(); p != nil {
-		if err := fn(ctx); err != nil {
-			return r.statementFailed(ctx, p, query, fn, b, err)
-		}
-		r.budget.earn()
-		r.count(KindStatement)
-		return nil
-	}
-	return r.statementLoop(ctx, query, fn, b)
-}
-
-// statementFailed goes on after a direct first attempt failed with err.
-func (r *Retrier) statementFailed(ctx context.Context, p *Policy, query string, fn func(ctx context.Context) error, b bound, err error) error {
-	return r.afterDirect(ctx, p, query, func(ctx context.Context) (string, error) { return query, fn(ctx) }, b, err)
-}
-
-// afterDirect runs the rest of a statement loop whose direct first attempt
-// (see statement) failed with err, under p: the decision, and the retries
-// it allows. The attempt did not time out: no queryTimeout bounded it.
-func (r *Retrier) afterDirect(ctx context.Context, p *Policy, query string, call attemptFunc, b bound, err error) error {
-	r.count(KindStatement)
-	o := operation{ctx: ctx, kind: KindStatement, query: query}
-	_, err = r.retries(&o, p, call, b, 1, false, err)
-	return err
-}
-
-// statementLoop is the whole statement loop, from the preparations on.
-func (r *Retrier) statementLoop(ctx context.Context, query string, fn func(ctx context.Context) error, b bound) error {
-	return r.loop(ctx, KindStatement, query, func(ctx context.Context) (string, error) { return query, fn(ctx) }, b)
+	return r.statement(ctx, query, fn, limitCall)
 }
 
 // DoTx runs a whole transaction under the statement rules: fn runs the
@@ -195,13 +148,14 @@ func (r *Retrier) DoTx(ctx context.Context, fn func(ctx context.Context) (failed
 	if r.refresh != nil {
 		r.refresh()
 	}
-	return r.loop(ctx, KindTransaction, "", fn, boundNone)
+	o := operation{ctx: ctx, kind: KindTransaction}
+	return r.loop(&o, fn, limitNone)
 }
 
 // Retry is Do for a statement that returns a value; on failure the value
 // is the zero value.
 func Retry[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error)) (T, error) {
-	return retry(ctx, r, query, fn, boundCancel)
+	return withValue(ctx, r, query, fn, limitCall)
 }
 
 // RetryRows is Retry for a statement whose result (rows) is read after
@@ -211,90 +165,96 @@ func Retry[T any](ctx context.Context, r *Retrier, query string, fn func(ctx con
 // to the end (database/sql tells it, see rowsContext), so a read keeps
 // nothing alive until the timeout. On failure the rows are the zero value.
 func RetryRows[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error)) (T, error) {
-	return retry(ctx, r, query, fn, boundKeep)
+	return withValue(ctx, r, query, fn, limitRows)
 }
 
-// retry is Retry and RetryRows, with statement's direct first attempt.
-func retry[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error), b bound) (T, error) {
-	if r.refresh != nil {
-		r.refresh() // may swap the policy: load it after
-	}
-	if p := r.direct.Load(); p != nil {
-		v, err := fn(ctx)
-		if err == nil {
-			r.budget.earn()
-			r.count(KindStatement)
-			return v, nil
-		}
-		return retryLoop(ctx, r, p, query, fn, b, err)
-	}
-	return retryLoop(ctx, r, nil, query, fn, b, nil)
-}
-
-// count tells an OperationObserver that an operation of kind k ran (a
-// statement whose direct first attempt failed is counted by afterDirect).
-func (r *Retrier) count(k Kind) {
-	if r.ops != nil {
-		r.ops.Operation(k)
-	}
-}
-
-// retryLoop runs the statement loop for retry: the whole loop (p nil), or
-// the rest of it after a direct first attempt failed with first.
-func retryLoop[T any](ctx context.Context, r *Retrier, p *Policy, query string, fn func(ctx context.Context) (T, error), b bound, first error) (T, error) {
+// withValue is Retry and RetryRows: the statement, keeping the value of
+// the attempt that succeeded.
+func withValue[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error), l limit) (T, error) {
 	var out T
-	call := func(ctx context.Context) (string, error) {
+	err := r.statement(ctx, query, func(ctx context.Context) error {
 		v, err := fn(ctx)
 		if err == nil {
 			out = v
 		}
-		return query, err
-	}
-	var err error
-	if p == nil {
-		err = r.loop(ctx, KindStatement, query, call, b)
-	} else {
-		err = r.afterDirect(ctx, p, query, call, b, first)
-	}
+		return err
+	}, l)
 	return out, err
 }
 
-type bound uint8
+// statement is Do, Retry and RetryRows. When nobody is to be asked or
+// told (no breaker, and no observer but one that only counts operations)
+// and no queryTimeout bounds the attempt, the first attempt runs directly
+// and a success costs one atomic load of the budget (and the observer's
+// count); anything else goes through run.
+func (r *Retrier) statement(ctx context.Context, query string, fn func(ctx context.Context) error, l limit) error {
+	if r.refresh != nil {
+		r.refresh() // may swap the policy: load it after
+	}
+	p := r.direct.Load()
+	if p == nil {
+		return r.statementLoop(ctx, nil, query, fn, l, nil)
+	}
+	err := fn(ctx)
+	if err == nil {
+		r.budget.earn()
+		r.count(KindStatement)
+		return nil
+	}
+	return r.statementLoop(ctx, p, query, fn, l, err)
+}
+
+// statementLoop runs a statement through the loop: the whole loop (p
+// nil), or, under p, the rest of it after a direct first attempt failed
+// with first.
+func (r *Retrier) statementLoop(ctx context.Context, p *Policy, query string, fn func(ctx context.Context) error, l limit, first error) error {
+	call := func(ctx context.Context) (string, error) { return query, fn(ctx) }
+	o := operation{ctx: ctx, kind: KindStatement, query: query}
+	if p == nil {
+		return r.loop(&o, call, l)
+	}
+	r.count(KindStatement)
+	return r.run(&o, p, permit{}, call, l, first)
+}
+
+// limit says how QueryTimeout bounds the attempts of an operation.
+type limit uint8
 
 const (
-	boundNone   bound = iota // attempts are not bounded
-	boundCancel              // bounded by QueryTimeout, cancelled when fn returns
-	boundKeep                // bounded by QueryTimeout, released when the rows are done
+	limitNone limit = iota // attempts are not bounded
+	limitCall              // bounded, the context cancelled when fn returns
+	limitRows              // bounded, the context released when the rows are done
 )
 
+// count tells the observer that an operation of kind k started.
+func (r *Retrier) count(k Kind) {
+	if r.observer != nil {
+		r.observer.Operation(k)
+	}
+}
+
 // loop runs a statement or transaction loop from the start, its caller
-// having refreshed the policy: count, ask the breaker, then the attempts.
-func (r *Retrier) loop(ctx context.Context, kind Kind, query string, call attemptFunc, b bound) error {
-	var o operation // fields set one by one: a literal is built aside and copied, which stalls
-	o.ctx, o.kind, o.query = ctx, kind, query
-	r.begin(&o)
-	pm, err := r.admit(&o)
+// having refreshed the policy: count, ask the breaker, run.
+func (r *Retrier) loop(o *operation, call attemptFunc, l limit) error {
+	r.begin(o)
+	pm, err := r.admit(o)
 	if err != nil {
 		return err
 	}
-	return r.run(&o, pm, call, b)
+	return r.run(o, r.policy.Load(), pm, call, l, nil)
 }
 
-// begin starts o: it counts it for an OperationObserver and notes its
-// start when the observer reads Elapsed. (o is built by the caller and
-// passed by pointer: returning it by value cost a store-forwarding stall,
-// half the success path.)
+// begin starts o: it counts it and notes its start when the observer
+// reads the time.
 func (r *Retrier) begin(o *operation) {
-	if r.observer != nil { // the only cost on the success path without one
-		r.count(o.kind)
-		if r.timed {
-			o.started = r.clock.Now()
-		}
+	r.count(o.kind)
+	if r.timed {
+		o.started = r.clock.Now()
 	}
 }
 
 // elapsed is the Elapsed of o's events: the time since o started, or 0
-// when the observer does not read it (ElapsedObserver).
+// when the observer does not read it.
 func (r *Retrier) elapsed(o *operation) time.Duration {
 	if !r.timed {
 		return 0
@@ -312,116 +272,45 @@ func (r *Retrier) admit(o *operation) (permit, error) {
 	return pm, err
 }
 
-// Admission is the circuit breaker's leave for one transaction unit, the
-// two steps of a two-step breaker in one value: Admit gives it before
-// anything of the unit runs; then exactly one of its methods ends it —
-// DoTx runs the unit's attempts and reports their outcome, Release gives
-// the leave back unused. The zero value is not a leave; Admit makes them.
-type Admission struct {
-	r *Retrier
-	p permit
-	o operation
-}
-
-// Admit starts a transaction unit and asks the circuit breaker whether it
-// may run. It is for adapters whose first attempt runs before the loop
-// does (GORM runs a Create's first attempt through its own callbacks):
-// they ask before that attempt and then call the Admission's DoTx.
-// When the breaker is open the error matches ErrCircuitOpen (and unwraps
-// to the error that opened it), a GaveUp event is emitted, and nothing of
-// the operation may run. The other loops ask by themselves.
-func (r *Retrier) Admit(ctx context.Context) (Admission, error) {
-	if r.refresh != nil {
-		r.refresh()
-	}
-	o := operation{ctx: ctx, kind: KindTransaction}
-	r.begin(&o)
-	pm, err := r.admit(&o)
-	return Admission{r: r, p: pm, o: o}, err
-}
-
-// Release gives back an Admission whose unit will not be run through DoTx
-// (it will not be retried as a whole): it tells the breaker nothing about
-// the database, and a probe's place goes to the next operation.
-func (a Admission) Release() { a.p.undecided() }
-
-// DoTx is Retrier.DoTx for the transaction unit that Admit let start: it
-// does not ask the breaker again, and reports the outcome of the unit's
-// attempts to it. An Admission that Admit did not return is an error
-// (ErrNotAdmitted), and runs nothing.
-func (a Admission) DoTx(ctx context.Context, fn func(ctx context.Context) (failedQuery string, err error)) error {
-	if a.r == nil {
-		return ErrNotAdmitted
-	}
-	o := a.o
-	o.ctx = ctx
-	return a.r.run(&o, a.p, fn, boundNone)
-}
-
-// run is the loop after admission. Whatever ends it, the outcome reaches
-// the breaker: a panic (or runtime.Goexit) in fn, a hook or an observer
-// counts as a failure, and goes on; an EndObserver is told how it ended.
-func (r *Retrier) run(o *operation, pm permit, call attemptFunc, b bound) (err error) {
-	if r.ends != nil {
+// run is the loop after admission, under p: attempts, each failure
+// decided on by decide, until one succeeds or the loop gives up. first,
+// when not nil, is the failure of a first attempt that already ran.
+// Whatever ends the loop, the outcome reaches the breaker (pm) — a panic
+// (or runtime.Goexit) in call, a hook or an observer counts as a failure,
+// and goes on — and the observer's OperationEnded.
+func (r *Retrier) run(o *operation, p *Policy, pm permit, call attemptFunc, l limit, first error) (err error) {
+	if r.timed {
 		err = errRunning // until the loop returns: see ended
 		defer r.ended(o, &err)
 	}
-	p := r.policy.Load()
-	if pm.b == nil { // no breaker: nothing to report
-		_, err := r.attempts(o, p, call, b)
-		return err
+	settled, failure := false, false
+	if pm.b != nil {
+		defer func() { pm.ended(o.ctx, settled, failure, err) }()
 	}
-	settled := false
-	defer func() {
-		if !settled {
-			pm.failed(errPanicked)
-		}
-	}()
-	v, err := r.attempts(o, p, call, b)
-	settled = true
-	switch {
-	case v == failedRun:
-		cause := err
-		if re, ok := err.(*RetryError); ok {
-			cause = re.Err // the driver's error opens the breaker, not the loop's
-		}
-		pm.failed(cause)
-	case err != nil && o.ctx.Err() != nil:
-		// The context ended: the error may be its own, not the database's.
-		pm.undecided()
-	default:
-		pm.succeeded()
+	timedOut, failed := false, first
+	if first == nil {
+		timedOut, failed = r.attempt(o, p, call, l)
 	}
-	return err
-}
-
-// attempts runs call's first attempt and, when it fails, the retries.
-func (r *Retrier) attempts(o *operation, p *Policy, call attemptFunc, b bound) (verdict, error) {
-	timedOut, err := r.attempt(o, p, call, b)
-	if err == nil {
-		r.budget.earn()
-		return answered, nil
-	}
-	return r.retries(o, p, call, b, 1, timedOut, err)
-}
-
-// retries goes on after attempt n failed with err: the decision, then the
-// wait and the next attempt, until one succeeds or the loop gives up. It
-// returns the operation's error with what it tells the breaker.
-func (r *Retrier) retries(o *operation, p *Policy, call attemptFunc, b bound, n int, timedOut bool, err error) (verdict, error) {
-	for ; ; n++ {
-		d := p.decide(o.kind, o.query, n, err, timedOut)
-		if d.Reason != nil {
-			return d.verdict, r.stop(o, n, err, d)
-		}
-		if stop := r.schedule(o, n, err, p.Jitter.apply(d.Wait, r.random), d); stop != nil {
-			return failedRun, stop
-		}
-		if timedOut, err = r.attempt(o, p, call, b); err == nil {
+	for n := 1; ; n++ {
+		if failed == nil {
 			r.budget.earn()
-			r.succeeded(o, n+1)
-			return answered, nil
+			if n > 1 {
+				r.succeeded(o, n)
+			}
+			settled = true
+			return nil
 		}
+		d := p.decide(o.kind, o.query, n, failed, timedOut)
+		if d.Reason != nil {
+			err = r.stop(o, n, failed, d)
+			settled, failure = true, d.dbFailure
+			return err
+		}
+		if stop := r.schedule(o, n, failed, p.Jitter.apply(d.Wait, r.random), d); stop != nil {
+			settled, failure = true, true
+			return stop
+		}
+		timedOut, failed = r.attempt(o, p, call, l)
 	}
 }
 
@@ -461,9 +350,7 @@ func (r *Retrier) schedule(o *operation, n int, err error, wait time.Duration, d
 			e.Token = d.tok.String()
 		}
 		r.observer.RetryScheduled(e)
-		if r.ctxs != nil {
-			o.ctx = r.ctxs.RetryContext(o.ctx, e)
-		}
+		o.ctx = r.observer.RetryContext(o.ctx, e)
 	}
 	if cerr := r.clock.Sleep(o.ctx, wait); cerr != nil {
 		return r.giveUp(o, n, ErrDeadline, err, cerr, "context ended during the wait")
@@ -480,17 +367,17 @@ func (r *Retrier) succeeded(o *operation, n int) {
 	}
 }
 
-// attempt runs call once, bounded by a positive QueryTimeout. It
-// reports whether the attempt's own time limit ran out while the caller's
-// context is alive, and notes the failed statement in o.query for the
-// events and the query filter.
-func (r *Retrier) attempt(o *operation, p *Policy, call attemptFunc, b bound) (timedOut bool, err error) {
+// attempt runs call once, bounded by a positive QueryTimeout as l says.
+// It reports whether the attempt's own time limit ran out while the
+// caller's context is alive, and notes the failed statement in o.query
+// for the events and the query filter.
+func (r *Retrier) attempt(o *operation, p *Policy, call attemptFunc, l limit) (timedOut bool, err error) {
 	ctx := o.ctx
 	var failed string
 	switch {
-	case p.QueryTimeout <= 0 || b == boundNone:
+	case p.QueryTimeout <= 0 || l == limitNone:
 		failed, err = call(ctx)
-	case b == boundKeep:
+	case l == limitRows:
 		// The rows are read after fn returns: the context lives until they
 		// are closed or read to the end, or until its deadline.
 		actx := newRowsContext(ctx, p.QueryTimeout, r.clock)

@@ -140,7 +140,7 @@ func TestQueryTimeoutRefusesLongWaits(t *testing.T) {
 	assert.Equal(t, coretest.Seconds(2), clock.Sleeps(), "waits")
 
 	// queryTimeout=0 (JDBC): a zero wait is fine, any positive wait is refused.
-	r0, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:3}"), QueryTimeout: core.QueryTimeoutZero}, core.Options{})
+	r0, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:3}"), QueryTimeout: core.JDBCQueryTimeoutZero}, core.Options{})
 	calls = 0
 	err = r0.Do(context.Background(), "select 1", failing(&calls, repeat(serverError{1205}, 5)...))
 	assert.ErrorIs(t, err, core.ErrInvalidRetryInterval, "queryTimeout=0")

@@ -8,10 +8,9 @@ import (
 
 	"github.com/crl-go/crl/internal/quote"
 	"github.com/crl-go/crl/internal/sqlscan"
-)
 
-// MaxRetryCount is the largest retryCount (and connectRetryCount) accepted.
-const MaxRetryCount = 255
+	"github.com/crl-go/crl/internal/limits"
+)
 
 // Rule is one compiled statement rule for one error token: how many retries,
 // the waits before each, and the query filter. It is immutable.
@@ -67,7 +66,7 @@ func (r *Rule) wait(i int) time.Duration {
 	if i < len(r.waits) {
 		return r.waits[i]
 	}
-	return MaxWait
+	return limits.MaxWait
 }
 
 // String prints the rule in a form that ParseStatementRules reads back to
@@ -94,7 +93,7 @@ func (r Rule) String() string {
 	return b.String()
 }
 
-// formatTime prints a duration so that ParseTime reads it back exactly.
+// formatTime prints a duration so that limits.ParseTime reads it back exactly.
 func formatTime(d time.Duration) string {
 	if d == 0 {
 		return "0"
@@ -137,7 +136,7 @@ func numberToken(n int32) (token, bool) {
 
 // lookup finds the rule for a classified error: its number first, then its
 // SQLSTATE, then the named conditions.
-func (s StatementRules) lookup(c *class) *Rule {
+func (s StatementRules) lookup(c *errorFacts) *Rule {
 	if len(s.byToken) == 0 {
 		return nil
 	}
@@ -265,7 +264,7 @@ func parseStatementRule(raw, body string) (Rule, []token, error) {
 	}
 	countTok := sqlscan.TrimSpace(timings[0])
 	n, convErr := strconv.Atoi(countTok)
-	if !isDigits(countTok) || convErr != nil || n > MaxRetryCount {
+	if !isDigits(countTok) || convErr != nil || n > limits.MaxRetryCount {
 		return Rule{}, nil, numberError(raw, countTok, "is not a retry count, expected a whole number from 0 to 255")
 	}
 	r.count = n
@@ -289,7 +288,7 @@ func parseStatementRule(raw, body string) (Rule, []token, error) {
 func parseTimings(raw, t string, r *Rule) error {
 	opAt := strings.IndexAny(t, "*+")
 	if opAt < 0 {
-		d, err := ParseTime(t)
+		d, err := limits.ParseTime(t)
 		if err != nil {
 			return numberError(raw, t, err.Error())
 		}
@@ -301,7 +300,7 @@ func parseTimings(raw, t string, r *Rule) error {
 	}
 	initTok := sqlscan.TrimSpace(t[:opAt])
 	changeTok := sqlscan.TrimSpace(t[opAt+1:])
-	d, err := ParseTime(initTok)
+	d, err := limits.ParseTime(initTok)
 	if err != nil {
 		return numberError(raw, initTok, err.Error())
 	}
@@ -324,7 +323,7 @@ func parseTimings(raw, t string, r *Rule) error {
 		r.change = defaultChange
 		return nil
 	}
-	c, err := ParseTime(changeTok)
+	c, err := limits.ParseTime(changeTok)
 	if err != nil {
 		return numberError(raw, changeTok, err.Error())
 	}
@@ -505,7 +504,7 @@ func (c ConnectionRules) Retryable(errorNumber int32) bool {
 // applies only to an error the server sent (fromServer): as in JDBC, whose
 // connection loop looks only at server errors, a network failure mapped to
 // 10053 or 10054 is retried only when the rules name it.
-func (c ConnectionRules) retryable(cl class, fromServer bool) bool {
+func (c ConnectionRules) retryable(cl errorFacts, fromServer bool) bool {
 	if fromServer && cl.hasNumber && !c.replace && isTransient(cl.number) {
 		return true
 	}
@@ -514,7 +513,7 @@ func (c ConnectionRules) retryable(cl class, fromServer bool) bool {
 
 // names reports whether the rules list the error explicitly: its number,
 // its SQLSTATE, or a named condition it meets.
-func (c ConnectionRules) names(cl class) bool {
+func (c ConnectionRules) names(cl errorFacts) bool {
 	if t, ok := numberToken(cl.number); cl.hasNumber && ok {
 		if _, ok := c.set[t]; ok {
 			return true

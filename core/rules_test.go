@@ -11,6 +11,7 @@ import (
 
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/core/coretest"
+	"github.com/crl-go/crl/internal/limits"
 )
 
 // statementCase is one retryExec value with, for each error number, the
@@ -80,9 +81,9 @@ var validStatementCases = []statementCase{
 	{name: "whole list in braces", value: "{1205:3;1222:1,1}", waits: map[int32][]time.Duration{1205: coretest.Seconds(0, 2, 4), 1222: coretest.Seconds(1)}},
 	{name: "upper-case filter lowered", value: "{1205:1:SELECT}", filter: map[int32][]string{1205: {"select"}}},
 	{name: "saturation *", value: "{1205:5,1000000000*1000000000}",
-		waits: map[int32][]time.Duration{1205: {1e9 * time.Second, core.MaxWait, core.MaxWait, core.MaxWait, core.MaxWait}}},
+		waits: map[int32][]time.Duration{1205: {1e9 * time.Second, limits.MaxWait, limits.MaxWait, limits.MaxWait, limits.MaxWait}}},
 	{name: "saturation +", value: "{1205:3,2147483000+1000}",
-		waits: map[int32][]time.Duration{1205: {2147483000 * time.Second, core.MaxWait, core.MaxWait}}},
+		waits: map[int32][]time.Duration{1205: {2147483000 * time.Second, limits.MaxWait, limits.MaxWait}}},
 	{name: "jdbc trailing colon", value: "{1205:2,1:}", waits: map[int32][]time.Duration{1205: coretest.Seconds(1, 3)}},
 }
 

@@ -56,7 +56,7 @@ func TestBatchesAndProceduresNotRetriedAlone(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.query+" "+tc.rules, func(t *testing.T) {
 			var gave []core.GaveUp
-			r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, tc.rules)}, core.Options{Observer: gaveUpRecorder{&gave}})
+			r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, tc.rules)}, core.Options{Observer: gaveUpRecorder{gave: &gave}})
 			calls := 0
 			err := r.Do(context.Background(), tc.query, failing(&calls, serverError{1205}))
 			if tc.retried {
@@ -90,18 +90,18 @@ func TestBatchesAndProceduresNotRetriedAlone(t *testing.T) {
 	assert.Equal(t, 2, runs)
 }
 
-type gaveUpRecorder struct{ gave *[]core.GaveUp }
+type gaveUpRecorder struct {
+	core.NopObserver
+	gave *[]core.GaveUp
+}
 
-func (g gaveUpRecorder) GaveUp(e core.GaveUp)             { *g.gave = append(*g.gave, e) }
-func (gaveUpRecorder) RetryScheduled(core.RetryScheduled) {}
-func (gaveUpRecorder) Succeeded(core.Succeeded)           {}
-func (gaveUpRecorder) RulesReloaded(core.RulesReloaded)   {}
+func (g gaveUpRecorder) GaveUp(e core.GaveUp) { *g.gave = append(*g.gave, e) }
 
 // A COMMIT of unknown outcome is never retried, and never silent: it emits
 // a GaveUp event with its own reason, so that logs and metrics show it.
 func TestCommitUnknownEmitsGaveUp(t *testing.T) {
 	var gave []core.GaveUp
-	r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{badconn:3,0}")}, core.Options{Observer: gaveUpRecorder{&gave}})
+	r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{badconn:3,0}")}, core.Options{Observer: gaveUpRecorder{gave: &gave}})
 	unknown := fmt.Errorf("sqlxcrl: COMMIT failed: %w: %w", core.ErrCommitUnknown, driver.ErrBadConn)
 	runs := 0
 	err := r.DoTx(context.Background(), func(context.Context) (string, error) { runs++; return "", unknown })

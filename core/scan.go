@@ -4,7 +4,7 @@ import "github.com/crl-go/crl/internal/sqlscan"
 
 // core reads statement texts through crl's one SQL scanner,
 // internal/sqlscan: the query filter (firstKeyword), the batch guard
-// (scanBatch) and notAlone, and with them the hooks (operation names) and
+// (scanBatch) and batchRefusal, and with them the hooks (operation names) and
 // mssqltest (CurCmd), so they all agree on what is white space, a comment,
 // a string or a word.
 

@@ -7,27 +7,23 @@ import (
 	"strings"
 	"time"
 
+	"github.com/crl-go/crl/internal/limits"
 	"github.com/crl-go/crl/internal/sqlscan"
 )
-
-// MaxWait is the ceiling at which computed waits saturate instead of
-// overflowing: 2147483647 seconds, the largest wait the JDBC driver can
-// express (it keeps waits in a Java int of seconds, and overflows past it).
-const MaxWait = time.Duration(math.MaxInt32) * time.Second
 
 // defaultChange is the JDBC driver's retryChange when a rule omits it.
 const defaultChange = 2 * time.Second
 
 // waitSchedule computes the waits of a rule, one per retry, saturating at
-// MaxWait. Retry i (0-based) waits initial + i*change for '+' and
+// limits.MaxWait. Retry i (0-based) waits initial + i*change for '+' and
 // initial * factor^i for '*', as the JDBC driver computes them.
 func waitSchedule(count int, initial time.Duration, op byte, change time.Duration, factor float64) []time.Duration {
 	waits := make([]time.Duration, count)
 	if op == '*' {
 		w := float64(initial)
 		for i := range waits {
-			if w >= float64(MaxWait) || math.IsInf(w, 0) || math.IsNaN(w) {
-				w = float64(MaxWait)
+			if w >= float64(limits.MaxWait) || math.IsInf(w, 0) || math.IsNaN(w) {
+				w = float64(limits.MaxWait)
 			}
 			waits[i] = time.Duration(math.Round(w))
 			w *= factor
@@ -36,12 +32,12 @@ func waitSchedule(count int, initial time.Duration, op byte, change time.Duratio
 	}
 	w := initial
 	for i := range waits {
-		if w > MaxWait {
-			w = MaxWait
+		if w > limits.MaxWait {
+			w = limits.MaxWait
 		}
 		waits[i] = w
-		if MaxWait-w < change {
-			w = MaxWait
+		if limits.MaxWait-w < change {
+			w = limits.MaxWait
 		} else {
 			w += change
 		}
@@ -49,34 +45,9 @@ func waitSchedule(count int, initial time.Duration, op byte, change time.Duratio
 	return waits
 }
 
-// ParseTime reads a time as the rule language and the DSN keys write it:
-// a bare number is seconds (the JDBC unit, possibly fractional, saturating
-// at MaxWait), else a time with a unit as Go writes it (100ms, 1.5s, 2m,
-// 1m30s). A negative time is an error that names the value.
-func ParseTime(s string) (time.Duration, error) {
-	if s == "" {
-		return 0, fmt.Errorf("an empty time, expected seconds such as 2 or a time with a unit such as 100ms")
-	}
-	if isDecimal(s) {
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return 0, fmt.Errorf("%q is not a number, expected seconds such as 2 or a time with a unit such as 100ms", s)
-		}
-		return secondsToDuration(f), nil
-	}
-	if s[0] == '-' || s[0] == '+' {
-		return 0, fmt.Errorf("%q is not a number, expected a time that is not negative", s)
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a number, expected seconds such as 2 or a time with a unit such as 100ms, 1.5s or 2m", s)
-	}
-	return d, nil
-}
-
 // parseFactor reads the factor of a '*' rule: a number, possibly fractional.
 func parseFactor(s string) (float64, error) {
-	if !isDecimal(s) {
+	if !limits.IsDecimal(s) {
 		return 0, fmt.Errorf("%q is not a number, expected a factor such as 2 or 1.5", s)
 	}
 	f, err := strconv.ParseFloat(s, 64)
@@ -84,28 +55,6 @@ func parseFactor(s string) (float64, error) {
 		return 0, fmt.Errorf("%q is not a number, expected a factor such as 2 or 1.5", s)
 	}
 	return f, nil
-}
-
-func secondsToDuration(f float64) time.Duration {
-	ns := f * float64(time.Second)
-	if ns >= float64(MaxWait) || math.IsInf(ns, 0) {
-		return MaxWait
-	}
-	return time.Duration(math.Round(ns))
-}
-
-// isDecimal reports whether s is digits with at most one '.', and at least
-// one digit.
-func isDecimal(s string) bool {
-	if s == "" || strings.Count(s, ".") > 1 || s == "." {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if (s[i] < '0' || s[i] > '9') && s[i] != '.' {
-			return false
-		}
-	}
-	return true
 }
 
 // Jitter says how a wait of the schedule is randomised before the loop

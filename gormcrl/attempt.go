@@ -120,7 +120,7 @@ func statementLoop(db *gorm.DB) (*core.Retrier, bool) {
 	if rp, ok := unwrapPool(stmt.ConnPool); ok {
 		return rp.retrier, false
 	}
-	if !retriesAlone(stmt.ConnPool) || propagateNoRetry(stmt) || connector.UnitOf(stmt.Context) != nil {
+	if !poolRetriesStatements(stmt.ConnPool) || propagateNoRetry(stmt) || connector.UnitOf(stmt.Context) != nil {
 		return nil, false
 	}
 	p, ok := pluginOf(db)

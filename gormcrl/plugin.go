@@ -228,7 +228,7 @@ func (p *Plugin) callbacks(db *gorm.DB) []callback {
 // transaction, unless it opted out.
 func (p *Plugin) installPool(db *gorm.DB) {
 	stmt := db.Statement
-	if db.Error != nil || db.DryRun || !retriesAlone(stmt.ConnPool) || propagateNoRetry(stmt) {
+	if db.Error != nil || db.DryRun || !poolRetriesStatements(stmt.ConnPool) || propagateNoRetry(stmt) {
 		return
 	}
 	if _, ok := unwrapPool(stmt.ConnPool); ok { // a nested statement of a retried one

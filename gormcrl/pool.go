@@ -117,11 +117,11 @@ func unwrapPool(pool gorm.ConnPool) (*retryPool, bool) {
 	return nil, false
 }
 
-// retriesAlone reports whether a statement on pool may be retried on its
+// poolRetriesStatements reports whether a statement on pool may be retried on its
 // own: not in a transaction (SQL Server rolls a deadlock victim's whole
 // transaction back) and not on a *sql.Conn (bound to one connection whose
 // state the caller owns; database/sql never retries one either).
-func retriesAlone(pool gorm.ConnPool) bool {
+func poolRetriesStatements(pool gorm.ConnPool) bool {
 	switch pool.(type) {
 	case nil, gorm.TxCommitter, *sql.Conn:
 		return false

@@ -52,7 +52,7 @@ func Transaction(db *gorm.DB, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions
 	if !hasPlugin && !layered {
 		return ErrNoPlugin
 	}
-	if !retriesAlone(db.Statement.ConnPool) || propagateNoRetry(db.Statement) {
+	if !poolRetriesStatements(db.Statement.ConnPool) || propagateNoRetry(db.Statement) {
 		return db.Transaction(fn, opts...)
 	}
 	ctx := db.Statement.Context

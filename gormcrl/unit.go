@@ -104,7 +104,7 @@ func (c *unitCallbacks) start(db *gorm.DB) {
 	if db.Error != nil || db.DryRun || db.SkipDefaultTransaction || unitOf(stmt) != nil {
 		return // nothing runs, no implicit transaction, or a retry's clone
 	}
-	if !retriesAlone(stmt.ConnPool) {
+	if !poolRetriesStatements(stmt.ConnPool) {
 		return // in a user's transaction, or on a *sql.Conn
 	}
 	restore, ok := snapshot(stmt, c.op)

@@ -28,23 +28,30 @@ func TestMultiOperationEnded(t *testing.T) {
 	a, b, counter := &endCounter{}, &endCounter{}, &opCounter{}
 	plain := &coretest.Observer{}
 	m := hooks.Multi(a, plain, hooks.Multi(b, counter))
-	ends, ok := m.(core.EndObserver)
-	require.True(t, ok, "Multi is told of ends when a member is")
-	_, ok = m.(core.OperationObserver)
-	require.True(t, ok, "and still counts operations")
-	ends.OperationEnded(core.OperationEnded{})
+	require.True(t, m.WantsElapsed(), "Multi is told of ends when a member is")
+	m.Operation(core.KindStatement)
+	require.Equal(t, 1, counter.n[core.KindStatement], "and still counts operations")
+	m.OperationEnded(core.OperationEnded{})
 	assert.Equal(t, 1, a.n)
 	assert.Equal(t, 1, b.n)
 
-	_, ok = hooks.Multi(a, plain).(core.OperationObserver)
-	assert.False(t, ok, "no member counts operations")
-	_, ok = hooks.Multi(counter, plain).(core.EndObserver)
-	assert.False(t, ok, "no member is told of ends")
+	u := &untimedEnd{}
+	hooks.Multi(u, &untimedCounter{}).OperationEnded(core.OperationEnded{})
+	assert.Zero(t, u.n, "no member is told of ends: none reads the time of operations")
+	hooks.Multi(u, a).OperationEnded(core.OperationEnded{})
+	assert.Zero(t, u.n, "a member whose WantsElapsed is false is not told of ends")
+	assert.Equal(t, 2, a.n)
 }
+
+// untimedEnd counts OperationEnded calls and does not read the time of
+// operations: it must not be told of ends.
+type untimedEnd struct{ endCounter }
+
+func (*untimedEnd) WantsElapsed() bool { return false }
 
 func TestMultiOperationEndedReachesEveryMemberWhenOnePanics(t *testing.T) {
 	a, b := &endCounter{panic: true}, &endCounter{}
-	m := hooks.Multi(a, b).(core.EndObserver)
+	m := hooks.Multi(a, b)
 	assert.PanicsWithValue(t, "member", func() { m.OperationEnded(core.OperationEnded{}) })
 	assert.Equal(t, 1, b.n, "the member after the one that panicked still releases its state")
 }

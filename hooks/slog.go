@@ -25,10 +25,15 @@ func Slog(logger *slog.Logger) core.Observer {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return slogObserver{logger}
+	return slogObserver{l: logger}
 }
 
-type slogObserver struct{ l *slog.Logger }
+// slogObserver logs the events; it reads Elapsed (NopObserver's
+// WantsElapsed) and ignores Operation and OperationEnded.
+type slogObserver struct {
+	core.NopObserver
+	l *slog.Logger
+}
 
 // orBackground is ctx, or context.Background() for an event built by hand.
 func orBackground(ctx context.Context) context.Context {

@@ -14,7 +14,7 @@ import (
 	"github.com/crl-go/crl/hooks"
 )
 
-// opCount counts operations (core's OperationObserver), as the metrics
+// opCount counts operations (core.Observer's Operation), as the metrics
 // hooks do, with no library behind it.
 type opCount struct {
 	core.NopObserver

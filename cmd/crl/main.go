@@ -31,6 +31,7 @@ import (
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/internal/family"
+	"github.com/crl-go/crl/internal/limits"
 	"github.com/crl-go/crl/internal/mssqldsn"
 	"github.com/crl-go/crl/internal/quote"
 	"github.com/crl-go/crl/internal/redact"
@@ -115,8 +116,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, help)
 		return 2
 	}
-	cmd := args[0]
-	switch cmd {
+	switch cmd := args[0]; cmd {
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, help)
 		return 0
@@ -129,11 +129,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return vet(args[1:], stdout, stderr) // vet checks its flags
 	case "check", "explain":
+		return checkOrExplain(cmd, args[1:], stdout, stderr)
 	default:
 		fmt.Fprintf(stderr, "crl: unknown command %q: expected check, explain, vet or help\n\n%s", cmd, help)
 		return 2
 	}
-	o, err := parseFlags(cmd, args[1:])
+}
+
+// checkOrExplain runs crl check or crl explain (cmd) with the command's
+// arguments.
+func checkOrExplain(cmd string, args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(cmd, args)
 	// Every message quotes the DSN redacted; a message of the driver or of
 	// a library that quotes a piece of it is scrubbed too.
 	stdout, stderr = scrub(stdout, o.dsn), scrub(stderr, o.dsn)
@@ -392,7 +398,7 @@ func explain(w io.Writer, p core.Policy) {
 			switch {
 			case refused:
 				note = "never reached: an earlier wait is refused"
-			case refusedByQueryTimeout(wait, p.QueryTimeout):
+			case p.RefusesWait(wait):
 				note = "refused: wait > queryTimeout (ErrInvalidRetryInterval)"
 				refused = true
 			}
@@ -407,18 +413,12 @@ func explain(w io.Writer, p core.Policy) {
 // defaults filled in: what check and explain both print.
 func connectionLine(p core.Policy) string {
 	return fmt.Sprintf("connection: %s; connectRetryCount %s, connectRetryInterval %v, loginTimeout %v",
-		connSummary(p.Connection), retryCount(p.ConnectRetryCount), orDefault(p.ConnectRetryInterval, core.DefaultConnectRetryInterval),
-		orDefault(p.LoginTimeout, core.DefaultLoginTimeout))
-}
-
-// refusedByQueryTimeout is the statement loop's check before a wait: a set
-// queryTimeout (QueryTimeoutZero is 0) refuses a longer wait.
-func refusedByQueryTimeout(wait, qt time.Duration) bool {
-	return qt != 0 && wait > max(qt, 0)
+		connSummary(p.Connection), retryCount(p.ConnectRetryCount), orDefault(p.ConnectRetryInterval, limits.DefaultConnectRetryInterval),
+		orDefault(p.LoginTimeout, limits.DefaultLoginTimeout))
 }
 
 // addSaturating adds two non-negative durations, stopping at the largest
-// one instead of overflowing (255 waits at core.MaxWait exceed it).
+// one instead of overflowing (255 waits at limits.MaxWait exceed it).
 func addSaturating(a, b time.Duration) time.Duration {
 	if a > math.MaxInt64-b {
 		return math.MaxInt64

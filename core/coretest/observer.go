@@ -16,8 +16,9 @@ type Events struct {
 
 // Observer records every event it receives. Safe for concurrent use.
 type Observer struct {
-	mu     sync.Mutex
-	events Events
+	core.NopObserver // Operation, RetryContext and OperationEnded: not recorded
+	mu               sync.Mutex
+	events           Events
 }
 
 var _ core.Observer = (*Observer)(nil)

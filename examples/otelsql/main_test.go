@@ -114,7 +114,7 @@ func names(spans []sdktrace.ReadOnlySpan) []string {
 
 // Without a caller's span, crl opens a span of its own at the first retry
 // (crl.retry statement) and gives the retried attempts its context
-// (core.ContextObserver): the driver's span of the retry nests under it,
+// (core.Observer's RetryContext): the driver's span of the retry nests under it,
 // and the first attempt's, which ran before it existed, is a root.
 func TestRetryNestsUnderCrlsSpan(t *testing.T) {
 	srv := mssqltest.NewServer(t)

@@ -5,8 +5,7 @@
 // histogram of every operation crl ran; counters of retries and give-ups
 // by error type and reason; and the two counters of the post-mortem.
 //
-// One Observer serves one database handle (a core.Observer, a
-// core.OperationObserver and a core.EndObserver); give it the handle's
+// One Observer serves one database handle (a core.Observer); give it the handle's
 // driver name and DSN, so that its attributes say which database it is,
 // and hand it to the handle with config.WithObserver:
 //
@@ -53,7 +52,7 @@
 // the span ends when the operation succeeds (status unset), gives up
 // (status Error) or panics (status Error and an "exception" event naming
 // the panic; the panic then goes on). core tells the hook how every
-// operation ended (core.EndObserver), so no span outlives its operation.
+// operation ended (OperationEnded), so no span outlives its operation.
 // An operation that gives up without a retry (the budget, the breaker)
 // gets a span that starts and ends at that moment.
 //
@@ -143,16 +142,17 @@ type Options struct {
 // Observer is a core.Observer that reports the events to OpenTelemetry.
 // Safe for concurrent use.
 type Observer struct {
-	tracer   trace.Tracer
-	base     []attribute.KeyValue // db.system.name, the DSN's attributes, Options.Attributes
-	query    bool
-	maxOpen  int64
-	kindSets [3]attribute.Set
-	ops      [3]atomic.Int64 // by core.Kind
-	retries  [3]atomic.Int64
-	reg      metric.Registration
-	open     sync.Map // Op → trace.Span, retried operations without a caller span
-	nOpen    atomic.Int64
+	core.NopObserver // WantsElapsed: true, the duration histogram reads it
+	tracer           trace.Tracer
+	base             []attribute.KeyValue // db.system.name, the DSN's attributes, Options.Attributes
+	query            bool
+	maxOpen          int64
+	kindSets         [3]attribute.Set
+	ops              [3]atomic.Int64 // by core.Kind
+	retries          [3]atomic.Int64
+	reg              metric.Registration
+	open             sync.Map // Op → trace.Span, retried operations without a caller span
+	nOpen            atomic.Int64
 
 	duration  metric.Float64Histogram
 	retryN    metric.Int64Counter
@@ -162,10 +162,7 @@ type Observer struct {
 }
 
 var (
-	_ core.Observer          = (*Observer)(nil)
-	_ core.OperationObserver = (*Observer)(nil)
-	_ core.EndObserver       = (*Observer)(nil)
-	_ core.ContextObserver   = (*Observer)(nil)
+	_ core.Observer = (*Observer)(nil)
 )
 
 var kinds = [...]core.Kind{core.KindStatement, core.KindTransaction, core.KindConnection}
@@ -476,7 +473,7 @@ func (o *Observer) retry(ctx context.Context, k core.Kind, op uint64, attrs []at
 }
 
 // RetryContext gives an operation's retried attempts, waits and later
-// events the operation's own span (core.ContextObserver), so that the
+// events the operation's own span (core.Observer.RetryContext), so that the
 // driver's spans of those attempts (otelsql's, pgx's tracer) nest under
 // crl's retry span. An operation that runs under a caller's span has no
 // span of its own, and keeps the caller's context.

@@ -4,7 +4,7 @@
 //
 //	database_retry_requests_total / database_total_requests_total > 0.05
 //
-// One Metrics is a core.Observer (and a core.OperationObserver); give it to
+// One Metrics is a core.Observer that counts operations; give it to
 // a database handle with config.WithObserver (sqlxcrl.Option and
 // gormcrl.Option are config.Option) and register it once:
 //
@@ -129,26 +129,25 @@ func outcome(e core.OperationEnded) int {
 
 // Metrics is a core.Observer that counts the events. Safe for concurrent use.
 type Metrics struct {
-	total     [3]prom.Counter // by core.Kind, resolved once: Operation is one atomic add
-	retryReqs [3]prom.Counter
-	totalVec  *prom.CounterVec
-	retryVec  *prom.CounterVec
-	retries   *prom.CounterVec
-	waits     *prom.HistogramVec
-	giveUps   *prom.CounterVec
-	recovered *prom.CounterVec
-	reloads   *prom.CounterVec
-	durations *prom.HistogramVec
-	duration  [3][5]prom.Observer // by core.Kind and outcome, resolved once
-	breaker   prom.GaugeFunc
-	watched   atomic.Pointer[core.Breaker]
+	core.NopObserver                 // RetryContext: the retries keep the caller's context
+	total            [3]prom.Counter // by core.Kind, resolved once: Operation is one atomic add
+	retryReqs        [3]prom.Counter
+	totalVec         *prom.CounterVec
+	retryVec         *prom.CounterVec
+	retries          *prom.CounterVec
+	waits            *prom.HistogramVec
+	giveUps          *prom.CounterVec
+	recovered        *prom.CounterVec
+	reloads          *prom.CounterVec
+	durations        *prom.HistogramVec
+	duration         [3][5]prom.Observer // by core.Kind and outcome, resolved once
+	breaker          prom.GaugeFunc
+	watched          atomic.Pointer[core.Breaker]
 }
 
 var (
-	_ core.Observer          = (*Metrics)(nil)
-	_ core.OperationObserver = (*Metrics)(nil)
-	_ core.EndObserver       = (*Metrics)(nil)
-	_ prom.Collector         = (*Metrics)(nil)
+	_ core.Observer  = (*Metrics)(nil)
+	_ prom.Collector = (*Metrics)(nil)
 )
 
 var kinds = [...]core.Kind{core.KindStatement, core.KindTransaction, core.KindConnection}
@@ -201,6 +200,19 @@ func New(reg prom.Registerer, o Options) (*Metrics, error) {
 	}
 	m.breaker = prom.NewGaugeFunc(prom.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "breaker_open", ConstLabels: o.ConstLabels,
 		Help: "1 while the circuit breaker is open or half-open (refusing operations), else 0; 0 when none is watched."}, m.breakerOpen)
+	m.initSeries(tokens)
+	if reg != nil {
+		if err := reg.Register(m); err != nil {
+			return nil, fmt.Errorf("prometheus: register crl metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// initSeries resolves the per-kind series that Operation and
+// OperationEnded use, and creates every series a dashboard or an alert
+// reads at zero, so that a rate is defined before the first event.
+func (m *Metrics) initSeries(tokens []string) {
 	for _, k := range kinds {
 		kind := k.String()
 		m.total[k] = m.totalVec.WithLabelValues(kind)
@@ -222,12 +234,6 @@ func New(reg prom.Registerer, o Options) (*Metrics, error) {
 	m.reloads.WithLabelValues("ok")
 	m.reloads.WithLabelValues("error")
 	m.reloads.WithLabelValues("restart_required")
-	if reg != nil {
-		if err := reg.Register(m); err != nil {
-			return nil, fmt.Errorf("prometheus: register crl metrics: %w", err)
-		}
-	}
-	return m, nil
 }
 
 func (m *Metrics) collectors() []prom.Collector {
@@ -256,12 +262,12 @@ func (m *Metrics) Operation(k core.Kind) {
 	}
 }
 
-// WantsElapsed reports true (core.ElapsedObserver): the duration
+// WantsElapsed reports true: the duration
 // histogram reads the Elapsed of every operation's end.
 func (m *Metrics) WantsElapsed() bool { return true }
 
 // OperationEnded observes the operation's duration by kind and outcome
-// (core.EndObserver).
+// (core.Observer).
 func (m *Metrics) OperationEnded(e core.OperationEnded) {
 	if int(e.Kind) < len(m.duration) {
 		m.duration[e.Kind][outcome(e)].Observe(e.Elapsed.Seconds())
