@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// ledger opens a Ledger on a fresh schema of the PostgreSQL named by
+// CRL_POSTGRES_DSN, with rules in its DSN, and returns it with a plain
+// pool on the schema for the checks.
+func ledger(t *testing.T, rules string) (*Ledger, *sql.DB, string) {
+	t.Helper()
+	base := os.Getenv("CRL_POSTGRES_DSN")
+	if base == "" {
+		t.Skip("CRL_POSTGRES_DSN is not set")
+	}
+	schema := fmt.Sprintf("crl_ent_%d_%d", time.Now().UnixNano()%1e9, rand.IntN(1000))
+	sep := "?"
+	if strings.Contains(base, "?") {
+		sep = "&"
+	}
+	dsn := base + sep + "search_path=" + schema
+	admin, err := sql.Open("pgx", dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, err := admin.Exec("DROP SCHEMA " + schema + " CASCADE")
+		assert.NoError(t, err)
+		assert.NoError(t, admin.Close())
+	})
+	for _, q := range []string{
+		"CREATE SCHEMA " + schema,
+		"CREATE TABLE accounts (id INT PRIMARY KEY, balance INT NOT NULL)",
+		"INSERT INTO accounts VALUES (1, 100), (2, 100)",
+		// The first call of fail_once raises a deadlock (40P01), as the
+		// server does for a victim; later calls return 0.
+		"CREATE SEQUENCE fail_seq",
+		"CREATE FUNCTION fail_once() RETURNS int LANGUAGE plpgsql AS $$ BEGIN " +
+			"IF nextval('fail_seq') = 1 THEN RAISE EXCEPTION 'deadlock detected' USING ERRCODE = 'deadlock_detected'; END IF; " +
+			"RETURN 0; END $$",
+		"CREATE FUNCTION trg() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM fail_once(); RETURN NEW; END $$",
+	} {
+		_, err := admin.Exec(q)
+		require.NoError(t, err, q)
+	}
+	l, err := Open(dsn + "&retryExec=" + rules)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, l.Close()) })
+	return l, admin, schema
+}
+
+func balances(t *testing.T, admin *sql.DB) [2]int {
+	t.Helper()
+	var b [2]int
+	require.NoError(t, admin.QueryRow("SELECT (SELECT balance FROM accounts WHERE id = 1), (SELECT balance FROM accounts WHERE id = 2)").Scan(&b[0], &b[1]))
+	return b
+}
+
+// The transfer's second UPDATE is a deadlock victim once (a trigger on
+// account 2 raises 40P01 the first time): crl.Retry around ent's own
+// transaction re-runs it whole, its filter checked against the failing
+// UPDATE, and the money moves once.
+func TestTransferRetriedAfterADeadlock(t *testing.T) {
+	l, admin, _ := ledger(t, "{40P01:2,10ms*1:update}")
+	_, err := admin.Exec("CREATE TRIGGER t BEFORE UPDATE ON accounts FOR EACH ROW WHEN (NEW.id = 2) EXECUTE FUNCTION trg()")
+	require.NoError(t, err)
+	require.NoError(t, l.Transfer(context.Background(), 1, 2, 30))
+	assert.Equal(t, [2]int{70, 130}, balances(t, admin), "moved once")
+	var calls int
+	require.NoError(t, admin.QueryRow("SELECT last_value FROM fail_seq").Scan(&calls))
+	assert.Equal(t, 2, calls, "the transaction ran twice")
+}
+
+// Without a rule for 40P01 the transfer fails with the server's error and
+// moves nothing, as before the adoption.
+func TestTransferWithoutARuleFails(t *testing.T) {
+	l, admin, _ := ledger(t, "{1205:2,10ms*1}")
+	_, err := admin.Exec("CREATE TRIGGER t BEFORE UPDATE ON accounts FOR EACH ROW WHEN (NEW.id = 2) EXECUTE FUNCTION trg()")
+	require.NoError(t, err)
+	err = l.Transfer(context.Background(), 1, 2, 30)
+	require.ErrorContains(t, err, "40P01")
+	assert.Equal(t, [2]int{100, 100}, balances(t, admin))
+}
+
+// A read outside a transaction is retried by the driver layer alone.
+func TestBalanceRetriedAfterADeadlock(t *testing.T) {
+	l, admin, _ := ledger(t, "{40P01:2,10ms*1}")
+	_, err := admin.Exec("CREATE VIEW v AS SELECT id, balance + fail_once() AS balance FROM accounts")
+	require.NoError(t, err)
+	_, err = admin.Exec("ALTER TABLE accounts RENAME TO accounts_t")
+	require.NoError(t, err)
+	_, err = admin.Exec("CREATE VIEW accounts AS SELECT id, balance + fail_once() AS balance FROM accounts_t")
+	require.NoError(t, err)
+	b, err := l.Balance(context.Background(), 1)
+	require.NoError(t, err)
+	assert.Equal(t, 100, b)
+}
