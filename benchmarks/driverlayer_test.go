@@ -3,6 +3,8 @@ package benchmarks
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
+	"io"
 	"testing"
 
 	"github.com/XSAM/otelsql"
@@ -50,9 +52,11 @@ type layerStatement struct {
 	prepare func(tb testing.TB, db *sql.DB) func(ctx context.Context) error
 }
 
+// The statements, with arguments as real ones have: the wrappers see
+// each argument (database/sql asks their NamedValueChecker).
 const (
-	layerUpdate = "UPDATE accounts SET balance = balance + 1 WHERE id = 1"
-	layerQuery  = "SELECT id, name FROM orders WHERE id = 7"
+	layerUpdate = "UPDATE accounts SET balance = balance + ? WHERE id = ?"
+	layerQuery  = "SELECT id, name FROM orders WHERE id = ?"
 )
 
 // layerStatements are the statements compared: ExecContext, QueryContext
@@ -60,10 +64,10 @@ const (
 // prepared statement's ExecContext.
 var layerStatements = []layerStatement{
 	{"Exec", func(_ testing.TB, db *sql.DB) func(context.Context) error {
-		return func(ctx context.Context) error { _, err := db.ExecContext(ctx, layerUpdate); return err }
+		return func(ctx context.Context) error { _, err := db.ExecContext(ctx, layerUpdate, 1, 1); return err }
 	}},
 	{"Query", func(_ testing.TB, db *sql.DB) func(context.Context) error {
-		return func(ctx context.Context) error { return readAll(db.QueryContext(ctx, layerQuery)) }
+		return func(ctx context.Context) error { return readAll(db.QueryContext(ctx, layerQuery, 7)) }
 	}},
 	{"QueryRow", func(_ testing.TB, db *sql.DB) func(context.Context) error {
 		return func(ctx context.Context) error {
@@ -71,7 +75,7 @@ var layerStatements = []layerStatement{
 				id   int64
 				name string
 			)
-			return db.QueryRowContext(ctx, layerQuery).Scan(&id, &name)
+			return db.QueryRowContext(ctx, layerQuery, 7).Scan(&id, &name)
 		}
 	}},
 	{"StmtExec", func(tb testing.TB, db *sql.DB) func(context.Context) error {
@@ -80,7 +84,7 @@ var layerStatements = []layerStatement{
 			tb.Fatal(err)
 		}
 		tb.Cleanup(func() { stmt.Close() })
-		return func(ctx context.Context) error { _, err := stmt.ExecContext(ctx); return err }
+		return func(ctx context.Context) error { _, err := stmt.ExecContext(ctx, 1, 1); return err }
 	}},
 }
 
@@ -134,6 +138,70 @@ func BenchmarkDriverLayerParallel(b *testing.B) {
 						}
 					})
 					clk.report(b)
+				})
+			}
+		})
+	}
+}
+
+// BenchmarkDriverLayerConn calls the driver connection under a pinned
+// sql.Conn directly, as database/sql does inside DB.ExecContext and
+// DB.QueryContext (ExecerContext, QueryerContext, then the rows read to
+// the end and closed): the wrapper's own cost on its connection, without
+// database/sql's, whose pool and locks make up most of
+// BenchmarkDriverLayer's time and most of its noise.
+func BenchmarkDriverLayerConn(b *testing.B) {
+	ctx := context.Background()
+	args := []driver.NamedValue{{Ordinal: 1, Value: int64(1)}, {Ordinal: 2, Value: int64(1)}}
+	ops := []struct {
+		name string
+		run  func(dc any) error
+	}{
+		{"Exec", func(dc any) error {
+			_, err := dc.(driver.ExecerContext).ExecContext(ctx, layerUpdate, args)
+			return err
+		}},
+		{"Query", func(dc any) error {
+			rows, err := dc.(driver.QueryerContext).QueryContext(ctx, layerQuery, args[:1])
+			if err != nil {
+				return err
+			}
+			dest := make([]driver.Value, len(rows.Columns()))
+			for {
+				if err := rows.Next(dest); err == io.EOF {
+					break
+				} else if err != nil {
+					rows.Close()
+					return err
+				}
+			}
+			return rows.Close()
+		}},
+	}
+	pools := layerPools(b)
+	for _, op := range ops {
+		b.Run(op.name, func(b *testing.B) {
+			for _, p := range pools {
+				b.Run(p.name, func(b *testing.B) {
+					conn, err := p.db.Conn(ctx)
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer conn.Close()
+					b.ReportAllocs()
+					err = conn.Raw(func(dc any) error {
+						clk := startCPUClock()
+						for b.Loop() {
+							if err := op.run(dc); err != nil {
+								return err
+							}
+						}
+						clk.report(b)
+						return nil
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
 				})
 			}
 		})
