@@ -77,3 +77,39 @@ func readAll(rows interface {
 	}
 	return rows.Close()
 }
+
+// TestDriverLayerStatementsAllocateNothingMore counts the allocations of one
+// successful statement through crl's driver layer (crl.OpenDB, with its
+// default settings and with rules) and through database/sql alone, over
+// the same in-memory connector (the pools of BenchmarkDriverLayer): an
+// Exec, a prepared statement's Exec, allocate nothing more. A query
+// allocates two things more, by design: the rows the layer hands back,
+// and the first row, which they hold from the attempt that read it until
+// the caller's first Next.
+func TestDriverLayerStatementsAllocateNothingMore(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector changes allocation counts; CI runs this test without it too")
+	}
+	ctx := context.Background()
+	extra := map[string]float64{"Exec": 0, "StmtExec": 0, "Query": 2, "QueryRow": 2}
+	pools := layerPools(t)
+	require.Equal(t, "plain", pools[0].name)
+	for _, st := range layerStatements {
+		want, ok := extra[st.name]
+		require.True(t, ok, "no allocation count for %s", st.name)
+		t.Run(st.name, func(t *testing.T) {
+			plain := st.prepare(t, pools[0].db)
+			require.NoError(t, plain(ctx))
+			base := testing.AllocsPerRun(100, func() { _ = plain(ctx) })
+			for _, p := range pools[1:] {
+				if p.name == "otelsql" {
+					continue // the peer, not under test
+				}
+				run := st.prepare(t, p.db)
+				require.NoError(t, run(ctx), p.name)
+				got := testing.AllocsPerRun(100, func() { _ = run(ctx) })
+				assert.Equal(t, base+want, got, "%s: allocations per statement: plain %v, %s %v (expected %v more)", st.name, base, p.name, got, want)
+			}
+		})
+	}
+}

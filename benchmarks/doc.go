@@ -1,5 +1,7 @@
 // Package benchmarks compares crl's hot path with peers (failsafe-go,
 // retry-go, backoff) and plain sqlx and GORM on an in-memory driver, and
+// a statement through crl's driver layer (crl.OpenDB) with database/sql
+// alone and with otelsql's wrapper on the same in-memory connector, and
 // measures retry storms and contention: deterministic simulators (Storm, a
 // capacity drop, and Contention, deadlock victims on a healthy database,
 // both driven by the real core.Retrier on a virtual clock) and the storm

@@ -18,6 +18,8 @@ import (
 
 	_ "github.com/go-sql-driver/mysql"
 
+	"github.com/crl-go/crl"
+	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 )
 
@@ -53,10 +55,20 @@ const (
 	mariaRounds     = 3                      // rounds of every policy with CRL_STORM_FULL=1
 )
 
+// mariaDriverLayer is the prefix of the rows whose statements run
+// through crl.Open's driver layer, their waits on the connection the
+// statement was given. Every other row runs its loop around db.ExecContext
+// on a plain pool, as sqlxcrl does over a *sql.DB crl did not open: the
+// connection goes back to the pool during a wait.
+const mariaDriverLayer = "crl.Open"
+
 // mariaPolicies are the rows of the post-mortem's table, scaled to the
 // benchmark's 500 ms client time-out, beside crl's: each retries a
-// time-out up to 3 times (immediately: "0+0", see StormPolicies). Without full, the smoke run of CI: no retry,
-// the JDBC schedule without a budget and crl's default.
+// time-out up to 3 times (immediately: "0+0", see StormPolicies), and
+// the JDBC schedule with and without crl's budget through the driver
+// layer. Without full, the smoke run of CI: no retry, the JDBC schedule
+// without a budget, crl's default, and crl's default through the driver
+// layer.
 func mariaPolicies(full bool) []RetryPolicy {
 	all := []RetryPolicy{
 		{Name: "no retry"},
@@ -66,12 +78,91 @@ func mariaPolicies(full bool) []RetryPolicy {
 		{Name: "exponential + full jitter + budget", Rules: "{timeout:3,50ms*2}", Jitter: core.JitterFull, Budget: true},
 		{Name: "JDBC CRL, no budget", Rules: "{timeout:3,125ms*2}"},
 		{Name: "crl default", Rules: "{timeout:3,125ms*2}", Budget: true},
+		{Name: mariaDriverLayer + " (database/sql)", Rules: "{timeout:3,125ms*2}", Budget: true},
+		{Name: mariaDriverLayer + ", no budget", Rules: "{timeout:3,125ms*2}"},
 	}
 	if full {
 		return all
 	}
-	return []RetryPolicy{all[0], all[5], all[6]}
+	return []RetryPolicy{all[0], all[5], all[6], all[7]}
 }
+
+// mariaClient is the clients' side of one run: the pool, and how a request
+// runs its statement under the policy.
+type mariaClient struct {
+	db *sql.DB
+	// exec runs one request's statement with its retries.
+	exec func(ctx context.Context, stmt string, sleep float64) error
+	// lastTimeout is when an attempt last timed out (Unix nanoseconds).
+	lastTimeout *atomic.Int64
+}
+
+// openMariaClient opens the pool of one run of p against dsn: through
+// crl.Open for the rows named mariaDriverLayer…, else a plain pool whose
+// requests run under p's Retrier. Every attempt is bounded by
+// mariaTimeout.
+func openMariaClient(p RetryPolicy, dsn string) (*mariaClient, error) {
+	c := &mariaClient{lastTimeout: new(atomic.Int64)}
+	if strings.HasPrefix(p.Name, mariaDriverLayer) {
+		opts := []crl.Option{crl.WithRetryExec(p.Rules), config.WithQueryTimeout(mariaTimeout),
+			config.WithJitter(p.Jitter), config.WithObserver(timeoutObserver{c.lastTimeout})}
+		if !p.Budget {
+			opts = append(opts, config.WithoutRetryBudget())
+		} else if p.BudgetSettings != (core.BudgetSettings{}) {
+			opts = append(opts, config.WithRetryBudget(p.BudgetSettings))
+		}
+		if p.Breaker != (core.BreakerSettings{}) {
+			opts = append(opts, config.WithCircuitBreaker(p.Breaker))
+		}
+		db, err := crl.Open("mysql", dsn, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("policy %s: %w", p.Name, err)
+		}
+		c.db = db
+		c.exec = func(ctx context.Context, stmt string, sleep float64) error {
+			_, err := db.ExecContext(ctx, stmt, sleep)
+			return err
+		}
+	} else {
+		r, err := p.retrier(core.Policy{QueryTimeout: mariaTimeout}, core.Options{})
+		if err != nil {
+			return nil, err
+		}
+		db, err := sql.Open("mysql", dsn)
+		if err != nil {
+			return nil, err
+		}
+		c.db = db
+		c.exec = func(ctx context.Context, stmt string, sleep float64) error {
+			return r.Do(ctx, stmt, func(actx context.Context) error {
+				_, err := db.ExecContext(actx, stmt, sleep)
+				if err != nil && actx.Err() != nil {
+					c.lastTimeout.Store(time.Now().UnixNano())
+				}
+				return err
+			})
+		}
+	}
+	c.db.SetMaxOpenConns(mariaPool)
+	c.db.SetMaxIdleConns(mariaPool)
+	return c, nil
+}
+
+// timeoutObserver notes when an attempt of the driver layer's statement
+// loop timed out: the loop runs inside the pool, so its events are where
+// the attempts are seen.
+type timeoutObserver struct{ last *atomic.Int64 }
+
+func (o timeoutObserver) note(err error) {
+	if errors.Is(err, context.DeadlineExceeded) {
+		o.last.Store(time.Now().UnixNano())
+	}
+}
+
+func (o timeoutObserver) RetryScheduled(e core.RetryScheduled) { o.note(e.Err) }
+func (o timeoutObserver) GaveUp(e core.GaveUp)                 { o.note(e.Err) }
+func (timeoutObserver) Succeeded(core.Succeeded)               {}
+func (timeoutObserver) RulesReloaded(core.RulesReloaded)       {}
 
 // mariaSample is one reading taken during a run.
 type mariaSample struct {
@@ -278,12 +369,16 @@ func (m *mariaServer) settle(ctx context.Context) {
 // the server's own count of the benchmark's running statements at peak
 // (information_schema.PROCESSLIST), the pool's occupancy at peak
 // (sql.DBStats.InUse ÷ max open) and the time to recover after the
-// capacity returns. With CRL_STORM_FULL=1 it runs every row of the
-// post-mortem's table (mariaPolicies) in 3 rounds, each round every policy
-// one after another in a rotated order, and reports the median and the
-// range of each column (about 5 minutes); without it, one round of no
-// retry, the JDBC schedule and crl's default (under a minute), the smoke
-// run of CI. -storm.mariadb.plot=prefix draws the series over time.
+// capacity returns. The rows named "crl.Open …" run their statements
+// through crl's driver layer, which waits for a retry on the statement's
+// connection, so their pool column counts the waits too; the other rows
+// run their loop around the pool. With CRL_STORM_FULL=1 it runs every row
+// of the post-mortem's table and the driver layer's (mariaPolicies) in 3
+// rounds, each round every policy one after another in a rotated order,
+// and reports the median and the range of each column (about 7 minutes);
+// without it, one round of no retry, the JDBC schedule, crl's default and
+// crl's default through the driver layer (about a minute), the smoke run
+// of CI. -storm.mariadb.plot=prefix draws the series over time.
 func BenchmarkStormMariaDB(b *testing.B) {
 	dsn := os.Getenv("CRL_MYSQL_DSN")
 	if dsn == "" {
@@ -332,19 +427,13 @@ func BenchmarkStormMariaDB(b *testing.B) {
 		// the same one.
 		for i := range policies {
 			p := policies[(i+round)%len(policies)]
-			r, err := p.retrier(core.Policy{QueryTimeout: mariaTimeout}, core.Options{})
+			client, err := openMariaClient(p, dsn)
 			if err != nil {
 				b.Fatal(err)
 			}
-			db, err := sql.Open("mysql", dsn)
-			if err != nil {
-				b.Fatal(err)
-			}
-			db.SetMaxOpenConns(mariaPool)
-			db.SetMaxIdleConns(mariaPool)
 			lock := fmt.Sprintf("storm_%s_%d_%d", sfx, round, i)
-			res, err := runMariaStorm(ctx, m, r, db, lock)
-			db.Close()
+			res, err := runMariaStorm(ctx, m, client, lock)
+			client.db.Close()
 			if err != nil {
 				b.Fatalf("%s, round %d: %v", p.Name, round+1, err)
 			}
@@ -526,13 +615,13 @@ func medianSeries(runs [][]float64) []float64 {
 // runMariaStorm offers mariaRate requests/s for the whole scenario, reads
 // the pool, the server's threads and its CPU every mariaSampleGap, and
 // waits for the last request.
-func runMariaStorm(ctx context.Context, m *mariaServer, r *core.Retrier, db *sql.DB, lock string) (mariaResult, error) {
+func runMariaStorm(ctx context.Context, m *mariaServer, client *mariaClient, lock string) (mariaResult, error) {
 	var (
-		res         mariaResult
-		service     atomic.Int64
-		lastTimeout atomic.Int64 // since start
-		failed      atomic.Int64
-		wg          sync.WaitGroup
+		res     mariaResult
+		service atomic.Int64
+		failed  atomic.Int64
+		wg      sync.WaitGroup
+		db      = client.db
 	)
 	stmt := "DO " + m.fn + "(), IF(GET_LOCK('" + lock + "', " + mariaLockWait + "), SLEEP(?) + RELEASE_LOCK('" + lock + "'), 0)"
 	service.Store(int64(mariaService))
@@ -590,15 +679,7 @@ func runMariaStorm(ctx context.Context, m *mariaServer, r *core.Retrier, db *sql
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sleep := time.Duration(service.Load()).Seconds()
-			err := r.Do(ctx, stmt, func(actx context.Context) error {
-				_, err := db.ExecContext(actx, stmt, sleep)
-				if err != nil && actx.Err() != nil {
-					lastTimeout.Store(int64(time.Since(start)))
-				}
-				return err
-			})
-			if err != nil {
+			if err := client.exec(ctx, stmt, time.Duration(service.Load()).Seconds()); err != nil {
 				failed.Add(1)
 			}
 		}()
@@ -631,7 +712,10 @@ func runMariaStorm(ctx context.Context, m *mariaServer, r *core.Retrier, db *sql
 	}
 	res.executions = atRestore.executed - atDegrade.executed
 	res.failed = int(failed.Load())
-	last := time.Duration(lastTimeout.Load())
+	var last time.Duration
+	if at := client.lastTimeout.Load(); at != 0 {
+		last = time.Unix(0, at).Sub(start)
+	}
 	res.recovery = max(last-end, 0)
 	res.recovered = last < end+mariaObserve-time.Second
 	return res, nil

@@ -17,6 +17,14 @@ func init() { sql.Register("crlmem", memDriver{}) }
 
 func (memDriver) Open(string) (driver.Conn, error) { return memConn{}, nil }
 
+// memConnector is the in-memory driver's connector, for sql.OpenDB and
+// the wrappers that take a connector (crl.OpenDB, otelsql.OpenDB), so
+// that each of them wraps the very same driver.
+type memConnector struct{}
+
+func (memConnector) Connect(context.Context) (driver.Conn, error) { return memConn{}, nil }
+func (memConnector) Driver() driver.Driver                        { return memDriver{} }
+
 type memConn struct{}
 
 var (

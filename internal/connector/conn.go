@@ -81,18 +81,34 @@ func (cn *conn) record(ctx context.Context, query string, err error) {
 	}
 }
 
-// noteBroken marks the connection broken when err says it broke, so that
-// database/sql takes it out of the pool (IsValid, ResetSession), and a
-// read that a rule retries runs again on a new one (revive).
+// noteBroken marks the connection broken when err says it broke, or when
+// the driver's connection is no longer valid after err (go-sql-driver/mysql
+// and pgx close theirs when the context of a running statement ends: a
+// queryTimeout's cut-off), so that database/sql takes it out of the pool
+// (IsValid, ResetSession), and a retry runs on a new one (revive): a read
+// that a rule retries after its connection broke, a statement whose
+// time-out a rule retries.
 func (cn *conn) noteBroken(err error) {
-	if err != driver.ErrSkip && core.IsBadConn(err) {
+	if err == driver.ErrSkip {
+		return
+	}
+	if core.IsBadConn(err) || !cn.innerValid() {
 		cn.broken.Store(true)
 	}
 }
 
+// innerValid reports whether the connection below says it is usable
+// (driver.Validator); true when it cannot tell.
+func (cn *conn) innerValid() bool {
+	v, ok := cn.inner.(driver.Validator)
+	return !ok || v.IsValid()
+}
+
 // revive replaces a broken connection with a new one of the pool's
 // connector (under the connection loop), before a retry of a statement
-// whose connection broke; the statement loop retries only reads then.
+// whose connection broke; the statement loop retries only reads then,
+// unless the error was not the break itself (a time-out that the driver
+// ended by closing its connection, which the rule retries).
 func (cn *conn) revive(ctx context.Context) error {
 	if !cn.broken.Load() {
 		return nil
