@@ -105,7 +105,7 @@ func openMariaClient(p RetryPolicy, dsn string) (*mariaClient, error) {
 	c := &mariaClient{lastTimeout: new(atomic.Int64)}
 	if strings.HasPrefix(p.Name, mariaDriverLayer) {
 		opts := []crl.Option{crl.WithRetryExec(p.Rules), config.WithQueryTimeout(mariaTimeout),
-			config.WithJitter(p.Jitter), config.WithObserver(timeoutObserver{c.lastTimeout})}
+			config.WithJitter(p.Jitter), config.WithObserver(timeoutObserver{last: c.lastTimeout})}
 		if !p.Budget {
 			opts = append(opts, config.WithoutRetryBudget())
 		} else if p.BudgetSettings != (core.BudgetSettings{}) {
@@ -151,7 +151,10 @@ func openMariaClient(p RetryPolicy, dsn string) (*mariaClient, error) {
 // timeoutObserver notes when an attempt of the driver layer's statement
 // loop timed out: the loop runs inside the pool, so its events are where
 // the attempts are seen.
-type timeoutObserver struct{ last *atomic.Int64 }
+type timeoutObserver struct {
+	core.NopObserver
+	last *atomic.Int64
+}
 
 func (o timeoutObserver) note(err error) {
 	if errors.Is(err, context.DeadlineExceeded) {
@@ -161,8 +164,6 @@ func (o timeoutObserver) note(err error) {
 
 func (o timeoutObserver) RetryScheduled(e core.RetryScheduled) { o.note(e.Err) }
 func (o timeoutObserver) GaveUp(e core.GaveUp)                 { o.note(e.Err) }
-func (timeoutObserver) Succeeded(core.Succeeded)               {}
-func (timeoutObserver) RulesReloaded(core.RulesReloaded)       {}
 
 // mariaSample is one reading taken during a run.
 type mariaSample struct {
