@@ -25,6 +25,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/crl-go/crl"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/gormcrl"
 	"github.com/crl-go/crl/sqlxcrl"
@@ -108,7 +109,8 @@ type transfer struct {
 }
 
 // TestFaults runs the ledger workload on every database through both
-// adapters, with every fault right before COMMIT, then in the middle of a
+// adapters and through the driver layer alone (crl.Open and crl.RunInTx
+// on database/sql's own types), with every fault right before COMMIT, then in the middle of a
 // transaction, then a full outage under load, and checks the ledger on
 // the server.
 func TestFaults(t *testing.T) {
@@ -118,7 +120,7 @@ func TestFaults(t *testing.T) {
 			if dsn == "" {
 				t.Skipf("%s is not set", db.env)
 			}
-			for _, via := range []string{"sqlxcrl", "gormcrl"} {
+			for _, via := range []string{"sqlxcrl", "gormcrl", "crl"} {
 				t.Run(via, func(t *testing.T) { runLedger(t, db, dsn, via) })
 			}
 		})
@@ -358,6 +360,28 @@ func open(t *testing.T, db database, via, dsn string) (run func(context.Context,
 			})
 		}
 		return run, func() { require.NoError(t, h.Close()) }, func() int { return h.Stats().InUse }
+	case "crl":
+		pool, err := crl.Open(db.driver, dsn, crl.WithRetryExec(rules))
+		require.NoError(t, err)
+		run = func(ctx context.Context, l *ledger, tr transfer, at func(point)) error {
+			return crl.RunInTx(ctx, pool, nil, func(tx *sql.Tx) error {
+				call(at, attemptBegins)
+				for i, s := range tr.statements(l) {
+					if i == 1 {
+						call(at, midTransaction)
+						if err := readAll(ctx, tx, "SELECT balance FROM "+l.accountsTable+" ORDER BY id"); err != nil {
+							return err
+						}
+					}
+					if _, err := tx.ExecContext(ctx, rebind(db, s.query), s.args...); err != nil {
+						return err
+					}
+				}
+				call(at, beforeCommit)
+				return nil
+			})
+		}
+		return run, func() { require.NoError(t, pool.Close()) }, func() int { return pool.Stats().InUse }
 	default:
 		var d gorm.Dialector = mysql.Open(dsn)
 		if db.driver == "pgx" {
@@ -388,6 +412,42 @@ func open(t *testing.T, db database, via, dsn string) (run func(context.Context,
 		}
 		return run, func() { require.NoError(t, sqlDB.Close()) }, func() int { return sqlDB.Stats().InUse }
 	}
+}
+
+// readAll reads every row of query in tx, as a caller of database/sql
+// does, and returns the query's error or the first met while reading.
+func readAll(ctx context.Context, tx *sql.Tx, query string) error {
+	rows, err := tx.QueryContext(ctx, query)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var balance int64
+		if err := rows.Scan(&balance); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// rebind returns query, written with ? placeholders, in db's placeholder
+// syntax ($1, $2, … for PostgreSQL).
+func rebind(db database, query string) string {
+	if db.driver != "pgx" {
+		return query
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range query {
+		if r == '?' {
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // point is a point of a transfer's transaction attempt where a fault may
