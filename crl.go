@@ -7,8 +7,8 @@ import (
 	"fmt"
 
 	"github.com/crl-go/crl/config"
-	"github.com/crl-go/crl/internal/adapter"
-	"github.com/crl-go/crl/internal/connector"
+	"github.com/crl-go/crl/internal/layer/adapter"
+	"github.com/crl-go/crl/internal/layer/connector"
 )
 
 // Option is a setting given in code; every config.With… function is one.

@@ -22,7 +22,7 @@ import (
 	"github.com/crl-go/crl"
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
-	"github.com/crl-go/crl/internal/resetproxy"
+	"github.com/crl-go/crl/internal/testsupport/resetproxy"
 )
 
 // A reset storm through go-sql-driver/mysql's own connector: every login

@@ -10,9 +10,9 @@ import (
 	"slices"
 
 	"github.com/crl-go/crl/config"
-	"github.com/crl-go/crl/internal/adapter"
-	"github.com/crl-go/crl/internal/connector"
-	"github.com/crl-go/crl/internal/family"
+	"github.com/crl-go/crl/internal/layer/adapter"
+	"github.com/crl-go/crl/internal/layer/connector"
+	"github.com/crl-go/crl/internal/tables/family"
 )
 
 // Register registers, with database/sql, a driver that is driverName's

@@ -5,8 +5,8 @@ import (
 	"database/sql"
 	"errors"
 
-	"github.com/crl-go/crl/internal/adapter"
-	"github.com/crl-go/crl/internal/connector"
+	"github.com/crl-go/crl/internal/layer/adapter"
+	"github.com/crl-go/crl/internal/layer/connector"
 )
 
 // errNilFunc is the error of RunInTx and Retry given no function.

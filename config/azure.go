@@ -4,7 +4,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/crl-go/crl/internal/mssqldsn"
+	"github.com/crl-go/crl/internal/tables/mssqldsn"
 )
 
 // The JDBC driver's defaults of connectRetryCount for Azure endpoints,

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/crl-go/crl/internal/mssqldsn"
+	"github.com/crl-go/crl/internal/tables/mssqldsn"
 )
 
 // The Azure default reads the server of an ADO or ODBC DSN with the one ADO

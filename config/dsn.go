@@ -5,15 +5,15 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/crl-go/crl/internal/dsnlex"
-	"github.com/crl-go/crl/internal/family"
-	"github.com/crl-go/crl/internal/redact"
+	"github.com/crl-go/crl/internal/tables/family"
+	"github.com/crl-go/crl/internal/text/dsnlex"
+	"github.com/crl-go/crl/internal/text/redact"
 )
 
 // ParseDSN reads the retry settings of a DSN and returns them, with the
 // DSN for the driver: the same text with those settings removed (the
 // driver's own keys are left byte for byte as written). driverName says
-// how to read dsn (its family, by internal/family's table,
+// how to read dsn (its family, by internal/tables/family's table,
 // case-insensitively):
 //
 //   - "sqlserver", "mssql", "azuresql" (go-mssqldb): the URL form

@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/crl-go/crl/internal/family"
+	"github.com/crl-go/crl/internal/tables/family"
 )
 
 // The DSN reader and the properties-file lookup accept exactly the names

@@ -3,7 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
-	"github.com/crl-go/crl/internal/family"
+	"github.com/crl-go/crl/internal/tables/family"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -244,5 +244,5 @@ func findProperties(given, driverName string) (string, error) {
 	return "", nil
 }
 
-// isSQLServerDriver reports a go-mssqldb driver name (internal/family).
+// isSQLServerDriver reports a go-mssqldb driver name (internal/tables/family).
 func isSQLServerDriver(driverName string) bool { return family.Of(driverName) == family.SQLServer }

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/crl-go/crl/core"
-	"github.com/crl-go/crl/internal/connector"
-	"github.com/crl-go/crl/internal/family"
-	"github.com/crl-go/crl/internal/typednil"
+	"github.com/crl-go/crl/internal/layer/connector"
+	"github.com/crl-go/crl/internal/layer/typednil"
+	"github.com/crl-go/crl/internal/tables/family"
 )
 
 // Runtime is the configuration of one database handle at run time: its
@@ -411,7 +411,7 @@ func (r *Runtime) now() time.Time {
 // transaction's context; its connections run every statement outside a
 // transaction under the Runtime's statement loop (docs/databasesql.md).
 //
-// driverName names the family (internal/family's table: sqlserver, mssql,
+// driverName names the family (internal/tables/family's table: sqlserver, mssql,
 // azuresql, mysql, pgx, postgres, …); a wrapped name (sqlserver-otel)
 // needs WithDriverFamily. Settings come from opts, the properties file and
 // the defaults (there is no DSN to read). A driver of no known family gets

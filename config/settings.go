@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/crl-go/crl/core"
-	"github.com/crl-go/crl/internal/limits"
-	"github.com/crl-go/crl/internal/sqlscan"
+	"github.com/crl-go/crl/internal/tables/limits"
+	"github.com/crl-go/crl/internal/text/sqlscan"
 )
 
 // setting is everything this package knows about one setting of Config:
@@ -382,7 +382,7 @@ func setBudget(s *core.BudgetSettings, name, val string) error {
 }
 
 // budgetNumber reads the number of the budget setting name, within the
-// limits of internal/limits.
+// limits of internal/tables/limits.
 func budgetNumber(name, val string) (float64, error) {
 	f, err := strconv.ParseFloat(val, 64)
 	if err != nil || strings.ContainsFunc(val, func(r rune) bool { return !strings.ContainsRune("0123456789.eE+-", r) }) {

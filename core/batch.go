@@ -3,7 +3,7 @@ package core
 import (
 	"strconv"
 
-	"github.com/crl-go/crl/internal/sqlscan"
+	"github.com/crl-go/crl/internal/text/sqlscan"
 )
 
 // Batches and procedure calls.
@@ -71,7 +71,7 @@ type statementScan struct {
 }
 
 // scanBatch counts the statements of q and its reads, through the one
-// scanner (internal/sqlscan); mysql selects MySQL's quoting. It never panics and does
+// scanner (internal/text/sqlscan); mysql selects MySQL's quoting. It never panics and does
 // not allocate.
 func scanBatch(q string, mysql bool) batchShape {
 	var (

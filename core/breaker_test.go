@@ -10,7 +10,7 @@ import (
 
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/core/coretest"
-	"github.com/crl-go/crl/internal/limits"
+	"github.com/crl-go/crl/internal/tables/limits"
 )
 
 func TestBreaker(t *testing.T) {

@@ -7,13 +7,13 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/crl-go/crl/internal/family"
-	"github.com/crl-go/crl/internal/limits"
-	"github.com/crl-go/crl/internal/sqlscan"
+	"github.com/crl-go/crl/internal/tables/family"
+	"github.com/crl-go/crl/internal/tables/limits"
+	"github.com/crl-go/crl/internal/text/sqlscan"
 )
 
 // The budget's defaults (docs/semantics.md, "The retry budget"); the
-// ranges of its settings are internal/limits'.
+// ranges of its settings are internal/tables/limits'.
 const (
 	defaultBudgetMax                  = 20
 	defaultBudgetEarn                 = 0.1

@@ -13,7 +13,7 @@ import (
 
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/core/coretest"
-	"github.com/crl-go/crl/internal/limits"
+	"github.com/crl-go/crl/internal/tables/limits"
 )
 
 // The rates of the acceptance line, in requests per second per handle.

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crl-go/crl/internal/redact"
+	"github.com/crl-go/crl/internal/text/redact"
 )
 
 // Connect runs the JDBC driver's connection algorithm around fn, one login

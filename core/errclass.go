@@ -1,6 +1,6 @@
 package core
 
-import "github.com/crl-go/crl/internal/family"
+import "github.com/crl-go/crl/internal/tables/family"
 
 // What a retryable failure costs the retry budget depends on what it says
 // of the database. A deadlock victim or a serialization failure is
@@ -30,7 +30,7 @@ var classNames = [classCount]string{classTransient: "transient", classContention
 // *MySQLError, pgx's and lib/pq's carry SQLState. The same number means
 // different things in different families (1205 is a deadlock victim in SQL
 // Server and a lock-wait time-out in MySQL), so the table is per family.
-// The families are crl's one table's (internal/family); familyNone is an
+// The families are crl's one table's (internal/tables/family); familyNone is an
 // error without a server's code (a network failure, a context error).
 type errFamily = family.Family
 

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crl-go/crl/core"
-	"github.com/crl-go/crl/internal/limits"
-	"github.com/crl-go/crl/internal/sqlscan"
+	"github.com/crl-go/crl/internal/tables/limits"
+	"github.com/crl-go/crl/internal/text/sqlscan"
 )
 
 func FuzzParseStatementRules(f *testing.F) {

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/crl-go/crl/internal/limits"
+	"github.com/crl-go/crl/internal/tables/limits"
 )
 
 // Disabled, as ConnectRetryCount, turns connection retries off. It exists
@@ -50,7 +50,7 @@ type Policy struct {
 }
 
 // Validate reports a field out of its range, naming it and its value
-// (the ranges are internal/limits', which config's checks use too).
+// (the ranges are internal/tables/limits', which config's checks use too).
 func (p *Policy) Validate() error {
 	for _, f := range [...]struct {
 		name, value string

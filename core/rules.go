@@ -6,10 +6,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crl-go/crl/internal/quote"
-	"github.com/crl-go/crl/internal/sqlscan"
+	"github.com/crl-go/crl/internal/text/quote"
+	"github.com/crl-go/crl/internal/text/sqlscan"
 
-	"github.com/crl-go/crl/internal/limits"
+	"github.com/crl-go/crl/internal/tables/limits"
 )
 
 // Rule is one compiled statement rule for one error token: how many retries,

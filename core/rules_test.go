@@ -11,7 +11,7 @@ import (
 
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/core/coretest"
-	"github.com/crl-go/crl/internal/limits"
+	"github.com/crl-go/crl/internal/tables/limits"
 )
 
 // statementCase is one retryExec value with, for each error number, the

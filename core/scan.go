@@ -1,9 +1,9 @@
 package core
 
-import "github.com/crl-go/crl/internal/sqlscan"
+import "github.com/crl-go/crl/internal/text/sqlscan"
 
 // core reads statement texts through crl's one SQL scanner,
-// internal/sqlscan: the query filter (firstKeyword), the batch guard
+// internal/text/sqlscan: the query filter (firstKeyword), the batch guard
 // (scanBatch) and batchRefusal, and with them the hooks (operation names) and
 // mssqltest (CurCmd), so they all agree on what is white space, a comment,
 // a string or a word.

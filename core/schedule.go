@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crl-go/crl/internal/limits"
-	"github.com/crl-go/crl/internal/sqlscan"
+	"github.com/crl-go/crl/internal/tables/limits"
+	"github.com/crl-go/crl/internal/text/sqlscan"
 )
 
 // defaultChange is the JDBC driver's retryChange when a rule omits it.

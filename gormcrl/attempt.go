@@ -11,8 +11,8 @@ import (
 	"gorm.io/gorm/callbacks"
 
 	"github.com/crl-go/crl/core"
-	"github.com/crl-go/crl/internal/adapter"
-	"github.com/crl-go/crl/internal/connector"
+	"github.com/crl-go/crl/internal/layer/adapter"
+	"github.com/crl-go/crl/internal/layer/connector"
 )
 
 // A statement callback as one attempt of the statement loop.

@@ -11,9 +11,9 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/crl-go/crl/config"
-	"github.com/crl-go/crl/internal/adapter"
-	"github.com/crl-go/crl/internal/family"
-	"github.com/crl-go/crl/internal/typednil"
+	"github.com/crl-go/crl/internal/layer/adapter"
+	"github.com/crl-go/crl/internal/layer/typednil"
+	"github.com/crl-go/crl/internal/tables/family"
 )
 
 // Open wraps a dialector so that gorm.Open gets the whole of CRL:

@@ -6,7 +6,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"github.com/crl-go/crl/internal/connector"
+	"github.com/crl-go/crl/internal/layer/connector"
 )
 
 // NoRetry opts one operation out of every retry of this package:

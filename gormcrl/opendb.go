@@ -10,7 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/crl-go/crl/config"
-	"github.com/crl-go/crl/internal/typednil"
+	"github.com/crl-go/crl/internal/layer/typednil"
 )
 
 // OpenDB is Open for a driver.Connector of your own: the driver's dialector

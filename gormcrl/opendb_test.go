@@ -28,7 +28,7 @@ import (
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/gormcrl"
-	"github.com/crl-go/crl/internal/resetproxy"
+	"github.com/crl-go/crl/internal/testsupport/resetproxy"
 	"github.com/crl-go/crl/mssqltest"
 	"github.com/crl-go/crl/sqlxcrl"
 )

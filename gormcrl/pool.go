@@ -7,7 +7,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/crl-go/crl/core"
-	"github.com/crl-go/crl/internal/adapter"
+	"github.com/crl-go/crl/internal/layer/adapter"
 )
 
 // retryPool is the gorm.ConnPool of a statement outside any transaction:

@@ -10,8 +10,8 @@ import (
 
 	"github.com/crl-go/crl"
 	"github.com/crl-go/crl/config"
-	"github.com/crl-go/crl/internal/adapter"
-	"github.com/crl-go/crl/internal/connector"
+	"github.com/crl-go/crl/internal/layer/adapter"
+	"github.com/crl-go/crl/internal/layer/connector"
 )
 
 // Transaction runs fn in a transaction and commits it, like

@@ -8,7 +8,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/crl-go/crl/core"
-	"github.com/crl-go/crl/internal/adapter"
+	"github.com/crl-go/crl/internal/layer/adapter"
 )
 
 // The whole-unit retry of Create, Update and Delete.

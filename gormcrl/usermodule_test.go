@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/crl-go/crl/internal/usermodule"
+	"github.com/crl-go/crl/internal/testsupport/usermodule"
 )
 
 // The program of a user on GORM with SQL Server, pinned to older

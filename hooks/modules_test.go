@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/crl-go/crl/internal/usermodule"
+	"github.com/crl-go/crl/internal/testsupport/usermodule"
 )
 
 // userProgram is the program of a user who imports only sqlxcrl and the

@@ -3,7 +3,7 @@ package mssqltest
 import (
 	"strings"
 
-	"github.com/crl-go/crl/internal/sqlscan"
+	"github.com/crl-go/crl/internal/text/sqlscan"
 )
 
 // CurCmd values SQL Server puts in DONE, DONEPROC and DONEINPROC. MS-TDS
@@ -130,7 +130,7 @@ func selectsInto(s *sqlScanner) bool {
 }
 
 // sqlScanner reads the words of T-SQL text that stand outside
-// parentheses, through crl's one SQL scanner (internal/sqlscan: comments,
+// parentheses, through crl's one SQL scanner (internal/text/sqlscan: comments,
 // string literals, quoted identifiers and a byte order mark are skipped as
 // crl's rules skip them). It knows just enough T-SQL to find a
 // statement's verb.

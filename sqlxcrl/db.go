@@ -11,9 +11,9 @@ import (
 
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
-	"github.com/crl-go/crl/internal/adapter"
-	"github.com/crl-go/crl/internal/connector"
-	"github.com/crl-go/crl/internal/family"
+	"github.com/crl-go/crl/internal/layer/adapter"
+	"github.com/crl-go/crl/internal/layer/connector"
+	"github.com/crl-go/crl/internal/tables/family"
 )
 
 // DB is a *sqlx.DB whose statements run under the statement loop and whose

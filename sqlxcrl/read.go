@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/crl-go/crl/core"
-	"github.com/crl-go/crl/internal/adapter"
-	"github.com/crl-go/crl/internal/connector"
+	"github.com/crl-go/crl/internal/layer/adapter"
+	"github.com/crl-go/crl/internal/layer/connector"
 )
 
 // retry runs fn under r's statement loop; once when r is nil (DB.loop).

@@ -8,8 +8,8 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/crl-go/crl"
-	"github.com/crl-go/crl/internal/adapter"
-	"github.com/crl-go/crl/internal/connector"
+	"github.com/crl-go/crl/internal/layer/adapter"
+	"github.com/crl-go/crl/internal/layer/connector"
 )
 
 // RunInTxx is crl.RunInTx on sqlx's own types: it runs fn in a

@@ -7,7 +7,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/crl-go/crl/core"
-	"github.com/crl-go/crl/internal/adapter"
+	"github.com/crl-go/crl/internal/layer/adapter"
 )
 
 // Stmt is a prepared *sqlx.Stmt. A DB's (DB.Preparex) executions run

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/crl-go/crl/internal/adapter"
+	"github.com/crl-go/crl/internal/layer/adapter"
 )
 
 // Tx is a *sqlx.Tx whose statements are never retried one by one: SQL

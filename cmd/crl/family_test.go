@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/crl-go/crl/internal/family"
+	"github.com/crl-go/crl/internal/tables/family"
 )
 
 // -driver takes exactly the names of the one table of driver families.

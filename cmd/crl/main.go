@@ -30,11 +30,11 @@ import (
 
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
-	"github.com/crl-go/crl/internal/family"
-	"github.com/crl-go/crl/internal/limits"
-	"github.com/crl-go/crl/internal/mssqldsn"
-	"github.com/crl-go/crl/internal/quote"
-	"github.com/crl-go/crl/internal/redact"
+	"github.com/crl-go/crl/internal/tables/family"
+	"github.com/crl-go/crl/internal/tables/limits"
+	"github.com/crl-go/crl/internal/tables/mssqldsn"
+	"github.com/crl-go/crl/internal/text/quote"
+	"github.com/crl-go/crl/internal/text/redact"
 )
 
 const help = `crl checks Configurable Retry Logic settings (the retryExec and retryConn

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crl-go/crl/config"
-	"github.com/crl-go/crl/internal/mssqldsn"
+	"github.com/crl-go/crl/internal/tables/mssqldsn"
 )
 
 // isolate runs the test in an empty working directory without

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/crl-go/crl/internal/usermodule"
+	"github.com/crl-go/crl/internal/testsupport/usermodule"
 )
 
 // wantLines returns the lines of file marked "// want".

@@ -14,13 +14,13 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
 	"github.com/crl-go/crl/config"
-	"github.com/crl-go/crl/internal/dsnlex"
-	crlfamily "github.com/crl-go/crl/internal/family"
+	crlfamily "github.com/crl-go/crl/internal/tables/family"
+	"github.com/crl-go/crl/internal/text/dsnlex"
 )
 
 // family is what the hook knows of a database/sql driver name: the
 // db.system.name its handles get and how its DSN is read. It is crl's one
-// table of driver families (internal/family).
+// table of driver families (internal/tables/family).
 type family = crlfamily.Family
 
 const (
@@ -108,7 +108,7 @@ func readDSN(f family, driverName, dsn string) (endpoint, error) {
 
 // readPostgresDSN reads the URL forms (postgres://, postgresql://) and the
 // keyword/value form (host=… port=… dbname=…) that pgx and lib/pq take,
-// the latter read by crl's DSN lexer (internal/dsnlex) as pgx reads it.
+// the latter read by crl's DSN lexer (internal/text/dsnlex) as pgx reads it.
 // Of several hosts, the first is the address.
 func readPostgresDSN(driverName, dsn string) (endpoint, error) {
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {

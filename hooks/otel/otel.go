@@ -91,8 +91,8 @@ import (
 
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/hooks"
-	crlfamily "github.com/crl-go/crl/internal/family"
-	"github.com/crl-go/crl/internal/sqlscan"
+	crlfamily "github.com/crl-go/crl/internal/tables/family"
+	"github.com/crl-go/crl/internal/text/sqlscan"
 )
 
 // ScopeName is the instrumentation scope of the tracer and the meter.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/crl-go/crl/core"
-	"github.com/crl-go/crl/internal/family"
+	"github.com/crl-go/crl/internal/tables/family"
 )
 
 // unknownSystemVariable is MySQL's and MariaDB's error 1193.

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/crl-go/crl/core"
-	"github.com/crl-go/crl/internal/family"
+	"github.com/crl-go/crl/internal/tables/family"
 )
 
 // Wrap returns inner with, outermost first, the driver layer and the

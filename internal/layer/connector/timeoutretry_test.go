@@ -14,11 +14,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crl-go/crl/core"
-	"github.com/crl-go/crl/internal/family"
+	"github.com/crl-go/crl/internal/tables/family"
 )
 
 // attemptLog records the statement loop's events.
 type attemptLog struct {
+	core.NopObserver
 	mu      sync.Mutex
 	retries []core.RetryScheduled
 	gaveUp  []core.GaveUp
@@ -35,8 +36,6 @@ func (l *attemptLog) GaveUp(e core.GaveUp) {
 	l.gaveUp = append(l.gaveUp, e)
 	l.mu.Unlock()
 }
-func (*attemptLog) Succeeded(core.Succeeded)         {}
-func (*attemptLog) RulesReloaded(core.RulesReloaded) {}
 
 // TestTimedOutAttemptRetriedOnANewConnection: go-sql-driver/mysql closes
 // its connection when a running statement's context ends, so an attempt

@@ -11,9 +11,9 @@ import (
 	"fmt"
 
 	"github.com/crl-go/crl/config"
-	"github.com/crl-go/crl/internal/connector"
-	"github.com/crl-go/crl/internal/family"
-	"github.com/crl-go/crl/internal/redact"
+	"github.com/crl-go/crl/internal/layer/connector"
+	"github.com/crl-go/crl/internal/tables/family"
+	"github.com/crl-go/crl/internal/text/redact"
 )
 
 // dsnConnector is the connector of a driver without driver.DriverContext.
@@ -46,7 +46,7 @@ func DriverConnector(driverName, dsn string) (driver.Connector, error) {
 // execution cut-off (for rt's family: its driver's, or the one
 // config.WithDriverFamily names for a wrapped driver name), ends its
 // transactions under their context (BeginTx's) where the driver does not
-// (see internal/connector), and runs the connection loop. It does not connect. Its errors carry no package
+// (see internal/layer/connector), and runs the connection loop. It does not connect. Its errors carry no package
 // prefix: the adapter that calls it adds its own.
 func Open(driverName, driverDSN string, rt *config.Runtime) (*sql.DB, error) {
 	inner, err := DriverConnector(driverName, driverDSN)

@@ -11,7 +11,7 @@
 //
 // It creates a table obs_example_<pid>, runs a few statements and a
 // transaction through sqlxcrl, and serves until interrupted; the table is
-// dropped on the way out. This module is its own (hooks/example), so that
+// dropped on the way out. This module is its own (examples/metrics), so that
 // neither hook module requires the other.
 package main
 

@@ -5,7 +5,7 @@ import (
 	"sync"
 
 	"github.com/crl-go/crl/core"
-	"github.com/crl-go/crl/internal/sqlscan"
+	"github.com/crl-go/crl/internal/text/sqlscan"
 )
 
 // Unit records what one unit of work ran in the driver layer: the pool

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"sync"
 
-	"github.com/crl-go/crl/internal/connector"
+	"github.com/crl-go/crl/internal/layer/connector"
 )
 
 // Recorder remembers, for one transaction attempt, which statement failed,

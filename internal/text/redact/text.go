@@ -3,7 +3,7 @@ package redact
 import (
 	"strings"
 
-	"github.com/crl-go/crl/internal/dsnlex"
+	"github.com/crl-go/crl/internal/text/dsnlex"
 )
 
 // Text returns s, free text such as a driver's error message, with the

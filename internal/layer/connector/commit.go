@@ -5,7 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 
-	"github.com/crl-go/crl/internal/family"
+	"github.com/crl-go/crl/internal/tables/family"
 )
 
 // commitIgnoresContext reports whether the driver family's Tx.Commit and

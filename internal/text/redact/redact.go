@@ -15,14 +15,14 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/crl-go/crl/internal/dsnlex"
+	"github.com/crl-go/crl/internal/text/dsnlex"
 )
 
 // Mask replaces every redacted secret, as url.URL.Redacted does.
 const Mask = "xxxxx"
 
 // Form is how a DSN is written; it decides where a value ends. It is the
-// DSN lexer's (internal/dsnlex).
+// DSN lexer's (internal/text/dsnlex).
 type Form = dsnlex.Form
 
 // The forms of a DSN. FormGuess tells the form from the text.

@@ -1,4 +1,4 @@
-module github.com/crl-go/crl/internal/pqtest
+module github.com/crl-go/crl/internal/testsupport/pqtest
 
 go 1.22.0
 
@@ -15,7 +15,7 @@ require (
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 
-replace github.com/crl-go/crl => ../..
+replace github.com/crl-go/crl => ../../..
 
 // sqlx v1.4.0 (which crl requires) requires lib/pq v1.10.9 for its own
 // tests, so minimal version selection would pick that; the replace pins

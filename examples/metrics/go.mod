@@ -1,11 +1,11 @@
-module github.com/crl-go/crl/hooks/example
+module github.com/crl-go/crl/examples/metrics
 
 go 1.26.0
 
 replace (
 	github.com/crl-go/crl => ../..
-	github.com/crl-go/crl/hooks/otel => ../otel
-	github.com/crl-go/crl/hooks/prometheus => ../prometheus
+	github.com/crl-go/crl/hooks/otel => ../../hooks/otel
+	github.com/crl-go/crl/hooks/prometheus => ../../hooks/prometheus
 )
 
 require (
