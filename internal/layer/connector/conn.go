@@ -63,7 +63,7 @@ func (cn *conn) driverConn() driver.Conn { return cn.inner }
 // alone reports whether a statement run with ctx runs once, recorded,
 // instead of under the statement loop: inside a transaction, or in a unit.
 func (cn *conn) alone(ctx context.Context) bool {
-	return cn.tx != nil || UnitOf(ctx) != nil
+	return cn.tx != nil || ctx.Value(unitKey{}) != nil // only a *Unit is stored under the key
 }
 
 // record records the outcome of a statement run alone: in the unit of
@@ -113,6 +113,11 @@ func (cn *conn) revive(ctx context.Context) error {
 	if !cn.broken.Load() {
 		return nil
 	}
+	return cn.reconnect(ctx)
+}
+
+// reconnect is revive's replacement of a broken connection.
+func (cn *conn) reconnect(ctx context.Context) error {
 	if cn.tx != nil {
 		return driver.ErrBadConn // never reached: a transaction's statements are not retried
 	}
@@ -189,19 +194,30 @@ func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.Nam
 
 // execInner runs query on the connection below, as database/sql would.
 func (cn *conn) execInner(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	var (
-		res driver.Result
-		err error
-	)
-	if cn.execer != nil {
-		res, err = cn.execer.ExecContext(ctx, query, args)
-	} else {
-		res, err = legacy(ctx, args, func(v []driver.Value) (driver.Result, error) { return cn.execerOld.Exec(query, v) })
+	if cn.execer == nil {
+		return cn.execLegacy(ctx, query, args)
 	}
+	res, err := cn.execer.ExecContext(ctx, query, args)
+	if err != nil {
+		cn.noteSkip(err, args)
+	}
+	return res, err
+}
+
+// execLegacy runs query through the driver's Execer, which takes no
+// context, as database/sql would.
+func (cn *conn) execLegacy(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	res, err := legacy(ctx, args, func(v []driver.Value) (driver.Result, error) { return cn.execerOld.Exec(query, v) })
+	cn.noteSkip(err, args)
+	return res, err
+}
+
+// noteSkip notes a driver that answers driver.ErrSkip to a statement with
+// arguments (database/sql then prepares it; see skipsArgs).
+func (cn *conn) noteSkip(err error, args []driver.NamedValue) {
 	if err == driver.ErrSkip && len(args) > 0 {
 		cn.skipsArgs = true
 	}
-	return res, err
 }
 
 // QueryContext runs query: under the statement loop outside a transaction
