@@ -93,15 +93,7 @@ func useStep(info *types.Info, stack []ast.Node, i int) (int, bool) {
 	}
 	switch s.Kind() {
 	case types.MethodVal:
-		if runsStatement(parent.Sel.Name) {
-			return -1, false
-		}
-		if i >= 2 && returnsHandle(s.Obj()) {
-			if call, ok := stack[i-2].(*ast.CallExpr); ok && call.Fun == parent {
-				return i - 2, false // db.DB.Unsafe().SelectContext(…): judged by the call's use
-			}
-		}
-		return -1, true
+		return methodStep(stack, i, parent, s)
 	case types.FieldVal:
 		if v, ok := s.Obj().(*types.Var); ok && v.Embedded() && v.Name() == "DB" {
 			return i - 1, false // db.DB.DB: the *sql.DB inside, judged by its own use
@@ -109,6 +101,21 @@ func useStep(info *types.Info, stack []ast.Node, i int) (int, bool) {
 		return -1, true // a field such as Mapper
 	}
 	return -1, false
+}
+
+// methodStep is useStep for a handle that is the receiver of a method
+// (parent): a method that runs a statement loses the retries; one that
+// returns another handle passes the judgement on to the call's use.
+func methodStep(stack []ast.Node, i int, parent *ast.SelectorExpr, s *types.Selection) (int, bool) {
+	if runsStatement(parent.Sel.Name) {
+		return -1, false
+	}
+	if i >= 2 && returnsHandle(s.Obj()) {
+		if call, ok := stack[i-2].(*ast.CallExpr); ok && call.Fun == parent {
+			return i - 2, false // db.DB.Unsafe().SelectContext(…): judged by the call's use
+		}
+	}
+	return -1, true
 }
 
 // returnsHandle reports whether the method obj returns a handle of sqlx or

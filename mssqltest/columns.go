@@ -69,41 +69,47 @@ func newResultSet(names []string, rows [][]any) (resultSet, error) {
 		}
 	}
 	for j, name := range names {
-		c := column{name: name, typ: columnNVarChar}
-		kinds := map[columnType]bool{}
-		first, seen := columnNVarChar, false
-		for _, row := range rs.rows {
-			if row[j] == nil {
-				continue
-			}
-			k := kindOf(row[j])
-			if !seen {
-				first, seen = k, true
-			}
-			kinds[k] = true
-		}
-		c.typ = first
-		switch {
-		case len(kinds) <= 1:
-		case onlyKinds(kinds, columnInt, columnBigInt):
-			c.typ = columnBigInt
-		case onlyKinds(kinds, columnReal, columnFloat):
-			c.typ = columnFloat
-		default:
-			c.typ = columnNVarChar
-		}
-		for _, row := range rs.rows {
-			row[j] = convert(row[j], c.typ)
-			switch v := row[j].(type) {
-			case string:
-				c.max = c.max || 2*len(v) > shortLenMax && len(encodeUCS2(v)) > shortLenMax
-			case []byte:
-				c.max = c.max || len(v) > shortLenMax
-			}
-		}
-		rs.columns[j] = c
+		rs.columns[j] = inferColumn(name, j, rs.rows)
 	}
 	return rs, nil
+}
+
+// inferColumn decides the type of column j of rows (named name) and
+// converts its values to it.
+func inferColumn(name string, j int, rows [][]any) column {
+	c := column{name: name, typ: columnNVarChar}
+	kinds := map[columnType]bool{}
+	first, seen := columnNVarChar, false
+	for _, row := range rows {
+		if row[j] == nil {
+			continue
+		}
+		k := kindOf(row[j])
+		if !seen {
+			first, seen = k, true
+		}
+		kinds[k] = true
+	}
+	c.typ = first
+	switch {
+	case len(kinds) <= 1:
+	case onlyKinds(kinds, columnInt, columnBigInt):
+		c.typ = columnBigInt
+	case onlyKinds(kinds, columnReal, columnFloat):
+		c.typ = columnFloat
+	default:
+		c.typ = columnNVarChar
+	}
+	for _, row := range rows {
+		row[j] = convert(row[j], c.typ)
+		switch v := row[j].(type) {
+		case string:
+			c.max = c.max || 2*len(v) > shortLenMax && len(encodeUCS2(v)) > shortLenMax
+		case []byte:
+			c.max = c.max || len(v) > shortLenMax
+		}
+	}
+	return c
 }
 
 func onlyKinds(kinds map[columnType]bool, allowed ...columnType) bool {
@@ -128,38 +134,51 @@ func normalise(v any) any {
 	switch x := v.(type) {
 	case nil, int64, bool, float64, float32, string, []byte, time.Time:
 		return x
-	case int:
-		return intValue(int64(x))
-	case int8:
-		return intValue(int64(x))
-	case int16:
-		return intValue(int64(x))
-	case int32:
-		return intValue(int64(x))
-	case uint8:
-		return intValue(int64(x))
-	case uint16:
-		return intValue(int64(x))
-	case uint32:
-		return int64(x)
-	case uint:
-		if uint64(x) > math.MaxInt64 {
-			return fmt.Sprint(x)
-		}
-		return int64(x)
-	case uint64:
-		if x > math.MaxInt64 {
-			return fmt.Sprint(x)
-		}
-		return int64(x)
 	case *time.Time:
 		if x == nil {
 			return nil
 		}
 		return *x
-	default:
+	}
+	if n, ok := normaliseInt(v); ok {
+		return n
+	}
+	return fmt.Sprint(v)
+}
+
+// normaliseInt maps a Go integer of another type than int64: a narrow one
+// to an intValue, a wide unsigned one to int64, or its text when it does
+// not fit.
+func normaliseInt(v any) (any, bool) {
+	switch x := v.(type) {
+	case int:
+		return intValue(int64(x)), true
+	case int8:
+		return intValue(int64(x)), true
+	case int16:
+		return intValue(int64(x)), true
+	case int32:
+		return intValue(int64(x)), true
+	case uint8:
+		return intValue(int64(x)), true
+	case uint16:
+		return intValue(int64(x)), true
+	case uint32:
+		return int64(x), true
+	case uint:
+		return unsigned(uint64(x)), true
+	case uint64:
+		return unsigned(x), true
+	}
+	return nil, false
+}
+
+// unsigned is x as an int64, or its text when it does not fit.
+func unsigned(x uint64) any {
+	if x > math.MaxInt64 {
 		return fmt.Sprint(x)
 	}
+	return int64(x)
 }
 
 // intValue marks an integer that came from a narrow Go type, so its column
@@ -198,34 +217,8 @@ func convert(v any, typ columnType) any {
 	if iv, ok := v.(intValue); ok {
 		v = int64(iv)
 	}
-	switch typ {
-	case columnInt, columnBigInt:
-		if x, ok := v.(int64); ok {
-			return x
-		}
-	case columnReal:
-		if x, ok := v.(float32); ok {
-			return x
-		}
-	case columnFloat:
-		switch x := v.(type) {
-		case float64:
-			return x
-		case float32:
-			return float64(x)
-		}
-	case columnBit:
-		if x, ok := v.(bool); ok {
-			return x
-		}
-	case columnDateTime2:
-		if x, ok := v.(time.Time); ok {
-			return x
-		}
-	case columnVarBinary:
-		if x, ok := v.([]byte); ok {
-			return x
-		}
+	if x, ok := asColumn(v, typ); ok {
+		return x
 	}
 	switch x := v.(type) {
 	case string:
@@ -235,6 +228,30 @@ func convert(v any, typ columnType) any {
 	default:
 		return fmt.Sprint(x)
 	}
+}
+
+// asColumn returns v as the Go type a column of typ encodes, when it is
+// one already (a float32 widens to a float column).
+func asColumn(v any, typ columnType) (any, bool) {
+	var ok bool
+	switch typ {
+	case columnInt, columnBigInt:
+		_, ok = v.(int64)
+	case columnReal:
+		_, ok = v.(float32)
+	case columnFloat:
+		if f, is := v.(float32); is {
+			return float64(f), true
+		}
+		_, ok = v.(float64)
+	case columnBit:
+		_, ok = v.(bool)
+	case columnDateTime2:
+		_, ok = v.(time.Time)
+	case columnVarBinary:
+		_, ok = v.([]byte)
+	}
+	return v, ok
 }
 
 // colMetadata appends the COLMETADATA token describing rs.
