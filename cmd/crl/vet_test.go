@@ -35,6 +35,19 @@ func wantLines(t *testing.T, file string) map[int]bool {
 	return want
 }
 
+// skipWithoutCrlvetsGo skips t under a Go older than crlvet's: crlvet is
+// a module of its own (golang.org/x/tools) that needs a newer Go than the
+// library, so under the library's lowest Go (CI's lowest-Go pass) there is
+// nothing to build it with.
+func skipWithoutCrlvetsGo(t *testing.T) {
+	t.Helper()
+	mod, err := os.ReadFile(filepath.Join("..", "..", "crlvet", "go.mod"))
+	require.NoError(t, err)
+	if need := "go" + usermodule.GoDirective(string(mod)); version.IsValid(runtime.Version()) && version.Compare(runtime.Version(), need) < 0 {
+		t.Skipf("crlvet needs %s; this is %s", need, runtime.Version())
+	}
+}
+
 // withCrlvet builds the analyzer's command (module crlvet) and puts it on
 // PATH, where crl vet finds it.
 func withCrlvet(t *testing.T) {
@@ -42,14 +55,7 @@ func withCrlvet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds crlvet and loads packages")
 	}
-	// crlvet is a module of its own (golang.org/x/tools) that needs a
-	// newer Go than the library: under the library's lowest Go (CI's
-	// lowest-Go pass) there is nothing to build it with.
-	mod, err := os.ReadFile(filepath.Join("..", "..", "crlvet", "go.mod"))
-	require.NoError(t, err)
-	if need := "go" + usermodule.GoDirective(string(mod)); version.IsValid(runtime.Version()) && version.Compare(runtime.Version(), need) < 0 {
-		t.Skipf("crlvet needs %s; this is %s", need, runtime.Version())
-	}
+	skipWithoutCrlvetsGo(t)
 	dir := t.TempDir()
 	build := exec.Command("go", "build", "-o", filepath.Join(dir, "crlvet"), "./cmd/crlvet")
 	build.Dir = filepath.Join("..", "..", "crlvet")
@@ -218,6 +224,7 @@ func TestVetAfterInstallingCrlAlone(t *testing.T) {
 	if testing.Short() {
 		t.Skip("installs crl and builds crlvet")
 	}
+	skipWithoutCrlvetsGo(t)
 	gobin := t.TempDir()
 	installInto(t, gobin, "install", "./cmd/crl")
 	_, err := os.Stat(filepath.Join(gobin, "crlvet"))
@@ -237,6 +244,7 @@ func TestVetAfterInstallingBoth(t *testing.T) {
 	if testing.Short() {
 		t.Skip("installs crl and crlvet")
 	}
+	skipWithoutCrlvetsGo(t)
 	gobin := t.TempDir()
 	installInto(t, gobin, "install", "./cmd/crl")
 	installInto(t, gobin, "-C", "crlvet", "install", "./cmd/crlvet")
