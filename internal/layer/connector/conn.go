@@ -235,7 +235,7 @@ func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.Na
 			}
 			return nil, err
 		}
-		return newRows(ctx, ri, cn, query, nil), nil
+		return newRows(ctx, ri, cn, query, nil, true), nil
 	}
 	return core.RetryRows(ctx, cn.r, query, func(actx context.Context) (driver.Rows, error) {
 		return cn.queryAttempt(ctx, actx, query, func(ctx context.Context) (driver.Rows, error) {
@@ -259,7 +259,7 @@ func (cn *conn) queryAttempt(ctx, actx context.Context, query string, run func(c
 	}
 	ri, err := run(qctx)
 	if err == nil {
-		rows := newRows(ctx, ri, cn, query, cancel)
+		rows := newRows(ctx, ri, cn, query, cancel, false)
 		if err = rows.first(); err == nil {
 			return rows, nil
 		}

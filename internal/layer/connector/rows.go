@@ -40,8 +40,10 @@ var (
 	_ driver.RowsColumnTypePrecisionScale   = (*rows)(nil)
 )
 
-func newRows(ctx context.Context, ri driver.Rows, cn *conn, query string, cancel context.CancelFunc) *rows {
-	return &rows{inner: ri, cn: cn, ctx: ctx, query: query, cancel: cancel, alone: cancel == nil && cn.alone(ctx)}
+// newRows wraps the driver's rows of query; alone says that the query ran
+// in a transaction or a unit (its caller knows: it chose the path).
+func newRows(ctx context.Context, ri driver.Rows, cn *conn, query string, cancel context.CancelFunc, alone bool) *rows {
+	return &rows{inner: ri, cn: cn, ctx: ctx, query: query, cancel: cancel, alone: alone}
 }
 
 // first reads the first row into head, inside the attempt. On an error

@@ -101,7 +101,7 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 			s.cn.record(ctx, s.query, err)
 			return nil, err
 		}
-		return newRows(ctx, ri, s.cn, s.query, nil), nil
+		return newRows(ctx, ri, s.cn, s.query, nil, true), nil
 	}
 	return core.RetryRows(ctx, s.cn.r, s.query, func(actx context.Context) (driver.Rows, error) {
 		if err := s.revive(actx); err != nil {
