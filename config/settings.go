@@ -147,7 +147,7 @@ var settings = [...]setting{
 		values: "`none`, `full`, `equal`",
 		want:   "expected none, full or equal",
 		parse: func(c *Config, v string) (err error) {
-			if c.Jitter, err = core.ParseJitter(v); err != nil {
+			if err = c.Jitter.UnmarshalText([]byte(v)); err != nil {
 				return &reasonError{cause: err}
 			}
 			return nil

@@ -436,15 +436,23 @@ func runTransfers(t *testing.T, h Handle, d Database, n, workers, perWorker int,
 		}()
 	}
 	wg.Wait()
-	assert.Equal(t, int64(n*initial), queryInt(t, db, "SELECT SUM(balance) FROM "+accounts), "money created or lost")
-	assert.Equal(t, okN.Load(), queryInt(t, db, "SELECT COUNT(*) FROM "+ledger), "one ledger row per committed transfer")
+	checkLedger(t, db, accounts, ledger, n, initial, okN.Load())
+	return okN.Load(), failedN.Load()
+}
+
+// checkLedger checks on the server that the n accounts of initial each
+// still hold n*initial in all, that ledger has one row per committed
+// transfer, and that every balance is what the ledger says.
+func checkLedger(t *testing.T, db *sql.DB, accounts, ledger string, n int, initial, committed int64) {
+	t.Helper()
+	assert.Equal(t, int64(n)*initial, queryInt(t, db, "SELECT SUM(balance) FROM "+accounts), "money created or lost")
+	assert.Equal(t, committed, queryInt(t, db, "SELECT COUNT(*) FROM "+ledger), "one ledger row per committed transfer")
 	for id := 1; id <= n; id++ {
 		balance := queryInt(t, db, fmt.Sprintf("SELECT balance FROM %s WHERE id = %d", accounts, id))
 		in := queryInt(t, db, fmt.Sprintf("SELECT COALESCE(SUM(amount), 0) FROM %s WHERE dst = %d", ledger, id))
 		out := queryInt(t, db, fmt.Sprintf("SELECT COALESCE(SUM(amount), 0) FROM %s WHERE src = %d", ledger, id))
 		assert.Equal(t, initial+in-out, balance, "account %d: the balance the ledger says", id)
 	}
-	return okN.Load(), failedN.Load()
 }
 
 // readInt reads one integer in tx, for a read-modify-write.

@@ -11,12 +11,6 @@ import (
 	"github.com/crl-go/crl/internal/tables/limits"
 )
 
-// ErrCircuitOpen reports an operation refused at once because the circuit
-// breaker is open: the last operations all failed with retryable errors.
-// Nothing of the operation ran. The error still unwraps to the driver
-// error that opened the breaker (an earlier operation's, not this one's).
-var ErrCircuitOpen = errors.New("core: circuit breaker open")
-
 // errPanicked is the failure the breaker records for an operation that
 // panicked (or called runtime.Goexit) before it reported its outcome.
 var errPanicked = errors.New("core: the operation panicked")

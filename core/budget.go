@@ -252,7 +252,7 @@ func (b *Budget) refill() {
 // could pay for it; for any other class, at least half the capacity is
 // left after the charge. The charge is taken either way, as in gRPC's
 // retry throttling: failures are the signal.
-func (b *Budget) withdraw(d *Decision) bool {
+func (b *Budget) withdraw(d *decision) bool {
 	if b == nil {
 		return true
 	}
@@ -263,7 +263,7 @@ func (b *Budget) withdraw(d *Decision) bool {
 // failure that is not retried (its rule's retries are used up) costs,
 // like withdraw without asking. Nothing else is charged or earned: an
 // error that no rule retries is not a success.
-func (b *Budget) settle(d *Decision) {
+func (b *Budget) settle(d *decision) {
 	if b != nil && d.charge == chargeFail {
 		b.charge(&d.facts)
 	}

@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// failure is the Decision of a retryable failure err, as the loops build it.
-func failure(err error, charge charge) *Decision {
-	return &Decision{facts: factsOf(err, false), charge: charge}
+// failure is the decision of a retryable failure err, as the loops build it.
+func failure(err error, charge charge) *decision {
+	return &decision{facts: factsOf(err, false), charge: charge}
 }
 
 type sqlServerErr int32

@@ -138,7 +138,7 @@ func (c *connectRun) loginLoop() (err, stop error) {
 // login loop gave up on err: a *RetryError, or err unchanged when the only
 // attempt failed with an error that is not retried (no rule, a fatal login
 // error, connection retries off): nothing was retried and nothing refused.
-func (c *connectRun) giveUp(d Decision, err error) error {
+func (c *connectRun) giveUp(d decision, err error) error {
 	if c.attempts == 1 && (d.Reason == ErrNotRetryable || d.Reason == ErrRetriesExhausted) {
 		return err
 	}

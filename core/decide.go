@@ -12,9 +12,9 @@ import (
 // after how long, or with which reason to give up; the loops (retrier.go,
 // connect.go) run attempts, charge the budget, emit events and wait.
 
-// Decision is what a statement or transaction loop does after an attempt
-// failed: retry after Wait, or give up with Reason.
-type Decision struct {
+// decision is what a loop does after an attempt failed: retry after Wait,
+// or give up with Reason.
+type decision struct {
 	// Reason is nil when the attempt is retried; otherwise the sentinel the
 	// loop gives up with: ErrNotRetryable (no rule, retryCount 0, or the
 	// query filter does not match), ErrRetriesExhausted,
@@ -40,51 +40,55 @@ const (
 )
 
 // Decide is the statement loop's decision after attempt (1-based) of
-// query failed with err, under p: whether another attempt runs, after
-// which wait (before jitter), or why not. It is a pure function: it reads
-// no clock, budget or breaker (the loop asks those before it waits, see
-// docs/semantics.md) and does not allocate when it retries.
-func (p *Policy) Decide(query string, attempt int, err error) Decision {
-	return p.decide(KindStatement, query, attempt, err, false)
+// query failed with err, under p: another attempt after wait (the rule's,
+// before jitter) when giveUp is nil; otherwise giveUp is the sentinel the
+// loop gives up with: ErrNotRetryable (no rule, retryCount 0, or the
+// query filter does not match), ErrRetriesExhausted, ErrBatchNotRetried,
+// ErrInvalidRetryInterval or ErrCommitUnknown. It is a pure function: it
+// reads no clock, budget or breaker (the loop asks those before it waits,
+// see docs/semantics.md) and does not allocate.
+func (p *Policy) Decide(query string, attempt int, err error) (wait time.Duration, giveUp error) {
+	d := p.decide(KindStatement, query, attempt, err, false)
+	return d.Wait, d.Reason
 }
 
 // decide is Decide for any kind of loop but the connection loop.
 // attemptTimedOut says that the attempt's own time limit (queryTimeout)
 // ran out while the caller's context was alive.
-func (p *Policy) decide(kind Kind, query string, attempt int, err error, attemptTimedOut bool) Decision {
+func (p *Policy) decide(kind Kind, query string, attempt int, err error, attemptTimedOut bool) decision {
 	if kind == KindTransaction && errors.Is(err, ErrCommitUnknown) {
 		// Never retried, never silent: the caller must find out whether
 		// the transaction was applied.
-		return Decision{Reason: ErrCommitUnknown, dbFailure: true}
+		return decision{Reason: ErrCommitUnknown, dbFailure: true}
 	}
 	if kind == KindStatement && retriedBelow(err) {
 		// A loop under this one (crl's driver layer) already ran its
 		// retries: retrying again would multiply the rule's count.
-		return Decision{Reason: ErrNotRetryable, dbFailure: true}
+		return decision{Reason: ErrNotRetryable, dbFailure: true}
 	}
 	facts := factsOf(err, attemptTimedOut)
 	rule := p.Statement.lookup(&facts)
 	if rule == nil || rule.count == 0 || !rule.matches(query) {
-		return Decision{Reason: ErrNotRetryable}
+		return decision{Reason: ErrNotRetryable}
 	}
 	if kind == KindStatement {
 		if why := batchRefusal(query, rule); why != "" {
-			return Decision{Reason: ErrBatchNotRetried, Detail: why, dbFailure: true}
+			return decision{Reason: ErrBatchNotRetried, Detail: why, dbFailure: true}
 		}
 		if why := brokenWrite(query, &facts); why != "" {
-			return Decision{Reason: ErrNotRetryable, Detail: why, dbFailure: true}
+			return decision{Reason: ErrNotRetryable, Detail: why, dbFailure: true}
 		}
 	}
 	retry := attempt - 1
 	if retry >= rule.count {
-		return Decision{Reason: ErrRetriesExhausted, facts: facts, charge: chargeFail, dbFailure: true}
+		return decision{Reason: ErrRetriesExhausted, facts: facts, charge: chargeFail, dbFailure: true}
 	}
 	wait := rule.wait(retry)
 	if p.RefusesWait(wait) {
-		return Decision{Reason: ErrInvalidRetryInterval, dbFailure: true,
+		return decision{Reason: ErrInvalidRetryInterval, dbFailure: true,
 			Detail: "wait " + wait.String() + " > queryTimeout " + max(p.QueryTimeout, 0).String()}
 	}
-	return Decision{Wait: wait, tok: rule.tok, facts: facts}
+	return decision{Wait: wait, tok: rule.tok, facts: facts}
 }
 
 // RefusesWait reports whether p's queryTimeout refuses a statement retry
@@ -104,35 +108,35 @@ type connectState struct {
 
 // decideConnection is the decision of JDBC's connection loop (connect())
 // after its login loop gave up with err.
-func (p *Policy) decideConnection(s connectState, err error) Decision {
+func (p *Policy) decideConnection(s connectState, err error) decision {
 	facts := factsOf(err, false)
 	count, interval, login := p.connectRetryCount(), p.connectRetryInterval(), p.loginTimeout()
 	switch {
 	case s.elapsed >= login, facts.timeout && s.elapsed+interval >= login: // the last attempt ran out of time
-		return Decision{Reason: ErrLoginTimeout, Detail: "loginTimeout " + login.String() + " ran out"}
+		return decision{Reason: ErrLoginTimeout, Detail: "loginTimeout " + login.String() + " ran out"}
 	case !p.Connection.retryable(facts, isServerError(err)):
-		return Decision{Reason: ErrNotRetryable}
+		return decision{Reason: ErrNotRetryable}
 	case s.retry >= count:
-		return Decision{Reason: ErrRetriesExhausted, facts: facts, charge: chargeFail}
+		return decision{Reason: ErrRetriesExhausted, facts: facts, charge: chargeFail}
 	case s.elapsed+interval >= login:
-		return Decision{Reason: ErrLoginTimeout,
+		return decision{Reason: ErrLoginTimeout,
 			Detail: "elapsed " + s.elapsed.String() + " + connectRetryInterval " + interval.String() + " ≥ loginTimeout " + login.String()}
 	}
-	return Decision{Wait: connectWait(s.retry, interval), facts: facts}
+	return decision{Wait: connectWait(s.retry, interval), facts: facts}
 }
 
 // decideLogin is the decision of JDBC's login loop (login()) after an
 // attempt failed with err, remaining before the loginTimeout, the first
 // attempt having taken firstTry: retry (true) or hand err to the
 // connection loop.
-func (p *Policy) decideLogin(s connectState, err error, remaining, firstTry time.Duration) (Decision, bool) {
+func (p *Policy) decideLogin(s connectState, err error, remaining, firstTry time.Duration) (decision, bool) {
 	interval := p.connectRetryInterval()
 	if loginFatal(err) || remaining <= 0 || s.timedOut ||
 		remaining < interval+2*firstTry || // not enough time for another try
 		s.retry >= p.connectRetryCount() {
-		return Decision{}, false
+		return decision{}, false
 	}
-	return Decision{Wait: connectWait(s.retry, interval), facts: factsOf(err, false)}, true
+	return decision{Wait: connectWait(s.retry, interval), facts: factsOf(err, false)}, true
 }
 
 // connectWait is the wait before retry (0-based) of either connection

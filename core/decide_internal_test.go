@@ -85,18 +85,19 @@ func TestDecide(t *testing.T) {
 		{"procedure", "EXEC dbo.Transfer", 1, numberedErr(40613), ErrBatchNotRetried, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := p.Decide(tc.query, tc.attempt, tc.err)
-			assert.Equal(t, tc.reason, d.Reason)
+			wait, giveUp := p.Decide(tc.query, tc.attempt, tc.err)
+			assert.Equal(t, tc.reason, giveUp)
 			if tc.reason == nil {
-				assert.Equal(t, tc.wait, d.Wait)
+				assert.Equal(t, tc.wait, wait)
 			}
 		})
 	}
 	qt := &Policy{Statement: rules, QueryTimeout: 1500 * time.Millisecond}
-	d := qt.Decide("update t", 2, numberedErr(1205))
-	assert.Equal(t, ErrInvalidRetryInterval, d.Reason)
+	_, giveUp := qt.Decide("update t", 2, numberedErr(1205))
+	assert.Equal(t, ErrInvalidRetryInterval, giveUp)
+	d := qt.decide(KindStatement, "update t", 2, numberedErr(1205), false)
 	assert.Equal(t, "wait 2s > queryTimeout 1.5s", d.Detail)
-	a := testing.AllocsPerRun(100, func() { _ = p.Decide("/* x */ update t", 1, numberedErr(1205)) })
+	a := testing.AllocsPerRun(100, func() { _, _ = p.Decide("/* x */ update t", 1, numberedErr(1205)) })
 	assert.Zero(t, a, "allocations of a retry decision")
 }
 

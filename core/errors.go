@@ -73,6 +73,13 @@ var (
 	// errNotAdmitted is what Admission.DoTx returns for an Admission that
 	// Retrier.Admit did not make (its zero value): nothing ran.
 	errNotAdmitted = errors.New("core: Admission.DoTx needs an Admission from Retrier.Admit")
+
+	// ErrCircuitOpen reports an operation refused at once because the
+	// circuit breaker is open: the last operations all failed with
+	// retryable errors. Nothing of the operation ran. The error still
+	// unwraps to the driver error that opened the breaker (an earlier
+	// operation's, not this one's).
+	ErrCircuitOpen = errors.New("core: circuit breaker open")
 )
 
 // RuleError is a parse error of a rule string: it names the rule and the

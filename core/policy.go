@@ -8,15 +8,19 @@ import (
 	"github.com/crl-go/crl/internal/tables/limits"
 )
 
-// Disabled, as ConnectRetryCount, turns connection retries off. It exists
-// so that "off" is not the ambiguous zero, which means the default (1).
-const Disabled = -1
+// The values of Policy fields whose zero value means "not set".
+const (
+	// Disabled, as ConnectRetryCount, turns connection retries off. It
+	// exists so that "off" is not the ambiguous zero, which means the
+	// default (1).
+	Disabled = -1
 
-// JDBCQueryTimeoutZero, as Policy.QueryTimeout, is the JDBC driver's
-// queryTimeout=0: no attempt is bounded, and every retry whose wait is
-// longer than zero is refused with ErrInvalidRetryInterval (0 ≥ 0 turns the
-// JDBC check on). It exists because the zero value means "not set".
-const JDBCQueryTimeoutZero time.Duration = -1
+	// JDBCQueryTimeoutZero, as Policy.QueryTimeout, is the JDBC driver's
+	// queryTimeout=0: no attempt is bounded, and every retry whose wait is
+	// longer than zero is refused with ErrInvalidRetryInterval (0 ≥ 0 turns
+	// the JDBC check on).
+	JDBCQueryTimeoutZero time.Duration = -1
+)
 
 // Policy is what the loops obey. The zero value is the JDBC defaults: no
 // statement rules, the builtin connection list, connectRetryCount 1 (one

@@ -317,7 +317,7 @@ func (r *Retrier) run(o *operation, p *Policy, pm permit, call attemptFunc, l li
 // stop ends a statement or transaction loop with d's reason after attempt
 // n failed with err: it charges the budget and returns err unchanged when
 // nothing was retried or refused, a *RetryError otherwise.
-func (r *Retrier) stop(o *operation, n int, err error, d Decision) error {
+func (r *Retrier) stop(o *operation, n int, err error, d decision) error {
 	r.budget.settle(&d)
 	switch {
 	case d.Reason == ErrCommitUnknown:
@@ -336,7 +336,7 @@ func (r *Retrier) stop(o *operation, n int, err error, d Decision) error {
 // deadline, the retry budget, the RetryScheduled event, the wait. It
 // returns the error that ends the loop when the retry cannot run, nil
 // when it may.
-func (r *Retrier) schedule(o *operation, n int, err error, wait time.Duration, d Decision) error {
+func (r *Retrier) schedule(o *operation, n int, err error, wait time.Duration, d decision) error {
 	if dl, ok := o.ctx.Deadline(); ok && !r.clock.Now().Add(wait).Before(dl) {
 		return r.giveUp(o, n, ErrDeadline, err, nil, "wait "+wait.String())
 	}

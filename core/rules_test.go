@@ -375,17 +375,22 @@ func TestZeroValues(t *testing.T) {
 	assert.Empty(t, c.String(), "zero ConnectionRules prints rules")
 }
 
-func TestParseJitter(t *testing.T) {
+func TestJitterText(t *testing.T) {
 	for in, want := range map[string]core.Jitter{"": core.JitterNone, "none": core.JitterNone, "FULL": core.JitterFull, " equal ": core.JitterEqual} {
-		got, err := core.ParseJitter(in)
-		if assert.NoError(t, err, "ParseJitter(%q)", in) {
-			assert.Equal(t, want, got, "ParseJitter(%q)", in)
+		got := core.JitterEqual + 1
+		if assert.NoError(t, got.UnmarshalText([]byte(in)), "UnmarshalText(%q)", in) {
+			assert.Equal(t, want, got, "UnmarshalText(%q)", in)
+			text, err := got.MarshalText()
+			require.NoError(t, err)
+			assert.Equal(t, want.String(), string(text), "MarshalText after %q", in)
 		}
 	}
-	_, err := core.ParseJitter("half")
-	if assert.Error(t, err, "ParseJitter(half)") {
-		assert.Contains(t, err.Error(), `"half"`, "ParseJitter(half)")
+	j := core.JitterFull
+	err := j.UnmarshalText([]byte("half"))
+	if assert.Error(t, err, "UnmarshalText(half)") {
+		assert.Contains(t, err.Error(), `"half"`, "UnmarshalText(half)")
 	}
+	assert.Equal(t, core.JitterFull, j, "a bad value leaves the jitter as it was")
 }
 
 // The JDBC default change (+2 s) applies with units too.

@@ -70,18 +70,24 @@ const (
 	JitterEqual
 )
 
-// ParseJitter reads "none", "full" or "equal" (case-insensitive; "" is none).
-func ParseJitter(s string) (Jitter, error) {
-	switch strings.ToLower(sqlscan.TrimSpace(s)) {
+// UnmarshalText reads "none", "full" or "equal" (case-insensitive; "" is
+// none), as the retryJitter key is written. j is left unchanged on error.
+func (j *Jitter) UnmarshalText(text []byte) error {
+	switch strings.ToLower(sqlscan.TrimSpace(string(text))) {
 	case "", "none":
-		return JitterNone, nil
+		*j = JitterNone
 	case "full":
-		return JitterFull, nil
+		*j = JitterFull
 	case "equal":
-		return JitterEqual, nil
+		*j = JitterEqual
+	default:
+		return fmt.Errorf("core: jitter %q: expected none, full or equal", text)
 	}
-	return 0, fmt.Errorf("core: jitter %q: expected none, full or equal", s)
+	return nil
 }
+
+// MarshalText returns none, full or equal.
+func (j Jitter) MarshalText() ([]byte, error) { return []byte(j.String()), nil }
 
 // String returns none, full or equal.
 func (j Jitter) String() string {

@@ -72,29 +72,28 @@ func Spellings() string {
 	return strings.Join(n, ", ")
 }
 
+// canonical is each family's own name and the driver name whose DSN forms
+// its DSNs are read in, indexed by Family.
+var canonical = [...]struct{ name, driver string }{
+	Other:     {"other", ""},
+	SQLServer: {"sqlserver", "sqlserver"},
+	MySQL:     {"mysql", "mysql"},
+	Postgres:  {"postgres", "pgx"},
+}
+
 // String returns the family's name as Parse reads it ("other" for Other).
 func (f Family) String() string {
-	switch f {
-	case SQLServer:
-		return "sqlserver"
-	case MySQL:
-		return "mysql"
-	case Postgres:
-		return "postgres"
+	if int(f) < len(canonical) {
+		return canonical[f].name
 	}
-	return "other"
+	return canonical[Other].name
 }
 
 // Driver returns the driver name whose DSN forms the family's DSNs are
 // read in: "sqlserver", "mysql" or "pgx" ("" for Other).
 func (f Family) Driver() string {
-	switch f {
-	case SQLServer:
-		return "sqlserver"
-	case MySQL:
-		return "mysql"
-	case Postgres:
-		return "pgx"
+	if int(f) < len(canonical) {
+		return canonical[f].driver
 	}
 	return ""
 }
