@@ -200,74 +200,91 @@ func (c Contention) Run(p RetryPolicy) (ContentionResult, error) {
 	// The coroutine machinery of Storm; its database model is not used.
 	sim := &simulation{start: time.Unix(1_700_000_000, 0)}
 	sim.clock = simClock{sim}
-	rnd := rand.New(rand.NewPCG(c.Seed, 0xc0de))
+	run := &contentionSim{c: c, sim: sim, rnd: rand.New(rand.NewPCG(c.Seed, 0xc0de)),
+		spent: make([]bool, c.Handles),
+		res:   ContentionResult{Policy: p.Name, Handles: c.Handles, Victim: VictimName(c.Victim), MinBudget: -1, MinContention: -1}}
 	retriers := make([]*core.Retrier, c.Handles)
 	for i := range retriers {
 		var err error
-		if retriers[i], err = p.retrier(core.Policy{}, core.Options{Clock: sim.clock, Random: rnd.Float64}); err != nil {
+		if retriers[i], err = p.retrier(core.Policy{}, core.Options{Clock: sim.clock, Random: run.rnd.Float64}); err != nil {
 			return ContentionResult{}, err
 		}
 	}
-	spent := make([]bool, c.Handles) // the handle's budget refused a retry in the storm
-	res := ContentionResult{Policy: p.Name, Handles: c.Handles, Victim: VictimName(c.Victim), MinBudget: -1, MinContention: -1}
-	ctx := context.Background()
 	next := time.Duration(0)
 	for k := 0; ; k++ {
-		next += time.Duration(rnd.ExpFloat64() / c.Rate * float64(time.Second))
+		next += time.Duration(run.rnd.ExpFloat64() / c.Rate * float64(time.Second))
 		if next >= c.Horizon {
 			break
 		}
 		sim.runUntil(next)
 		h := k % c.Handles
-		r := retriers[h]
-		inStorm := c.StormFor > 0 && next >= c.StormAt && next < c.StormAt+c.StormFor
-		afterAllowance := inStorm && spent[h]
-		res.Transactions++
-		sim.spawn(func() {
-			attempts := 0
-			err := r.DoTx(ctx, func(context.Context) (string, error) {
-				attempts++
-				res.Attempts++
-				victim := rnd.Float64() < c.victimShare(sim.now)
-				sim.waitUntil(sim.now + c.Service)
-				if victim {
-					res.Victims++
-					return "UPDATE storm_accounts SET balance = balance - 1 WHERE id = 1", c.Victim
-				}
-				return "", nil
-			})
-			// Every attempt but the last failed and was retried.
-			res.Retried += attempts - 1
-			if inStorm {
-				res.StormRequests++
-				res.StormExecutions += attempts
-			}
-			if afterAllowance {
-				res.AfterAllowanceRequests++
-				res.AfterAllowanceExecutions += attempts
-			}
-			if err != nil {
-				res.Failed++
-				if errors.Is(err, core.ErrRetryBudgetExceeded) {
-					res.Refused++
-					if c.StormFor > 0 && sim.now >= c.StormAt && sim.now < c.StormAt+c.StormFor {
-						spent[h] = true
-					}
-				}
-			}
-			if b := r.Budget(); b != nil {
-				if res.MinBudget < 0 || b.Available() < res.MinBudget {
-					res.MinBudget = b.Available()
-				}
-				if res.MinContention < 0 || b.ContentionAvailable() < res.MinContention {
-					res.MinContention = b.ContentionAvailable()
-				}
-			}
-		})
+		inStorm := c.inStorm(next)
+		afterAllowance := inStorm && run.spent[h]
+		run.res.Transactions++
+		sim.spawn(func() { run.transact(retriers[h], h, inStorm, afterAllowance) })
 	}
 	// Let every transaction end: the longest retry schedule is finite.
 	sim.runUntil(time.Duration(1<<62 - 1))
-	return res, nil
+	return run.res, nil
+}
+
+// inStorm says whether t falls in the deadlock storm.
+func (c Contention) inStorm(t time.Duration) bool {
+	return c.StormFor > 0 && t >= c.StormAt && t < c.StormAt+c.StormFor
+}
+
+// contentionSim is one simulation of a Contention scenario.
+type contentionSim struct {
+	c     Contention
+	sim   *simulation
+	rnd   *rand.Rand
+	spent []bool // the handle's budget refused a retry in the storm
+	res   ContentionResult
+}
+
+// transact runs one transaction on handle h's retrier and counts it;
+// inStorm and afterAllowance describe the moment it started.
+func (run *contentionSim) transact(r *core.Retrier, h int, inStorm, afterAllowance bool) {
+	c, sim, res := run.c, run.sim, &run.res
+	attempts := 0
+	err := r.DoTx(context.Background(), func(context.Context) (string, error) {
+		attempts++
+		res.Attempts++
+		victim := run.rnd.Float64() < c.victimShare(sim.now)
+		sim.waitUntil(sim.now + c.Service)
+		if victim {
+			res.Victims++
+			return "UPDATE storm_accounts SET balance = balance - 1 WHERE id = 1", c.Victim
+		}
+		return "", nil
+	})
+	// Every attempt but the last failed and was retried.
+	res.Retried += attempts - 1
+	if inStorm {
+		res.StormRequests++
+		res.StormExecutions += attempts
+	}
+	if afterAllowance {
+		res.AfterAllowanceRequests++
+		res.AfterAllowanceExecutions += attempts
+	}
+	if err != nil {
+		res.Failed++
+		if errors.Is(err, core.ErrRetryBudgetExceeded) {
+			res.Refused++
+			if c.inStorm(sim.now) {
+				run.spent[h] = true
+			}
+		}
+	}
+	if b := r.Budget(); b != nil {
+		if res.MinBudget < 0 || b.Available() < res.MinBudget {
+			res.MinBudget = b.Available()
+		}
+		if res.MinContention < 0 || b.ContentionAvailable() < res.MinContention {
+			res.MinContention = b.ContentionAvailable()
+		}
+	}
 }
 
 // ContentionPolicies are the policies of the contention table: each
