@@ -241,8 +241,8 @@ func Query(s string) (base, query, frag string, ok bool) {
 }
 
 // NextMySQLParam finds the next parameter of a go-sql-driver/mysql DSN at
-// or after pos: the index of the '?' or '&' before it and of the '&' (or
-// len) after it. A parameter is found by its separator, not after the
+// or after pos: the index of the '?' or '&' before it and of the next '?'
+// or '&' (or len) after it. A parameter is found by its separator, not after the
 // first '?', so that a value may hold a '/' (a path), which the driver's
 // own parser cannot read. It reports false when none is left.
 func NextMySQLParam(s string, pos int) (sep, end int, ok bool) {
@@ -251,7 +251,9 @@ func NextMySQLParam(s string, pos int) (sep, end int, ok bool) {
 		return 0, 0, false
 	}
 	sep = pos + i
-	end = strings.IndexByte(s[sep+1:], '&')
+	// A parameter ends at the next separator of either kind, so that
+	// taking one out never joins its neighbours into a new key.
+	end = strings.IndexAny(s[sep+1:], "?&")
 	if end < 0 {
 		return sep, len(s), true
 	}
