@@ -46,7 +46,7 @@ const (
 // query filter does not match), ErrRetriesExhausted, ErrBatchNotRetried,
 // ErrInvalidRetryInterval or ErrCommitUnknown. It is a pure function: it
 // reads no clock, budget or breaker (the loop asks those before it waits,
-// see docs/semantics.md) and does not allocate.
+// see docs/semantics.md) and does not allocate when it retries.
 func (p *Policy) Decide(query string, attempt int, err error) (wait time.Duration, giveUp error) {
 	d := p.decide(KindStatement, query, attempt, err, false)
 	return d.Wait, d.Reason
