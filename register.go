@@ -11,8 +11,6 @@ import (
 
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/internal/layer/adapter"
-	"github.com/crl-go/crl/internal/layer/connector"
-	"github.com/crl-go/crl/internal/tables/family"
 )
 
 // Register registers, with database/sql, a driver that is driverName's
@@ -76,11 +74,7 @@ func (d *registered) OpenConnector(dsn string) (driver.Connector, error) {
 	if err != nil {
 		return nil, fmt.Errorf("crl: open %q: %w", d.driverName, err)
 	}
-	fam := family.Of(d.driverName)
-	if f, ok := family.Parse(rt.DriverFamily()); ok {
-		fam = f
-	}
-	c, err := connector.Wrap(inner, fam, rt, rt.Retrier(), rt.ExecutionCutoff())
+	c, err := rt.Connector(inner)
 	if err != nil {
 		return nil, fmt.Errorf("crl: %w", err)
 	}

@@ -36,6 +36,12 @@ type Runtime struct {
 	observer core.Observer
 	current  atomic.Pointer[Config] // fixed over the last good file
 
+	// For a DSN given to the pool's Driver (readDSN): the driver name
+	// whose DSN forms it is read in (familyDriver's), and the options in
+	// code.
+	driverName string
+	code       Config
+
 	interval  atomic.Int64 // nanoseconds between looks at the file; ≤ 0: never
 	nextCheck atomic.Int64 // unix nanoseconds of the next look
 
@@ -95,11 +101,18 @@ func NewRuntime(driverName, dsn string, opts ...Option) (*Runtime, string, error
 	if err != nil {
 		return nil, "", err
 	}
+	return newRuntime(driverName, code, dsn)
+}
+
+// newRuntime is NewRuntime for the options code, valid, and the name of
+// the driver whose DSN forms dsn is read in.
+func newRuntime(driverName string, code Config, dsn string) (*Runtime, string, error) {
 	fromDSN, driverDSN, err := ParseDSN(driverName, dsn)
 	if err != nil {
 		return nil, "", err
 	}
-	r := &Runtime{family: family.Of(driverName), fixed: code.over(fromDSN), clock: code.Clock, observer: code.Observer}
+	r := &Runtime{driverName: driverName, code: code, family: family.Of(driverName),
+		fixed: code.over(fromDSN), clock: code.Clock, observer: code.Observer}
 	if n := azureConnectRetryCount(driverName, driverDSN); n > 0 {
 		r.defaults = Config{ConnectRetryCount: n}
 	}
@@ -430,9 +443,41 @@ func WrapConnector(c driver.Connector, driverName string, opts ...Option) (drive
 	if err != nil {
 		return nil, nil, err
 	}
-	wrapped, err := connector.Wrap(c, rt.family, rt, rt.Retrier(), rt.ExecutionCutoff())
+	wrapped, err := rt.Connector(c)
 	if err != nil {
 		return nil, nil, fmt.Errorf("config: WrapConnector: %w", err)
 	}
 	return wrapped, rt, nil
+}
+
+// Connector returns c under crl's driver layer and connection loop with
+// r's settings: the connector of a pool whose Runtime is r (crl.RuntimeOf
+// reports it). crl.Open, crl.OpenDB, a crl.Register name and the
+// adapters build their pools with it; WrapConnector is NewRuntime and
+// Connector. It sets the execution cut-off on every new connection when
+// r has one, and for MySQL/MariaDB ends COMMIT and ROLLBACK under their
+// transaction's context.
+//
+// The pool's Driver (DB.Driver) reads a DSN it is given (Open,
+// OpenConnector) as NewRuntime does, with r's driver name and options in
+// code: that DSN's keys over the properties file and the defaults, each
+// such DSN a Runtime of its own, and the driver below gets the DSN
+// without crl's keys.
+func (r *Runtime) Connector(c driver.Connector) (driver.Connector, error) {
+	return connector.Wrap(c, r.layerPool())
+}
+
+// layerPool returns what the driver layer keeps of r.
+func (r *Runtime) layerPool() connector.Pool {
+	return connector.Pool{Owner: r, Retrier: r.retrier, Family: r.family, Cutoff: r.cutoff, ReadDSN: r.readDSN}
+}
+
+// readDSN is the layer's Pool.ReadDSN: the settings of a new handle of
+// r's driver name and options in code, for dsn, and dsn for the driver.
+func (r *Runtime) readDSN(dsn string) (connector.Pool, string, error) {
+	rt, driverDSN, err := newRuntime(r.driverName, r.code, dsn)
+	if err != nil {
+		return connector.Pool{}, "", err
+	}
+	return rt.layerPool(), driverDSN, nil
 }

@@ -17,13 +17,16 @@ import (
 // attempt (a new connection and its login). The driver nests two loops,
 // and so does Connect (docs/semantics.md walks through both):
 //
-//   - the login loop (SQLServerConnection.login): every failure that is not
-//     fatal (a wrong password, an expired password or a locked account, a
-//     TLS failure, an error that is neither a server error nor a network
-//     failure) is retried up to connectRetryCount times, the first retry
-//     at once and later ones after connectRetryInterval, while the time
-//     left before loginTimeout is at least connectRetryInterval plus twice
-//     the time the first attempt took;
+//   - the login loop (SQLServerConnection.login): a network failure, and a
+//     server error that Policy.Connection names (the builtin list or the
+//     retryConn rules) and that is not fatal (a wrong password, an expired
+//     password or a locked account), is retried up to connectRetryCount
+//     times, the first retry at once and later ones after
+//     connectRetryInterval, while the time left before loginTimeout is at
+//     least connectRetryInterval plus twice the time the first attempt
+//     took. A TLS failure, an error that is neither a server error nor a
+//     network failure, and a server error that no rule names run once
+//     (JDBC's login loop retries the last: docs/semantics.md);
 //   - the connection loop (SQLServerConnection.connect) around it: when the
 //     login loop gives up on an error that Policy.Connection retries (a
 //     server error in the builtin list or the retryConn rules; a network
@@ -171,9 +174,10 @@ const (
 // account (and their MySQL and PostgreSQL counterparts), a TLS or
 // certificate failure, and anything that is neither a server error nor a
 // network failure (a configuration or protocol error, JDBC's
-// DRIVER_ERROR_UNSUPPORTED_CONFIG and DRIVER_ERROR_INVALID_TDS). Every
-// other server error and every network failure (refused, reset, timed
-// out, dropped) is retried.
+// DRIVER_ERROR_UNSUPPORTED_CONFIG and DRIVER_ERROR_INVALID_TDS). The
+// login loop retries every network failure (refused, reset, timed out,
+// dropped), and another server error when a rule names it
+// (Policy.loginRetries).
 func loginFatal(err error) bool {
 	if n, ok := serverNumber(err); ok {
 		return n == loginFailed || n == passwordExpired || n == accountLocked

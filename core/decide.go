@@ -131,12 +131,33 @@ func (p *Policy) decideConnection(s connectState, err error) decision {
 // connection loop.
 func (p *Policy) decideLogin(s connectState, err error, remaining, firstTry time.Duration) (decision, bool) {
 	interval := p.connectRetryInterval()
-	if loginFatal(err) || remaining <= 0 || s.timedOut ||
+	if remaining <= 0 || s.timedOut ||
 		remaining < interval+2*firstTry || // not enough time for another try
 		s.retry >= p.connectRetryCount() {
 		return decision{}, false
 	}
-	return decision{Wait: connectWait(s.retry, interval), facts: factsOf(err, false)}, true
+	facts := factsOf(err, false)
+	if !p.loginRetries(err, facts) {
+		return decision{}, false
+	}
+	return decision{Wait: connectWait(s.retry, interval), facts: facts}, true
+}
+
+// loginRetries reports whether the login loop may try again after err
+// (facts): a network failure, as JDBC's login() retries every failure
+// that isFatalError does not name; a server error only when it is not
+// fatal and the connection rules name it (the builtin list, retryConn).
+// JDBC's login() also retries a server error that no rule names (an
+// unknown database, a session setting the server rejects), which another
+// try cannot fix: crl runs it once (docs/semantics.md).
+func (p *Policy) loginRetries(err error, facts errorFacts) bool {
+	if loginFatal(err) {
+		return false
+	}
+	if isServerError(err) {
+		return p.Connection.retryable(facts, true)
+	}
+	return true // a network failure: loginFatal is true for anything else
 }
 
 // connectWait is the wait before retry (0-based) of either connection

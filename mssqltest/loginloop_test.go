@@ -41,9 +41,9 @@ func connectLoop(t *testing.T, dsn string, p core.Policy) (error, *coretest.Cloc
 
 // TestLoginLoopOverTDS: the JDBC driver's login loop inside its connection
 // loop, with the real driver over TCP: a persistent 40613 gets 4 logins
-// with the defaults, a dropped login is tried again, a wrong password is
-// not, and a refused connection (10061) is tried again by the login loop
-// (issue 11, item 7).
+// with the defaults, a dropped login is tried again, a wrong password and
+// a server error that no rule names are not, and a refused connection
+// (10061) is tried again by the login loop.
 func TestLoginLoopOverTDS(t *testing.T) {
 	t.Run("persistent 40613: 4 logins", func(t *testing.T) {
 		srv := mssqltest.NewServer(t)
@@ -101,6 +101,38 @@ func TestLoginLoopOverTDS(t *testing.T) {
 		var me mssql.Error
 		require.ErrorAs(t, err, &me)
 		assert.Equal(t, int32(18456), me.Number)
+		assert.Equal(t, 1, srv.Logins())
+	})
+	t.Run("an error no rule names runs once", func(t *testing.T) {
+		srv := mssqltest.NewServer(t)
+		srv.FailLogin(4064, 100)
+		err, clock, _ := connectLoop(t, srv.DSN(), core.Policy{ConnectRetryCount: 3})
+		var me mssql.Error
+		require.ErrorAs(t, err, &me)
+		assert.Equal(t, int32(4064), me.Number)
+		assert.NotErrorIs(t, err, core.ErrNotRetryable, "the driver's error, unchanged")
+		assert.Equal(t, 1, srv.Logins())
+		assert.Empty(t, clock.Sleeps())
+	})
+	t.Run("4060 named by retryConn: both loops retry it", func(t *testing.T) {
+		srv := mssqltest.NewServer(t)
+		srv.FailLogin(4060, 3)
+		conn, err := core.ParseConnectionRules("{+4060}")
+		require.NoError(t, err)
+		err, clock, _ := connectLoop(t, srv.DSN(), core.Policy{Connection: conn})
+		require.NoError(t, err)
+		assert.Equal(t, 4, srv.Logins())
+		assert.Equal(t, []time.Duration{0, 0, 0}, clock.Sleeps())
+	})
+	t.Run("a list that replaces the builtin one: 40613 runs once", func(t *testing.T) {
+		srv := mssqltest.NewServer(t)
+		srv.FailLogin(40613, 100)
+		conn, err := core.ParseConnectionRules("{4060}")
+		require.NoError(t, err)
+		err, _, _ = connectLoop(t, srv.DSN(), core.Policy{Connection: conn})
+		var me mssql.Error
+		require.ErrorAs(t, err, &me)
+		assert.Equal(t, int32(40613), me.Number)
 		assert.Equal(t, 1, srv.Logins())
 	})
 	t.Run("refused (10061): the login loop retries it", func(t *testing.T) {

@@ -12,18 +12,8 @@ import (
 
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/internal/layer/connector"
-	"github.com/crl-go/crl/internal/tables/family"
 	"github.com/crl-go/crl/internal/text/redact"
 )
-
-// dsnConnector is the connector of a driver without driver.DriverContext.
-type dsnConnector struct {
-	dsn string
-	drv driver.Driver
-}
-
-func (c dsnConnector) Connect(context.Context) (driver.Conn, error) { return c.drv.Open(c.dsn) }
-func (c dsnConnector) Driver() driver.Driver                        { return c.drv }
 
 // DriverConnector returns the connector of a registered driver for dsn.
 func DriverConnector(driverName, dsn string) (driver.Connector, error) {
@@ -35,10 +25,7 @@ func DriverConnector(driverName, dsn string) (driver.Connector, error) {
 	if err := probe.Close(); err != nil {
 		return nil, err
 	}
-	if dc, ok := drv.(driver.DriverContext); ok {
-		return dc.OpenConnector(dsn)
-	}
-	return dsnConnector{dsn: dsn, drv: drv}, nil
+	return connector.OfDriver(drv, dsn)
 }
 
 // Open opens a *sql.DB on the registered driver driverName with driverDSN
@@ -54,8 +41,7 @@ func Open(driverName, driverDSN string, rt *config.Runtime) (*sql.DB, error) {
 		// The driver's error about a DSN it cannot read quotes the DSN.
 		return nil, fmt.Errorf("open %q: %w", driverName, redact.Error(err))
 	}
-	fam, _ := family.Parse(rt.DriverFamily()) // "other" is Other
-	wrapped, err := connector.Wrap(inner, fam, rt, rt.Retrier(), rt.ExecutionCutoff())
+	wrapped, err := rt.Connector(inner)
 	if err != nil {
 		return nil, err
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"fmt"
 	"io"
 
 	"github.com/crl-go/crl/core"
+	"github.com/crl-go/crl/internal/text/redact"
 )
 
 // The driver layer. Every pool crl opens (crl.Open, crl.OpenDB, a name
@@ -30,6 +32,7 @@ type Connector struct {
 	retrier *core.Retrier
 	owner   any // the *config.Runtime of the pool (see Owner)
 	drv     *Driver
+	readDSN func(dsn string) (Pool, string, error) // see Pool.ReadDSN
 	// commitUnderContext: the driver's Commit and Rollback take no
 	// context, so the layer's transactions end under theirs (commit.go).
 	commitUnderContext bool
@@ -40,9 +43,11 @@ var (
 	_ io.Closer        = (*Connector)(nil)
 )
 
-// newConnector returns the layer's connector over inner.
-func newConnector(inner driver.Connector, r *core.Retrier, owner any, commitUnderContext bool) *Connector {
-	c := &Connector{inner: inner, retrier: r, owner: owner, commitUnderContext: commitUnderContext}
+// newConnector returns the layer's connector over inner with p's settings
+// (its cut-off is inner's business: see Wrap).
+func newConnector(inner driver.Connector, p Pool) *Connector {
+	c := &Connector{inner: inner, retrier: p.Retrier, owner: p.Owner, readDSN: p.ReadDSN,
+		commitUnderContext: commitIgnoresContext(p.Family)}
 	c.drv = &Driver{c: c}
 	return c
 }
@@ -90,27 +95,57 @@ func (c *Connector) Close() error {
 func (c *Connector) Retrier() *core.Retrier { return c.retrier }
 
 // Driver is the driver.Driver of a pool crl opened (DB.Driver returns
-// it). Open opens a connection of the driver below with that name, in
-// the driver layer, under the pool's rules.
+// it). Its Open and OpenConnector read the DSN they are given as the
+// pool's opener reads one (Pool.ReadDSN): crl's keys never reach the
+// driver below.
 type Driver struct{ c *Connector }
 
-var _ driver.Driver = (*Driver)(nil)
+var (
+	_ driver.Driver        = (*Driver)(nil)
+	_ driver.DriverContext = (*Driver)(nil)
+)
 
-// Open opens a connection of the wrapped driver for name, under the
-// connection loop and in the driver layer. database/sql does not call it
-// for a pool opened from a connector; it is there for code that calls
+// errNoDSN is the error of a Driver whose pool cannot read a DSN.
+var errNoDSN = errors.New("crl: this pool's Driver opens no DSN (its connector was wrapped without a DSN reader)")
+
+// Open opens one connection for name, as a connection of the pool that
+// OpenConnector(name) returns: under that pool's connection loop, in the
+// driver layer, with its settings. database/sql does not call it for a
+// pool opened from a connector; it is there for code that calls
 // DB.Driver().Open itself.
 func (d *Driver) Open(name string) (driver.Conn, error) {
-	var conn driver.Conn
-	err := d.c.retrier.Connect(context.Background(), func(context.Context) error {
-		var err error
-		conn, err = d.c.inner.Driver().Open(name)
-		return err
-	})
+	c, err := d.OpenConnector(name)
 	if err != nil {
-		return nil, hideBadConn(err)
+		return nil, err
 	}
-	return newConn(conn, d.c), nil
+	return c.Connect(context.Background())
+}
+
+// OpenConnector returns the connector of a new pool of the driver below
+// for name, in the driver layer. name is read as the pool's opener reads
+// a DSN (crl.Open, a name from crl.Register): the pool's options in code,
+// then name's crl keys, the properties file, the defaults. The new pool
+// has a Runtime of its own (its budget, breaker and rules), and the
+// driver gets name without crl's keys. A near-miss of a crl key or a
+// malformed value is an error naming the key.
+func (d *Driver) OpenConnector(name string) (driver.Connector, error) {
+	if d.c.readDSN == nil {
+		return nil, errNoDSN
+	}
+	p, driverDSN, err := d.c.readDSN(name)
+	if err != nil {
+		return nil, fmt.Errorf("crl: %w", err)
+	}
+	inner, err := OfDriver(d.c.inner.Driver(), driverDSN)
+	if err != nil {
+		// The driver's error about a DSN it cannot read quotes the DSN.
+		return nil, fmt.Errorf("crl: open a connector: %w", redact.Error(err))
+	}
+	c, err := Wrap(inner, p)
+	if err != nil {
+		return nil, fmt.Errorf("crl: %w", err)
+	}
+	return c, nil
 }
 
 // Owner returns what the pool's opener attached to the connector: the

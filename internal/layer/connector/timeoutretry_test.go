@@ -67,7 +67,7 @@ func TestTimedOutAttemptRetriedOnANewConnection(t *testing.T) {
 			log := &attemptLog{}
 			r, err := core.NewRetrier(core.Policy{Statement: rules, QueryTimeout: 200 * time.Millisecond}, core.Options{Observer: log})
 			require.NoError(t, err)
-			conn, err := Wrap(c.connector(t, dsn), family.Of(c.name), nil, r, 0)
+			conn, err := Wrap(c.connector(t, dsn), Pool{Retrier: r, Family: family.Of(c.name)})
 			require.NoError(t, err)
 			db := sql.OpenDB(conn)
 			defer db.Close()
