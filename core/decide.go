@@ -144,20 +144,22 @@ func (p *Policy) decideLogin(s connectState, err error, remaining, firstTry time
 }
 
 // loginRetries reports whether the login loop may try again after err
-// (facts): a network failure, as JDBC's login() retries every failure
-// that isFatalError does not name; a server error only when it is not
-// fatal and the connection rules name it (the builtin list, retryConn).
-// JDBC's login() also retries a server error that no rule names (an
-// unknown database, a session setting the server rejects), which another
-// try cannot fix: crl runs it once (docs/semantics.md).
+// (facts): for SQL Server, JDBC's login(): every failure isFatalError does
+// not name, a server error that no rule names included (the wire
+// comparison with the JDBC driver holds crl to it). MySQL and PostgreSQL
+// have no JDBC login() to follow, and a server error in their login is
+// one of configuration (an unknown database, a session setting the server
+// rejects) that another try cannot fix: it is retried only when the
+// connection rules name it (retryConn) and otherwise runs once. A network
+// failure is retried for every family.
 func (p *Policy) loginRetries(err error, facts errorFacts) bool {
 	if loginFatal(err) {
 		return false
 	}
-	if isServerError(err) {
+	if isServerError(err) && facts.family != familySQLServer {
 		return p.Connection.retryable(facts, true)
 	}
-	return true // a network failure: loginFatal is true for anything else
+	return true
 }
 
 // connectWait is the wait before retry (0-based) of either connection

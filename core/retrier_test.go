@@ -286,9 +286,10 @@ func TestConnectDefaultsAndLists(t *testing.T) {
 		// retries it when retryConn names it.
 		{"appended", core.Policy{ConnectRetryCount: 3, Connection: conn("{+18456}")}, serverError{18456}, 4, []time.Duration{0, 10 * time.Second, 10 * time.Second}},
 		{"append keeps builtin", core.Policy{ConnectRetryCount: 1, Connection: conn("{+18456}")}, serverError{40613}, 4, []time.Duration{0, 0, 0}},
-		// A server error that the replaced list does not name runs once:
-		// neither loop retries it.
-		{"replaced", core.Policy{ConnectRetryCount: 3, Connection: conn("{18456}")}, serverError{40613}, 1, nil},
+		// The login loop retries every SQL Server error that is not
+		// fatal, whatever retryConn says (JDBC's login()); the connection
+		// loop then stops.
+		{"replaced", core.Policy{ConnectRetryCount: 3, Connection: conn("{18456}")}, serverError{40613}, 4, []time.Duration{0, 10 * time.Second, 10 * time.Second}},
 		{"replacement retried", core.Policy{ConnectRetryCount: 2, Connection: conn("{18456}")}, serverError{18456}, 3, []time.Duration{0, 10 * time.Second}},
 		// A network failure: the login loop retries it, the connection
 		// loop does not (the builtin list is for server errors).

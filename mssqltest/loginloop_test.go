@@ -41,9 +41,10 @@ func connectLoop(t *testing.T, dsn string, p core.Policy) (error, *coretest.Cloc
 
 // TestLoginLoopOverTDS: the JDBC driver's login loop inside its connection
 // loop, with the real driver over TCP: a persistent 40613 gets 4 logins
-// with the defaults, a dropped login is tried again, a wrong password and
-// a server error that no rule names are not, and a refused connection
-// (10061) is tried again by the login loop.
+// with the defaults, a dropped login is tried again, a wrong password is
+// not, a server error that no rule names gets the login loop's retry
+// alone, and a refused connection (10061) is tried again by the login
+// loop.
 func TestLoginLoopOverTDS(t *testing.T) {
 	t.Run("persistent 40613: 4 logins", func(t *testing.T) {
 		srv := mssqltest.NewServer(t)
@@ -103,16 +104,16 @@ func TestLoginLoopOverTDS(t *testing.T) {
 		assert.Equal(t, int32(18456), me.Number)
 		assert.Equal(t, 1, srv.Logins())
 	})
-	t.Run("an error no rule names runs once", func(t *testing.T) {
+	t.Run("an error no rule names: the login loop's retry only, as JDBC's", func(t *testing.T) {
 		srv := mssqltest.NewServer(t)
 		srv.FailLogin(4064, 100)
-		err, clock, _ := connectLoop(t, srv.DSN(), core.Policy{ConnectRetryCount: 3})
+		err, clock, _ := connectLoop(t, srv.DSN(), core.Policy{})
 		var me mssql.Error
 		require.ErrorAs(t, err, &me)
 		assert.Equal(t, int32(4064), me.Number)
-		assert.NotErrorIs(t, err, core.ErrNotRetryable, "the driver's error, unchanged")
-		assert.Equal(t, 1, srv.Logins())
-		assert.Empty(t, clock.Sleeps())
+		assert.ErrorIs(t, err, core.ErrNotRetryable, "the connection loop does not retry it")
+		assert.Equal(t, 2, srv.Logins())
+		assert.Equal(t, []time.Duration{0}, clock.Sleeps())
 	})
 	t.Run("4060 named by retryConn: both loops retry it", func(t *testing.T) {
 		srv := mssqltest.NewServer(t)
@@ -124,7 +125,7 @@ func TestLoginLoopOverTDS(t *testing.T) {
 		assert.Equal(t, 4, srv.Logins())
 		assert.Equal(t, []time.Duration{0, 0, 0}, clock.Sleeps())
 	})
-	t.Run("a list that replaces the builtin one: 40613 runs once", func(t *testing.T) {
+	t.Run("a list that replaces the builtin one: 40613 gets the login loop's retry alone", func(t *testing.T) {
 		srv := mssqltest.NewServer(t)
 		srv.FailLogin(40613, 100)
 		conn, err := core.ParseConnectionRules("{4060}")
@@ -133,7 +134,7 @@ func TestLoginLoopOverTDS(t *testing.T) {
 		var me mssql.Error
 		require.ErrorAs(t, err, &me)
 		assert.Equal(t, int32(40613), me.Number)
-		assert.Equal(t, 1, srv.Logins())
+		assert.Equal(t, 2, srv.Logins())
 	})
 	t.Run("refused (10061): the login loop retries it", func(t *testing.T) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")

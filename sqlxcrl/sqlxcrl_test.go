@@ -300,10 +300,10 @@ func TestConnectionLoop(t *testing.T) {
 		{"not transient", "&connectRetryCount=3", 18456, 1, false, 1, nil},
 		{"append", "&retryConn={%2B18456}&connectRetryCount=2", 18456, 2, true, 3, coretest.Seconds(0, 10)},
 		{"append keeps builtin", "&retryConn={%2B18456}", 40613, 1, true, 2, []time.Duration{0}},
-		// A list that replaces the builtin one without 40613: neither
-		// loop retries it (JDBC's login loop would, once).
-		{"replace", "&retryConn={18456}", 40613, 3, false, 1, nil},
-		{"not named", "&connectRetryCount=3", 4064, 3, false, 1, nil},
+		// The login loop retries every SQL Server error that is not
+		// fatal, whatever retryConn says (JDBC's login()); the replaced
+		// list stops the connection loop.
+		{"replace", "&retryConn={18456}", 40613, 3, false, 2, []time.Duration{0}},
 		{"named", "&retryConn={%2B4064}", 4064, 3, true, 4, []time.Duration{0, 0, 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
