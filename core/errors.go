@@ -112,7 +112,7 @@ type RetryError struct {
 	CtxErr   error // the context's error when the context ended the loop, else nil
 	Detail   string
 
-	statement bool // a statement loop gave up (see retriedBelow)
+	final bool // a statement or transaction loop gave up: no loop above retries it (see retriedBelow)
 }
 
 // Error implements error. When no attempt ran (an open circuit breaker),
