@@ -64,10 +64,10 @@ func (p *Policy) decide(kind Kind, query string, attempt int, err error, attempt
 		return decision{Reason: ErrCommitUnknown, dbFailure: true}
 	}
 	if retriedBelow(err) {
-		// A loop under this one already decided on err, its retries run:
-		// crl's driver layer under an adapter's statement loop, or a unit
-		// (RunInTx, Retry, ...) run inside this unit's function with a
-		// context that carries no unit of its own. Retrying again would
+		// A loop under this one already gave up on err after its own
+		// retries: crl's driver layer under an adapter's statement loop,
+		// or a unit (RunInTx, Retry, ...) run inside this unit's function
+		// with a context that carries no unit. Retrying again would
 		// multiply the rule's count.
 		return decision{Reason: ErrNotRetryable, dbFailure: true}
 	}
