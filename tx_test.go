@@ -102,7 +102,7 @@ func nestings() []nesting {
 }
 
 // run runs the outer unit, whose closure runs its own statement and then
-// the inner unit, which runs innerStmt.
+// the inner unit, which runs update.
 func (n nesting) run(ctx context.Context, p unitPools) error {
 	return n.outer.run(ctx, p, func(octx context.Context, exec func(string) error) error {
 		if err := exec(insert); err != nil {
