@@ -21,8 +21,13 @@ var errNilFunc = errors.New("crl: the function to run is nil")
 // returns an error. A COMMIT whose outcome is unknown is never retried
 // (core.ErrCommitUnknown). db must be a pool crl opened (ErrNotCrlPool).
 //
-// Inside a unit that already retries as a whole (RunInTx, Retry), RunInTx
-// runs fn once: the outer unit is the one retried.
+// Nested in a unit that retries as a whole, RunInTx given a context that
+// carries the unit (Retry's, gormcrl.Transaction's tx.Statement.Context)
+// runs fn once, and the outer unit is the one retried. Given one that
+// carries none (the caller's, inside another RunInTx's fn), its
+// transaction is one of its own, retried by its own loop, and an
+// enclosing unit returns its error after one run when it gave up. Either
+// way a statement runs at most 1 + retryCount times.
 func RunInTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) error) error {
 	rt, ok := RuntimeOf(db)
 	if !ok {
@@ -64,7 +69,12 @@ func runTx(ctx context.Context, u *connector.Unit, db *sql.DB, opts *sql.TxOptio
 // opened recorded is returned as it is, after one run.
 //
 // fn must be safe to run again (crl vet finds closures that are not).
-// Inside a unit that already retries as a whole, Retry runs fn once.
+// Given a context that carries a unit retried as a whole (Retry's own,
+// gormcrl.Transaction's tx.Statement.Context), Retry runs fn once: the
+// outer unit is the one retried. Inside a unit's closure but with a
+// context that carries none, Retry's own loop retries fn, and the
+// enclosing unit returns its error after one run when it gave up: a
+// statement runs at most 1 + retryCount times.
 func Retry(ctx context.Context, fn func(ctx context.Context) error) error {
 	if fn == nil {
 		return errNilFunc

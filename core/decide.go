@@ -16,9 +16,10 @@ import (
 // or give up with Reason.
 type decision struct {
 	// Reason is nil when the attempt is retried; otherwise the sentinel the
-	// loop gives up with: ErrNotRetryable (no rule, retryCount 0, or the
-	// query filter does not match), ErrRetriesExhausted,
-	// ErrBatchNotRetried, ErrInvalidRetryInterval, or ErrCommitUnknown.
+	// loop gives up with: ErrNotRetryable (no rule, retryCount 0, the
+	// query filter does not match, or a loop below gave up on the error),
+	// ErrRetriesExhausted, ErrBatchNotRetried, ErrInvalidRetryInterval,
+	// or ErrCommitUnknown.
 	Reason error
 	// Wait is the rule's wait before the next attempt, before jitter.
 	Wait time.Duration
@@ -42,8 +43,9 @@ const (
 // Decide is the statement loop's decision after attempt (1-based) of
 // query failed with err, under p: another attempt after wait (the rule's,
 // before jitter) when giveUp is nil; otherwise giveUp is the sentinel the
-// loop gives up with: ErrNotRetryable (no rule, retryCount 0, or the
-// query filter does not match), ErrRetriesExhausted, ErrBatchNotRetried,
+// loop gives up with: ErrNotRetryable (no rule, retryCount 0, the query
+// filter does not match, or err is the give-up of a loop that already
+// retried it), ErrRetriesExhausted, ErrBatchNotRetried,
 // ErrInvalidRetryInterval or ErrCommitUnknown. It is a pure function: it
 // reads no clock, budget or breaker (the loop asks those before it waits,
 // see docs/semantics.md) and does not allocate when it retries.
@@ -61,9 +63,12 @@ func (p *Policy) decide(kind Kind, query string, attempt int, err error, attempt
 		// the transaction was applied.
 		return decision{Reason: ErrCommitUnknown, dbFailure: true}
 	}
-	if kind == KindStatement && retriedBelow(err) {
-		// A loop under this one (crl's driver layer) already ran its
-		// retries: retrying again would multiply the rule's count.
+	if retriedBelow(err) {
+		// A loop under this one already gave up on err after its own
+		// retries: crl's driver layer under an adapter's statement loop,
+		// or a unit (RunInTx, Retry, ...) run inside this unit's function
+		// with a context that carries no unit. Retrying again would
+		// multiply the rule's count.
 		return decision{Reason: ErrNotRetryable, dbFailure: true}
 	}
 	facts := factsOf(err, attemptTimedOut)
@@ -185,13 +190,16 @@ func batchRefusal(query string, r *Rule) string {
 	return batchRisk(query, r)
 }
 
-// retriedBelow reports whether err is the give-up of a statement loop:
-// the loop that returned it has already retried the statement.
+// retriedBelow reports whether err holds the give-up of a statement or
+// transaction loop: the loop that returned it has already retried (or
+// refused to retry) what failed. A connection loop's give-up is not one:
+// retryConn's rules are not retryExec's, and a statement rule may retry
+// what the connection loop gave up on.
 func retriedBelow(err error) bool {
 	for err != nil {
 		switch e := err.(type) {
 		case *RetryError:
-			return e.statement
+			return e.final
 		case interface{ Unwrap() error }:
 			err = e.Unwrap()
 		case interface{ Unwrap() []error }:

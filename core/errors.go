@@ -42,8 +42,9 @@ var (
 
 	// ErrNotRetryable reports that, after at least one retry, an attempt
 	// failed with an error that no rule retries (or whose rule's query
-	// filter does not match). A first attempt that fails so is returned
-	// unchanged, not wrapped.
+	// filter does not match, or that a loop under this one already gave
+	// up on). A first attempt that fails so is returned unchanged, not
+	// wrapped.
 	ErrNotRetryable = errors.New("core: error not retryable")
 
 	// ErrLoginTimeout reports a connection retry that was not attempted
@@ -112,7 +113,7 @@ type RetryError struct {
 	CtxErr   error // the context's error when the context ended the loop, else nil
 	Detail   string
 
-	statement bool // a statement loop gave up (see retriedBelow)
+	final bool // a statement or transaction loop gave up: no loop above retries it (see retriedBelow)
 }
 
 // Error implements error. When no attempt ran (an open circuit breaker),

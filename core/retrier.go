@@ -405,5 +405,5 @@ func (r *Retrier) giveUp(o *operation, attempts int, reason, err, ctxErr error, 
 	if r.observer != nil {
 		r.observer.GaveUp(GaveUp{Context: o.ctx, Op: r.opID(o), Kind: o.kind, Query: o.query, Attempts: attempts, Reason: reason, Err: err})
 	}
-	return &RetryError{Attempts: attempts, Reason: reason, Err: err, CtxErr: ctxErr, Detail: detail, statement: o.kind == KindStatement}
+	return &RetryError{Attempts: attempts, Reason: reason, Err: err, CtxErr: ctxErr, Detail: detail, final: o.kind != KindConnection}
 }

@@ -244,6 +244,48 @@ func TestDoTx(t *testing.T) {
 	assert.Equal(t, 1, calls, "commit unknown: calls")
 }
 
+// A loop inside a transaction's function (a unit helper called inside
+// another's closure, a statement outside the transaction) that gives up
+// after its retries has decided: the transaction loop returns its error
+// after one run, so the statement runs 1 + retryCount times, not their
+// product. A connection loop's give-up is decided under retryConn, not
+// the statement rules, which still retry it.
+func TestDoTxLeavesAnInnerLoopsGiveUpToIt(t *testing.T) {
+	r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205,40613:2,0}")}, core.Options{})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name       string
+		inner      func(calls *int) error
+		innerCalls int // the inner loop's attempts in each run of the transaction
+		runs       int
+		number     int32
+	}{
+		{"transaction loop", func(calls *int) error {
+			return r.DoTx(ctx, func(context.Context) (string, error) { *calls++; return "update t", serverError{1205} })
+		}, 3, 1, 1205},
+		{"statement loop", func(calls *int) error {
+			return r.Do(ctx, "update t", func(context.Context) error { *calls++; return serverError{1205} })
+		}, 3, 1, 1205},
+		{"connection loop", func(calls *int) error { // JDBC's defaults: 4 logins
+			return r.Connect(ctx, func(context.Context) error { *calls++; return serverError{40613} })
+		}, 4, 3, 40613},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runs, calls := 0, 0
+			err := r.DoTx(ctx, func(context.Context) (string, error) {
+				runs++
+				return "", tc.inner(&calls)
+			})
+			assert.Equal(t, tc.runs, runs, "runs of the transaction")
+			assert.Equal(t, tc.runs*tc.innerCalls, calls, "attempts of the inner loop")
+			var re *core.RetryError
+			require.ErrorAs(t, err, &re)
+			n, _ := core.ErrorNumber(err)
+			assert.Equal(t, tc.number, n, "the driver's error")
+		})
+	}
+}
+
 // The JDBC connection algorithm: connectRetryCount=5,
 // connectRetryInterval=2, loginTimeout=3 gives 3 attempts: an immediate
 // retry, one after 2 s, then 2 s elapsed + 2 s ≥ 3 s stops.

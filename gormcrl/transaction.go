@@ -31,7 +31,12 @@ import (
 //
 // Called on a *gorm.DB that is already in a transaction, Transaction is
 // db.Transaction (a savepoint) and retries nothing: the enclosing
-// transaction is the unit to retry. With db.Clauses(NoRetry) it is
+// transaction is the unit to retry. Nested in a unit on another *gorm.DB,
+// it does what crl.RunInTx does: whose context carries the unit
+// (tx.Statement.Context, crl.Retry's), it runs fn once and the outer unit
+// is retried; whose context carries none, its own loop retries it and the
+// enclosing unit returns its error after one run when it gave up: a
+// statement runs at most 1 + retryCount times. With db.Clauses(NoRetry) it is
 // db.Transaction too. db must be over a pool crl opened (crl.Open,
 // crl.OpenDB, Open, OpenDB) or have the plugin (db.Use(New(...)));
 // otherwise the error is ErrNoPlugin. Over a pool crl opened, fn's tx is

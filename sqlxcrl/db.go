@@ -400,6 +400,9 @@ func (db *DB) MustBegin() *Tx { return db.MustBeginTx(context.Background(), nil)
 // transaction that it cannot repeat. The transaction is rolled back when fn
 // returns an error or panics (the panic goes on). A COMMIT whose outcome is
 // unknown is never retried: the error matches core.ErrCommitUnknown.
+// Nested in another unit it does what crl.RunInTx does: once with a
+// context that carries the unit, its own loop otherwise, a statement run
+// at most 1 + retryCount times.
 func (db *DB) RunInTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *Tx) error) error {
 	if !db.layered {
 		return db.retrier.DoTx(ctx, func(ctx context.Context) (string, error) {

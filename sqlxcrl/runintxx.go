@@ -20,7 +20,9 @@ import (
 // db must be over a pool crl opened (crl.Open, crl.OpenDB, a crl.Register
 // name, sqlxcrl.Open): else the error matches crl.ErrNotCrlPool. fn must
 // be safe to run again, and must neither commit nor roll back the
-// transaction.
+// transaction. Nested in another unit it does what crl.RunInTx does: once
+// with a context that carries the unit, its own loop otherwise, a
+// statement run at most 1 + retryCount times.
 func RunInTxx(ctx context.Context, db *sqlx.DB, opts *sql.TxOptions, fn func(*sqlx.Tx) error) error {
 	if db == nil {
 		return ErrNilPool
