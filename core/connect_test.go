@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -91,6 +92,10 @@ func TestConnectLoginLoop(t *testing.T) {
 		// loop retries it, the connection loop does not.
 		{"4064 not listed", core.Policy{}, serverError{4064}, 0, secs(0, 0), core.ErrNotRetryable},
 		{"disabled", core.Policy{ConnectRetryCount: core.Disabled}, serverError{40613}, 0, secs(0), nil},
+		// The builtin list holds SQL Server's numbers: a MySQL error that
+		// shares one is not in it, and one that retryConn names is.
+		{"mysql 4060", core.Policy{}, &mysql.MySQLError{Number: 4060}, 0, secs(0, 0), core.ErrNotRetryable},
+		{"mysql 1040 named", core.Policy{Connection: conn("{+1040}")}, &mysql.MySQLError{Number: 1040}, 0, secs(0, 0, 0, 0), core.ErrRetriesExhausted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obs := &coretest.Observer{}
