@@ -178,6 +178,10 @@ var invalidStatementCases = []struct {
 	{"{1205:3,}", core.ErrInvalidParameterNumber, `""`},
 	{"{1205:3,5,}", core.ErrInvalidParameterNumber, `"3,5,"`},
 	{"{1205,:3}", core.ErrInvalidParameterNumber, `""`},
+	{"{:3}", core.ErrInvalidParameterNumber, `"" is an empty error token`},
+	{"{1213:3,2*2:select;update}", core.ErrInvalidRuleFormat, `"update" follows a rule with a filter`},
+	{"{1213:3,2*2;update}", core.ErrInvalidRuleFormat, `"update" reads as a filter`},
+	{"{select}", core.ErrInvalidRuleFormat, `"select" reads as a filter`},
 	{"1205:3\x01", core.ErrInvalidParameterNumber, `"3\x01"`},
 }
 
