@@ -105,20 +105,20 @@ func lintFilter(g ruleGroup) (errs, warnings []string) {
 // lintWaits checks the waits the statement loop can take (those before
 // the first one queryTimeout refuses) against maxWait (an error) and
 // longWait (a warning). It names the first retry past the bound.
-func lintWaits(g ruleGroup, p core.Policy) (err, warning string) {
+func lintWaits(g ruleGroup, p core.Policy) (err, warn string) {
 	for i, wait := range g.rules[0].WaitTimes() {
 		switch {
 		case p.RefusesWait(wait):
-			return "", warning // the loop stops here: later waits are never taken
+			return "", warn // the loop stops here: later waits are never taken
 		case wait > maxWait:
 			return fmt.Sprintf("crl: rule %s: retry %d waits %s, longer than %v (%d s, the longest loginTimeout): the statement would hold its connection that long; lower the initial wait, the change or the count",
 				g.written(), i+1, formatWait(wait), maxWait, int64(maxWait/time.Second)), ""
-		case wait > longWait && warning == "":
-			warning = fmt.Sprintf("rule %s: retry %d waits %s, longer than %v: the statement holds its connection, and its caller waits, that long",
+		case wait > longWait && warn == "":
+			warn = fmt.Sprintf("rule %s: retry %d waits %s, longer than %v: the statement holds its connection, and its caller waits, that long",
 				g.written(), i+1, formatWait(wait), longWait)
 		}
 	}
-	return "", warning
+	return "", warn
 }
 
 // formatWait prints a wait, in seconds too when it is long enough for
