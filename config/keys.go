@@ -3,6 +3,8 @@ package config
 import (
 	"strconv"
 	"strings"
+
+	"github.com/crl-go/crl/internal/text/editdist"
 )
 
 // Keys returns the names of every setting that the DSN and the properties
@@ -68,47 +70,11 @@ func nearKey(name string) (int, bool) {
 		if settings[i].code {
 			continue
 		}
-		if d := editDistance(folded, []rune(strings.ToLower(settings[i].key)), bestDist); d < bestDist {
+		if d := editdist.Distance(folded, []rune(strings.ToLower(settings[i].key)), bestDist); d < bestDist {
 			best, bestDist = i, d
 		}
 	}
 	return best, bestDist <= maxKeyDistance
-}
-
-// editDistance returns the optimal-string-alignment distance between a
-// and b (characters), or limit when it is limit or more.
-func editDistance(a, b []rune, limit int) int {
-	if d := len(a) - len(b); d >= limit || -d >= limit {
-		return limit
-	}
-	// Three rows: the one before the previous (for swaps), the previous, the current.
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		rowMin := cur[0]
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			v := min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				v = min(v, prev2[j-2]+1)
-			}
-			cur[j] = v
-			rowMin = min(rowMin, v)
-		}
-		if rowMin >= limit {
-			return limit
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return min(prev[len(b)], limit)
 }
 
 // nearKeyError reports a DSN key that misspells or imitates one of

@@ -9,6 +9,7 @@ import (
 	"github.com/crl-go/crl/internal/text/quote"
 	"github.com/crl-go/crl/internal/text/sqlscan"
 
+	"github.com/crl-go/crl/internal/tables/keywords"
 	"github.com/crl-go/crl/internal/tables/limits"
 )
 
@@ -199,11 +200,13 @@ func sortedTokens[V any](m map[token]V) []token {
 // value (or "{}") has no rules. Every error names the rule and the token.
 func ParseStatementRules(s string) (StatementRules, error) {
 	out := StatementRules{}
+	prev := "" // the body of the rule before, for the hint of a rule cut off by ';'
 	err := eachRule(s, func(raw, body string) error {
-		rule, toks, err := parseStatementRule(raw, body)
+		rule, toks, err := parseStatementRule(raw, body, prev)
 		if err != nil {
 			return err
 		}
+		prev = body
 		if out.byToken == nil {
 			out.byToken = make(map[token]*Rule)
 		}
@@ -242,12 +245,13 @@ func eachRule(s string, f func(raw, body string) error) error {
 	return nil
 }
 
-func parseStatementRule(raw, body string) (Rule, []token, error) {
+// parseStatementRule compiles one rule; prev is the body of the rule
+// before it in the value ("" for the first).
+func parseStatementRule(raw, body, prev string) (Rule, []token, error) {
 	sections := strings.Split(body, ":")
 	switch {
 	case len(sections) == 1:
-		return Rule{}, nil, &RuleError{Rule: raw, Err: ErrInvalidRuleFormat,
-			Reason: "a statement rule needs timings, expected {errors:count[,initial[op change]][:filter]} such as {1205:3,2*2}"}
+		return Rule{}, nil, timingsError(raw, body, prev)
 	case len(sections) > 3:
 		return Rule{}, nil, &RuleError{Rule: raw, Err: ErrInvalidRuleFormat,
 			Reason: strconv.Itoa(len(sections)) + " sections separated by ':', expected at most 3: errors:timings:filter"}
@@ -282,6 +286,67 @@ func parseStatementRule(raw, body string) (Rule, []token, error) {
 	}
 	r.waits = waitSchedule(r.count, r.initial, r.op, r.change, r.factor)
 	return r, toks, nil
+}
+
+// timingsError reports a statement rule without timings (body, as
+// written in raw). When its words are filter words rather than errors,
+// the rule is most likely a filter cut off by ';' ({1213:3,2*2:select;update}),
+// and the message says how to write it, from prev, the rule before it.
+func timingsError(raw, body, prev string) error {
+	e := &RuleError{Rule: raw, Err: ErrInvalidRuleFormat,
+		Reason: "a statement rule needs timings, expected {errors:count[,initial[op change]][:filter]} such as {1205:3,2*2}"}
+	words := strings.Split(body, ",")
+	for i, w := range words {
+		words[i] = sqlscan.TrimSpace(w)
+	}
+	prevSections := strings.Split(prev, ":")
+	prevFilter := ""
+	if len(prevSections) == 3 {
+		prevFilter = sqlscan.TrimSpace(prevSections[2])
+	}
+	afterFilter := prevFilter != "" && prevFilter != "0" // 0 is no filter
+	if !filterWords(words, afterFilter) {
+		return e
+	}
+	list := strings.Join(words, ",")
+	e.Token = list
+	switch {
+	case afterFilter:
+		e.Reason += "; " + strconv.Quote(list) + " follows a rule with a filter: ';' separates rules and ',' separates filter words, so write {" +
+			sqlscan.TrimSpace(prev) + "," + list + "}"
+	case len(prevSections) == 2:
+		e.Reason += "; " + strconv.Quote(list) + " reads as a filter: ';' separates rules and ':' starts a rule's filter, so write {" +
+			sqlscan.TrimSpace(prev) + ":" + list + "}"
+	default:
+		e.Reason += "; " + strconv.Quote(list) + " reads as a filter: a rule's filter follows its timings after ':', such as {1205:3,2*2:" + list + "}"
+	}
+	return e
+}
+
+// filterWords reports words that read as a query filter rather than as
+// errors: every one a statement keyword, or, after a rule with a filter
+// (afterFilter), every one a word that is no error token (a procedure's
+// name may be a filter word too).
+func filterWords(words []string, afterFilter bool) bool {
+	for _, w := range words {
+		if keywords.Is(w) {
+			continue
+		}
+		if _, err := parseToken(w); !afterFilter || err == nil || !isWord(w) {
+			return false
+		}
+	}
+	return true
+}
+
+// isWord reports a word a filter takes: word bytes only, at least one.
+func isWord(w string) bool {
+	for i := 0; i < len(w); i++ {
+		if !isWordByte(w[i]) {
+			return false
+		}
+	}
+	return w != ""
 }
 
 // parseTimings reads initial[op change] into r.
@@ -348,13 +413,7 @@ func parseFilter(raw, f string) ([]string, error) {
 	out := make([]string, 0, len(words))
 	for _, w := range words {
 		w = sqlscan.TrimSpace(w)
-		ok := w != ""
-		for i := 0; i < len(w); i++ {
-			if !isWordByte(w[i]) {
-				ok = false
-			}
-		}
-		if !ok {
+		if !isWord(w) {
 			return nil, &RuleError{Rule: raw, Token: w, Err: ErrInvalidRuleFormat,
 				Reason: strconv.Quote(w) + " is not a keyword, expected a filter such as select,update"}
 		}
@@ -454,7 +513,7 @@ func ruleBody(raw string) (string, error) {
 
 // ConnectionRules is a compiled retryConn value: the errors that the
 // connection loop retries. The zero value retries the builtin list
-// (TransientErrors). A value in which any rule lacks the '+' prefix replaces
+// (TransientErrors, SQL Server's errors; nothing for another server). A value in which any rule lacks the '+' prefix replaces
 // the builtin list; otherwise its errors are added to it. It is immutable
 // and safe for concurrent use.
 type ConnectionRules struct {
@@ -485,8 +544,10 @@ func isTransient(n int32) bool {
 }
 
 // Retryable reports whether the connection loop retries a login error
-// with this number that the server sent: the builtin list unless
-// replaced, plus the listed numbers. (A network failure is retried by the
+// with this number that a SQL Server sent: the builtin list unless
+// replaced, plus the listed numbers. (The builtin list holds SQL Server's
+// numbers: for a MySQL or PostgreSQL server only the listed errors are
+// retried.) (A network failure is retried by the
 // connection loop only when the rules list it; see Retrier.Connect.)
 func (c ConnectionRules) Retryable(errorNumber int32) bool {
 	t, ok := numberToken(errorNumber)
@@ -501,11 +562,13 @@ func (c ConnectionRules) Retryable(errorNumber int32) bool {
 }
 
 // retryable decides for a classified connection error. The builtin list
-// applies only to an error the server sent (fromServer): as in JDBC, whose
+// applies only to an error a SQL Server sent (fromServer): as in JDBC, whose
 // connection loop looks only at server errors, a network failure mapped to
-// 10053 or 10054 is retried only when the rules name it.
+// 10053 or 10054 is retried only when the rules name it; and the list's
+// numbers are SQL Server's, so a MySQL error that happens to share one
+// (MySQL numbers its errors apart) is not in it.
 func (c ConnectionRules) retryable(cl errorFacts, fromServer bool) bool {
-	if fromServer && cl.hasNumber && !c.replace && isTransient(cl.number) {
+	if fromServer && cl.family == familySQLServer && cl.hasNumber && !c.replace && isTransient(cl.number) {
 		return true
 	}
 	return c.names(cl) // the listed numbers, whoever sent the error

@@ -178,6 +178,10 @@ var invalidStatementCases = []struct {
 	{"{1205:3,}", core.ErrInvalidParameterNumber, `""`},
 	{"{1205:3,5,}", core.ErrInvalidParameterNumber, `"3,5,"`},
 	{"{1205,:3}", core.ErrInvalidParameterNumber, `""`},
+	{"{:3}", core.ErrInvalidParameterNumber, `"" is an empty error token`},
+	{"{1213:3,2*2:select;update}", core.ErrInvalidRuleFormat, `"update" follows a rule with a filter`},
+	{"{1213:3,2*2;update}", core.ErrInvalidRuleFormat, `"update" reads as a filter`},
+	{"{select}", core.ErrInvalidRuleFormat, `"select" reads as a filter`},
 	{"1205:3\x01", core.ErrInvalidParameterNumber, `"3\x01"`},
 }
 
@@ -234,6 +238,43 @@ func TestParseStatementRulesInvalid(t *testing.T) {
 				assert.NotEmpty(t, re.Rule, "error %v does not name its rule", err)
 			}
 		})
+	}
+}
+
+// The exact messages of docs/rules.md's error list: an empty token says
+// what it is, and a rule without timings whose words read as a filter
+// says that ';' separates rules and ',' separates filter words.
+func TestRuleErrorMessages(t *testing.T) {
+	const timings = "a statement rule needs timings, expected {errors:count[,initial[op change]][:filter]} such as {1205:3,2*2}"
+	for _, tc := range []struct {
+		value, token, want string
+	}{
+		{"{:3}", "", `core: rule "{:3}": "" is an empty error token, expected an error number, a SQLSTATE, "timeout" or "badconn"`},
+		{"{1205,:3}", "", `core: rule "{1205,:3}": "" is an empty error token, expected an error number, a SQLSTATE, "timeout" or "badconn"`},
+		{"{1205:3,}", "", `core: rule "{1205:3,}": "" is an empty time, expected seconds such as 2 or a time with a unit such as 100ms`},
+		{"{1213:3,2*2:select;update}", "update", `core: rule "update}": ` + timings +
+			`; "update" follows a rule with a filter: ';' separates rules and ',' separates filter words, so write {1213:3,2*2:select,update}`},
+		{"{1205:3,2*2:select,update};{1222:2:delete;insert}", "insert", `core: rule "insert}": ` + timings +
+			`; "insert" follows a rule with a filter: ';' separates rules and ',' separates filter words, so write {1222:2:delete,insert}`},
+		// A procedure's name is a filter word too, after a rule with a filter.
+		{"{1205:3,1:exec;dbo}", "dbo", `core: rule "dbo}": ` + timings +
+			`; "dbo" follows a rule with a filter: ';' separates rules and ',' separates filter words, so write {1205:3,1:exec,dbo}`},
+		{"{1213:3,2*2;update}", "update", `core: rule "update}": ` + timings +
+			`; "update" reads as a filter: ';' separates rules and ':' starts a rule's filter, so write {1213:3,2*2:update}`},
+		{"{select,update}", "select,update", `core: rule "{select,update}": ` + timings +
+			`; "select,update" reads as a filter: a rule's filter follows its timings after ':', such as {1205:3,2*2:select,update}`},
+		// Errors, not filter words: no hint.
+		{"{1205:3,1:select;1222}", "", `core: rule "1222}": ` + timings},
+		{"{1205:3,1:select;timeout}", "", `core: rule "timeout}": ` + timings},
+		{"{1205:3,1;dbo}", "", `core: rule "dbo}": ` + timings},
+		{"{1205}", "", `core: rule "{1205}": ` + timings},
+	} {
+		_, err := core.ParseStatementRules(tc.value)
+		require.Error(t, err, tc.value)
+		assert.Equal(t, tc.want, err.Error(), tc.value)
+		var re *core.RuleError
+		require.ErrorAs(t, err, &re, tc.value)
+		assert.Equal(t, tc.token, re.Token, "%s: the token named", tc.value)
 	}
 }
 

@@ -32,7 +32,7 @@ const (
 // parseToken reads one error token of a rule. It does not trim.
 func parseToken(s string) (token, error) {
 	if s == "" {
-		return 0, fmt.Errorf("an empty error token, expected an error number, a SQLSTATE, %q or %q", conditionTimeout, conditionBadConn)
+		return 0, fmt.Errorf(`"" is an empty error token, expected an error number, a SQLSTATE, %q or %q`, conditionTimeout, conditionBadConn)
 	}
 	if isDigits(s) {
 		n, err := strconv.ParseInt(s, 10, 64)

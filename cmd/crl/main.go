@@ -55,10 +55,15 @@ Commands:
            else the DSN's retryProperties, else $CRL_PROPERTIES, else
            mssql-jdbc.properties in the working directory or next to crl for
            SQL Server), over the defaults. Prints which properties file is in
-           effect. Exits 0 when all of it is valid, 1 with an error naming the
-           bad value.
+           effect, and the connection rules of the DSN's database. Exits 0
+           when all of it is valid, 1 with an error naming the bad value or
+           a rule that cannot work as written: a filter word that misspells
+           a statement keyword (selct), a wait longer than 65535 s. Warns of
+           a filter word that is no statement keyword (a procedure's name?)
+           and of a wait longer than a minute, with its wait table.
              crl check '{1205,1222:3,2*2:select,update}'
              crl check '{1205:3,2AND2}'        (exit 1: "2AND2" is not a number)
+             crl check '{1213:3,5s*2:selct}'   (exit 1: did you mean select?)
              crl check -dsn 'sqlserver://db?database=shop&retryExec={1205:3,1}'
   explain  Does what check does, then prints, for each error of the statement
            rules, the wait before each retry, the time elapsed in waits so far,
@@ -169,13 +174,30 @@ func checkOrExplain(cmd string, args []string, stdout, stderr io.Writer) int {
 	if note := budgetNote(policy.Statement, rt.Retrier().Budget(), cfg.Budget, driver); note != "" {
 		fmt.Fprintln(stdout, "note:", note)
 	}
-	if cmd == "check" {
-		fmt.Fprintf(stdout, "ok: %d statement rule(s), connection rules %s\n", policy.Statement.Len(), connSummary(policy.Connection))
-		fmt.Fprintln(stdout, connectionLine(policy))
-		return 0
+	// Rules that parse but cannot work as written: errors fail both
+	// commands, and explain still prints its table, which shows why.
+	errs, warnings := lint(policy)
+	for _, warn := range warnings {
+		fmt.Fprintln(stdout, "warning:", warn.msg)
+		if warn.rules != nil && cmd == "check" { // explain prints every rule's table below
+			waitTable(stdout, warn.rules, policy)
+		}
 	}
-	explain(stdout, policy)
-	return 0
+	code := 0
+	if len(errs) > 0 {
+		fmt.Fprintln(stderr, strings.Join(errs, "\n"))
+		code = 1
+	}
+	fam := family.Of(driver)
+	if cmd == "check" {
+		if code == 0 {
+			fmt.Fprintf(stdout, "ok: %d statement rule(s), connection rules %s\n", policy.Statement.Len(), connSummary(policy.Connection, fam))
+			fmt.Fprintln(stdout, connectionLine(policy, fam))
+		}
+		return code
+	}
+	explain(stdout, policy, fam)
+	return code
 }
 
 // parseFlags reads the flags and the one RULES argument, in any order.
@@ -359,7 +381,16 @@ func maxFor(settings core.BudgetSettings, driver, tok string, count int, maxToke
 	return "1000000"
 }
 
-func connSummary(c core.ConnectionRules) string {
+// connSummary tells the errors the connection loop retries for a server
+// of family fam: the builtin list holds SQL Server's login errors, so for
+// any other family only the errors retryConn names.
+func connSummary(c core.ConnectionRules, fam family.Family) string {
+	if fam != family.SQLServer {
+		if c.String() == "" {
+			return "none named (the builtin list holds SQL Server's login errors, no " + fam.String() + " error; name them in retryConn, such as " + connExample(fam) + ")"
+		}
+		return c.String() + " (the builtin list holds SQL Server's login errors: these alone for " + fam.String() + ")"
+	}
 	switch {
 	case c.String() == "":
 		return "the builtin list"
@@ -369,17 +400,33 @@ func connSummary(c core.ConnectionRules) string {
 	return c.String() + " (added to the builtin list)"
 }
 
+// connExample is a retryConn value for a server of family fam: its
+// errors of too many connections.
+func connExample(fam family.Family) string {
+	if fam == family.Postgres {
+		return "{+53300}"
+	}
+	return "{+1040}"
+}
+
 // explain prints the wait table of the statement rules and the connection
-// loop's settings.
-func explain(w io.Writer, p core.Policy) {
+// loop's settings for a server of family fam.
+func explain(w io.Writer, p core.Policy, fam family.Family) {
 	if p.Statement.Len() == 0 {
 		fmt.Fprintln(w, "statement rules: none, so no statement is retried (give RULES, -exec, a DSN's retryExec or a properties file's)")
-		fmt.Fprintln(w, connectionLine(p))
+		fmt.Fprintln(w, connectionLine(p, fam))
 		return
 	}
+	waitTable(w, p.Statement.Rules(), p)
+	fmt.Fprintln(w, connectionLine(p, fam))
+}
+
+// waitTable prints, for each rule, the wait before each retry, the time
+// elapsed in waits so far, and the retries that p's queryTimeout refuses.
+func waitTable(w io.Writer, rules []core.Rule, p core.Policy) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "token\tretry\twait\telapsed\tfilter\tnote")
-	for _, r := range p.Statement.Rules() {
+	for _, r := range rules {
 		filter := strings.Join(r.Filter(), ",")
 		if filter == "" {
 			filter = "(every statement)"
@@ -406,14 +453,14 @@ func explain(w io.Writer, p core.Policy) {
 		}
 	}
 	tw.Flush()
-	fmt.Fprintln(w, connectionLine(p))
 }
 
-// connectionLine tells the connection loop's settings in effect, the
-// defaults filled in: what check and explain both print.
-func connectionLine(p core.Policy) string {
+// connectionLine tells the connection loop's settings in effect for a
+// server of family fam, the defaults filled in: what check and explain
+// both print.
+func connectionLine(p core.Policy, fam family.Family) string {
 	return fmt.Sprintf("connection: %s; connectRetryCount %s, connectRetryInterval %v, loginTimeout %v",
-		connSummary(p.Connection), retryCount(p.ConnectRetryCount), orDefault(p.ConnectRetryInterval, limits.DefaultConnectRetryInterval),
+		connSummary(p.Connection, fam), retryCount(p.ConnectRetryCount), orDefault(p.ConnectRetryInterval, limits.DefaultConnectRetryInterval),
 		orDefault(p.LoginTimeout, limits.DefaultLoginTimeout))
 }
 

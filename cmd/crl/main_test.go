@@ -247,8 +247,10 @@ func TestExplain(t *testing.T) {
 	assert.Contains(t, out, "never retried")
 
 	// 255 waits at the ceiling: the elapsed time saturates, never negative.
+	// Such a wait is an error of crl check's, and the table still shows it.
 	code, out, errOut = runCRL("explain", "{1:255,2147483647*2}")
-	require.Equal(t, 0, code, errOut)
+	require.Equal(t, 1, code, errOut)
+	assert.Contains(t, errOut, "retry 1 waits 596523h14m7s (2147483647 s), longer than 18h12m15s")
 	assert.Contains(t, out, "more than 2562047h")
 	for _, l := range strings.Split(out, "\n") {
 		if f := strings.Fields(l); len(f) > 3 && f[0] == "1" {
@@ -354,4 +356,53 @@ func chdir(t *testing.T, dir string) {
 	require.NoError(t, err)
 	require.NoError(t, os.Chdir(dir))
 	t.Cleanup(func() { _ = os.Chdir(old) })
+}
+
+// The messages of rules that do not parse, as check prints them: an empty
+// error token says what it is, and a filter word cut off by ';' says how
+// ';' and ',' differ.
+func TestCheckParseMessages(t *testing.T) {
+	isolate(t)
+	for _, tc := range []struct{ rules, want string }{
+		{"{:3}", `config: retryExec="{:3}": core: rule "{:3}": "" is an empty error token, expected an error number, a SQLSTATE, "timeout" or "badconn"`},
+		{"{1213:3,2*2:select;update}", `config: retryExec="{1213:3,2*2:select;update}": core: rule "update}": a statement rule needs timings, expected {errors:count[,initial[op change]][:filter]} such as {1205:3,2*2}; ` +
+			`"update" follows a rule with a filter: ';' separates rules and ',' separates filter words, so write {1213:3,2*2:select,update}`},
+	} {
+		code, out, errOut := runCRL("check", tc.rules)
+		assert.Equal(t, 1, code, tc.rules)
+		assert.Equal(t, tc.want+"\n", errOut, tc.rules)
+		assert.Empty(t, out, tc.rules)
+	}
+}
+
+// For a MySQL or PostgreSQL server, check and explain print that family's
+// connection rules: the builtin list holds SQL Server's login errors, so
+// only what retryConn names is retried there.
+func TestConnectionRulesOfTheFamily(t *testing.T) {
+	isolate(t)
+	const defaults = "; connectRetryCount 1, connectRetryInterval 10s, loginTimeout 30s\n"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-dsn", "sqlserver://h?database=x"}, "connection: the builtin list" + defaults},
+		{[]string{"-dsn", "root@tcp(127.0.0.1:3306)/db"},
+			"connection: none named (the builtin list holds SQL Server's login errors, no mysql error; name them in retryConn, such as {+1040})" + defaults},
+		{[]string{"-dsn", "postgres://u@h/db"},
+			"connection: none named (the builtin list holds SQL Server's login errors, no postgres error; name them in retryConn, such as {+53300})" + defaults},
+		{[]string{"-dsn", "host=h dbname=db", "-conn", "{+53300,57P03}"},
+			"connection: {+53300,57P03} (the builtin list holds SQL Server's login errors: these alone for postgres)" + defaults},
+		{[]string{"-driver", "mysql", "-conn", "{4060}"},
+			"connection: {4060} (the builtin list holds SQL Server's login errors: these alone for mysql)" + defaults},
+	} {
+		for _, cmd := range []string{"check", "explain"} {
+			args := append([]string{cmd}, tc.args...)
+			code, out, errOut := runCRL(args...)
+			require.Equal(t, 0, code, "%q: %s", args, errOut)
+			assert.Contains(t, out, tc.want, "%q", args)
+			if tc.args[1] != "sqlserver://h?database=x" {
+				assert.NotContains(t, out, "the builtin list;", "%q", args)
+			}
+		}
+	}
 }

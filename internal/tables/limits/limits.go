@@ -120,7 +120,7 @@ const MaxWait = time.Duration(math.MaxInt32) * time.Second
 // 1m30s). A negative time is an error that names the value.
 func ParseTime(s string) (time.Duration, error) {
 	if s == "" {
-		return 0, fmt.Errorf("an empty time, expected seconds such as 2 or a time with a unit such as 100ms")
+		return 0, errors.New(`"" is an empty time, expected seconds such as 2 or a time with a unit such as 100ms`)
 	}
 	if IsDecimal(s) {
 		f, err := strconv.ParseFloat(s, 64)
