@@ -101,8 +101,9 @@ func TestConnectLoginLoop(t *testing.T) {
 		{"42704 named", core.Policy{Connection: conn("{+42704}")}, &pgLike{"42704"}, 0, secs(0, 0, 0, 0), core.ErrRetriesExhausted},
 		{"disabled", core.Policy{ConnectRetryCount: core.Disabled}, serverError{40613}, 0, secs(0), nil},
 		// The builtin list holds SQL Server's numbers: a MySQL error that
-		// shares one is not in it, and one that retryConn names is.
-		{"mysql 4060", core.Policy{}, &mysql.MySQLError{Number: 4060}, 0, secs(0, 0), core.ErrNotRetryable},
+		// shares one is not in it (and, no rule naming it, runs once), and
+		// one that retryConn names is retried.
+		{"mysql 4060", core.Policy{}, &mysql.MySQLError{Number: 4060}, 0, secs(0), nil},
 		{"mysql 1040 named", core.Policy{Connection: conn("{+1040}")}, &mysql.MySQLError{Number: 1040}, 0, secs(0, 0, 0, 0), core.ErrRetriesExhausted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
