@@ -53,7 +53,7 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newConn(inner, c), nil
+	return offer(newConn(inner, c)), nil
 }
 
 // connectInner opens a connection of the chain below under the
@@ -110,7 +110,7 @@ func (d *Driver) Open(name string) (driver.Conn, error) {
 	if err != nil {
 		return nil, hideBadConn(err)
 	}
-	return newConn(conn, d.c), nil
+	return offer(newConn(conn, d.c)), nil
 }
 
 // Owner returns what the pool's opener attached to the connector: the
