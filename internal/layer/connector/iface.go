@@ -74,7 +74,10 @@ type (
 )
 
 // The connection types, one per set: E ExecerContext, Q QueryerContext,
-// R SessionResetter, V Validator (the set without any is *connBase).
+// R SessionResetter, V Validator. The set without any is *connBase; the
+// set of all four is *conn itself, which has every method: go-mssqldb's
+// and go-sql-driver/mysql's connections have all four, so nothing stands
+// between database/sql and the layer's methods for them.
 type (
 	connE struct {
 		*connBase
@@ -146,13 +149,6 @@ type (
 		*connResetter
 		*connValidator
 	}
-	connEQRV struct {
-		*connBase
-		*connExecer
-		*connQueryer
-		*connResetter
-		*connValidator
-	}
 )
 
 // offers holds, for each set of offersExec, offersQuery, offersReset and
@@ -169,26 +165,25 @@ var offers = [...]func(p parts) driver.Conn{
 	offersValidate:                         func(p parts) driver.Conn { return connV{p.b, p.v} },
 	offersExec | offersValidate:            func(p parts) driver.Conn { return connEV{p.b, p.e, p.v} },
 	offersQuery | offersValidate:           func(p parts) driver.Conn { return connQV{p.b, p.q, p.v} },
-	offersExec | offersQuery | offersValidate:  func(p parts) driver.Conn { return connEQV{p.b, p.e, p.q, p.v} },
-	offersReset | offersValidate:               func(p parts) driver.Conn { return connRV{p.b, p.r, p.v} },
-	offersExec | offersReset | offersValidate:  func(p parts) driver.Conn { return connERV{p.b, p.e, p.r, p.v} },
-	offersQuery | offersReset | offersValidate: func(p parts) driver.Conn { return connQRV{p.b, p.q, p.r, p.v} },
-	offersExec | offersQuery | offersReset | offersValidate: func(p parts) driver.Conn {
-		return connEQRV{p.b, p.e, p.q, p.r, p.v}
-	},
+	offersExec | offersQuery | offersValidate:               func(p parts) driver.Conn { return connEQV{p.b, p.e, p.q, p.v} },
+	offersReset | offersValidate:                            func(p parts) driver.Conn { return connRV{p.b, p.r, p.v} },
+	offersExec | offersReset | offersValidate:               func(p parts) driver.Conn { return connERV{p.b, p.e, p.r, p.v} },
+	offersQuery | offersReset | offersValidate:              func(p parts) driver.Conn { return connQRV{p.b, p.q, p.r, p.v} },
+	offersExec | offersQuery | offersReset | offersValidate: func(p parts) driver.Conn { return p.cn },
 }
 
-// parts are one conn as each of its parts.
+// parts are one conn as itself and as each of its parts.
 type parts struct {
-	b *connBase
-	e *connExecer
-	q *connQueryer
-	r *connResetter
-	v *connValidator
+	cn *conn
+	b  *connBase
+	e  *connExecer
+	q  *connQueryer
+	r  *connResetter
+	v  *connValidator
 }
 
 func partsOf(cn *conn) parts {
-	return parts{(*connBase)(cn), (*connExecer)(cn), (*connQueryer)(cn), (*connResetter)(cn), (*connValidator)(cn)}
+	return parts{cn, (*connBase)(cn), (*connExecer)(cn), (*connQueryer)(cn), (*connResetter)(cn), (*connValidator)(cn)}
 }
 
 var (
