@@ -12,6 +12,8 @@ import (
 // conn is a connection of the driver layer over a connection of the
 // chain below (inner). database/sql uses a connection from one goroutine
 // at a time; only broken is read from another (IsValid, ResetSession).
+// It has every optional interface; database/sql gets it under a type
+// with those of the driver's connection (offer, iface.go).
 type conn struct {
 	inner driver.Conn
 	c     *Connector

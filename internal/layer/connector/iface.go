@@ -23,9 +23,14 @@ import (
 // a transaction's deadline; without the driver's, the layer runs
 // database/sql's own fallback), NamedValueChecker (driver.ErrSkip takes
 // database/sql to the converter it uses when there is none), Pinger (nil,
-// what no ping returns). The connection below is replaced only by one of
-// the same connector (revive), so the choice, made once per connection,
-// holds.
+// what no ping returns). A prepared statement (stmt.go) has a
+// ColumnConverter exactly when the driver's has one, and always
+// StmtExecContext and StmtQueryContext (the context again) and
+// NamedValueChecker (the driver statement's check, else its connection's,
+// else driver.ErrSkip: database/sql's own order). The connection below is
+// replaced only by one of the same connector (revive), so the choice, made
+// once per connection, holds; where it would not, conn's methods still
+// answer as database/sql does without an interface.
 
 // The optional interfaces whose presence alone changes what database/sql
 // does, as bits of a connection's set.
