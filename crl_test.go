@@ -15,6 +15,7 @@ import (
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/core/coretest"
+	"github.com/crl-go/crl/internal/testsupport/optdriver"
 	"github.com/crl-go/crl/mssqltest"
 )
 
@@ -370,6 +371,31 @@ func TestAnErrorBeforeTheFirstRowIsRetried(t *testing.T) {
 	require.NoError(t, db.QueryRow(read).Scan(&b))
 	assert.Equal(t, int64(7), b)
 	assert.Equal(t, 2, srv.Count(read))
+}
+
+// A driver whose connection cannot run a statement directly and whose
+// statement converts a type only it knows (a ColumnConverter) gets that
+// argument converted through crl.OpenDB, as with the driver alone: the
+// layer's connection offers no ExecerContext for database/sql to convert
+// the argument for. crl.Unwrap finds the driver's connection under such a
+// connection of the layer.
+func TestOpenDBConvertsArgumentsAsTheDriverAlone(t *testing.T) {
+	d := optdriver.New(optdriver.ConnPrepareContext|optdriver.ConnBeginTx, optdriver.StmtExecContext|optdriver.ColumnConverter, false)
+	db, err := crl.OpenDB(d, "optdriver")
+	require.NoError(t, err)
+	defer db.Close()
+	_, err = db.Exec("EXEC ?", optdriver.Money{Cents: 250})
+	require.NoError(t, err)
+	assert.Contains(t, d.Log(), `#1 Stmt.ExecContext "EXEC ?" [1:int64(250)]`)
+
+	c, err := db.Conn(context.Background())
+	require.NoError(t, err)
+	defer c.Close()
+	require.NoError(t, c.Raw(func(dc any) error {
+		n, ok := optdriver.Number(crl.Unwrap(dc))
+		assert.True(t, ok && n == 1, "Unwrap gave %T", crl.Unwrap(dc))
+		return nil
+	}))
 }
 
 // go-mssqldb's own argument types pass through the driver layer's

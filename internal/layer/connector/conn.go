@@ -12,6 +12,8 @@ import (
 // conn is a connection of the driver layer over a connection of the
 // chain below (inner). database/sql uses a connection from one goroutine
 // at a time; only broken is read from another (IsValid, ResetSession).
+// It has every optional interface; database/sql gets it under a type
+// with those of the driver's connection (offer, iface.go).
 type conn struct {
 	inner driver.Conn
 	c     *Connector
@@ -213,11 +215,20 @@ func (cn *conn) execLegacy(ctx context.Context, query string, args []driver.Name
 }
 
 // noteSkip notes a driver that answers driver.ErrSkip to a statement with
-// arguments (database/sql then prepares it; see skipsArgs).
+// arguments (database/sql then prepares it; see skipsArgs). Not for a
+// driver that runs statements through Execer or Queryer: there, as in
+// database/sql's own fallback, named arguments are refused before the
+// driver could answer.
 func (cn *conn) noteSkip(err error, args []driver.NamedValue) {
-	if err == driver.ErrSkip && len(args) > 0 {
+	if err == driver.ErrSkip && len(args) > 0 && cn.noLegacyForm() {
 		cn.skipsArgs = true
 	}
+}
+
+// noLegacyForm reports whether the driver runs no statement through
+// Execer or Queryer (it has the context form, or neither).
+func (cn *conn) noLegacyForm() bool {
+	return (cn.execer != nil || cn.execerOld == nil) && (cn.queryer != nil || cn.queryOld == nil)
 }
 
 // QueryContext runs query: under the statement loop outside a transaction
@@ -282,8 +293,8 @@ func (cn *conn) queryInner(ctx context.Context, query string, args []driver.Name
 	} else {
 		ri, err = legacy(ctx, args, func(v []driver.Value) (driver.Rows, error) { return cn.queryOld.Query(query, v) })
 	}
-	if err == driver.ErrSkip && len(args) > 0 {
-		cn.skipsArgs = true
+	if err != nil {
+		cn.noteSkip(err, args)
 	}
 	return ri, err
 }

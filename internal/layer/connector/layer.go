@@ -58,7 +58,7 @@ func (c *Connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newConn(inner, c), nil
+	return offer(newConn(inner, c)), nil
 }
 
 // connectInner opens a connection of the chain below under the
