@@ -35,7 +35,7 @@ func newGuards(meter metric.Meter) (guards, error) {
 		metric.WithDescription("The most the retries of a class of failures may spend, when the retry budget is full.")); err != nil {
 		return g, fmt.Errorf("otel: gauge crl.budget.capacity: %w", err)
 	}
-	if g.status, err = meter.Int64ObservableGauge("crl.breaker.status", metric.WithUnit("1"),
+	if g.status, err = meter.Int64ObservableGauge("crl.breaker.status", metric.WithUnit("{state}"),
 		metric.WithDescription("1 for the circuit breaker's state now (closed, open, half_open), 0 for the others; a breaker that is off is closed.")); err != nil {
 		return g, fmt.Errorf("otel: gauge crl.breaker.status: %w", err)
 	}

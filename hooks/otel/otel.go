@@ -68,7 +68,7 @@
 //	database.retry.requests       {request}  retries scheduled, one per retry
 //	crl.budget.available          {token}    what the watched retry budget lets crl.budget.class's retries spend now (gauge, WatchBudget)
 //	crl.budget.capacity           {token}    the most they may spend, when the budget is full (gauge)
-//	crl.breaker.status            1          1 for the watched circuit breaker's state now (crl.breaker.state closed, open, half_open), 0 for the others (gauge, WatchBreaker)
+//	crl.breaker.status            {state}    1 for the watched circuit breaker's state now (crl.breaker.state closed, open, half_open), 0 for the others (gauge, WatchBreaker)
 //	crl.breaker.opens             {opening}  times the watched breaker opened (asynchronous counter)
 //	crl.breaker.probes            {probe}    probe operations it let through, half-open (asynchronous counter)
 //
