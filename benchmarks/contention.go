@@ -281,8 +281,8 @@ func (run *contentionSim) transact(r *core.Retrier, h int, inStorm, afterAllowan
 		if res.MinBudget < 0 || b.Available() < res.MinBudget {
 			res.MinBudget = b.Available()
 		}
-		if res.MinContention < 0 || b.ContentionAvailable() < res.MinContention {
-			res.MinContention = b.ContentionAvailable()
+		if res.MinContention < 0 || contentionTokens(b) < res.MinContention {
+			res.MinContention = contentionTokens(b)
 		}
 	}
 }
@@ -299,4 +299,10 @@ func ContentionPolicies() []RetryPolicy {
 		{Name: "victims charged 1 token", Rules: ContentionRules, Budget: true,
 			BudgetSettings: core.BudgetSettings{Transient: "1205 1213 40001 40P01"}},
 	}
+}
+
+// contentionTokens is what b's contention pool holds.
+func contentionTokens(b *core.Budget) float64 {
+	available, _ := b.Tokens("contention")
+	return available
 }

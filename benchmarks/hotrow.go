@@ -146,8 +146,8 @@ func (h HotRow) Run(p RetryPolicy) (HotRowResult, error) {
 				err := r.DoTx(ctx, func(context.Context) (string, error) {
 					res.Attempts++
 					won := db.attempt()
-					if b := r.Budget(); b != nil && (res.MinContention < 0 || b.ContentionAvailable() < res.MinContention) {
-						res.MinContention = b.ContentionAvailable()
+					if b := r.Budget(); b != nil && (res.MinContention < 0 || contentionTokens(b) < res.MinContention) {
+						res.MinContention = contentionTokens(b)
 					}
 					if !won {
 						res.Victims++

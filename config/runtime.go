@@ -194,8 +194,9 @@ func (r *Runtime) Retrier() *core.Retrier { return r.retrier }
 func (r *Runtime) DriverFamily() string { return r.family.String() }
 
 // Breaker returns the handle's circuit breaker, nil when it is off (the
-// default), for a hook that shows its state (hooks/prometheus's
-// WatchBreaker).
+// default), for a hook that shows its state (WatchBreaker of
+// hooks/prometheus and hooks/otel; their WatchBudget takes
+// Retrier().Budget()).
 func (r *Runtime) Breaker() *core.Breaker { return r.breaker }
 
 // PropertiesPath returns the absolute path of the properties file in use,

@@ -97,6 +97,10 @@ type Breaker struct {
 	mu      sync.Mutex // held for every change of state, with the fields below
 	since   time.Time  // when the breaker opened, or when the probe started
 	lastErr error      // the error that opened it
+
+	// Counted under mu, read without it (Opens, Probes): a closed
+	// breaker's success path never touches them.
+	opens, probes atomic.Uint64
 }
 
 // NewBreaker returns a closed breaker, or nil when s is off (Failures 0).
@@ -121,6 +125,50 @@ func NewBreaker(s BreakerSettings, clock Clock) (*Breaker, error) {
 // Open reports whether the breaker refuses operations now (open, or
 // half-open with its probe running).
 func (b *Breaker) Open() bool { return b != nil && stateOf(b.word.Load()) != breakerClosed }
+
+// breakerStates are the names State returns, by state.
+var breakerStates = [...]string{breakerClosed: "closed", breakerOpen: "open", breakerHalfOpen: "half_open"}
+
+// States returns the names State can return: closed, open, half_open (a
+// new slice each call), for a metric that creates one series per state.
+func (b *Breaker) States() []string { return append([]string(nil), breakerStates[:]...) }
+
+// State returns the breaker's state now: closed (operations run), open
+// (they fail at once with ErrCircuitOpen) or half_open (one probe runs,
+// the others fail at once). A nil breaker (off) is closed. One atomic
+// load, no lock: a metrics hook reads it on collection.
+func (b *Breaker) State() string {
+	if b == nil {
+		return breakerStates[breakerClosed]
+	}
+	if st := stateOf(b.word.Load()); st < uint64(len(breakerStates)) {
+		return breakerStates[st]
+	}
+	return breakerStates[breakerClosed] // no word holds the fourth value
+
+}
+
+// Opens returns how many times the breaker has opened since it was made:
+// a closed breaker reaching Failures in a row, or a probe that failed.
+// A probe whose caller's context ended decides nothing and is not
+// counted. 0 for a nil breaker.
+func (b *Breaker) Opens() uint64 {
+	if b == nil {
+		return 0
+	}
+	return b.opens.Load()
+}
+
+// Probes returns how many probe operations the breaker has let through
+// in the half-open state since it was made (one each time OpenFor has
+// passed while open, or while a probe did not report). 0 for a nil
+// breaker.
+func (b *Breaker) Probes() uint64 {
+	if b == nil {
+		return 0
+	}
+	return b.probes.Load()
+}
 
 // permit is the breaker's leave for one operation: the state word it was
 // given under. Its zero value (no breaker) reports nowhere.
@@ -153,6 +201,7 @@ func (b *Breaker) allow() (permit, error) {
 			w = next(w, breakerHalfOpen)
 			b.word.Store(w)
 			b.since = now
+			b.probes.Add(1)
 			return permit{b, w}, nil
 		}
 	}
@@ -212,7 +261,10 @@ func (p permit) report(failure error) {
 			p.move(breakerClosed, func(b *Breaker) { b.lastErr = nil })
 			return
 		case st == breakerClosed || st == breakerHalfOpen:
-			p.move(breakerOpen, func(b *Breaker) { b.since, b.lastErr = b.clock.Now(), failure })
+			p.move(breakerOpen, func(b *Breaker) {
+				b.since, b.lastErr = b.clock.Now(), failure
+				b.opens.Add(1)
+			})
 			return
 		default:
 			return

@@ -226,3 +226,47 @@ func TestBreakerRefusalNamesTheEarlierError(t *testing.T) {
 	assert.False(t, ran)
 	assert.Contains(t, err.Error(), "nothing ran; the error that opened it: mssql: error 1205")
 }
+
+// State, Opens and Probes follow the breaker through its states, as a
+// metrics hook reads them: the probe sees half_open while it runs; a
+// failed probe is another opening, a cancelled one is a probe and no
+// opening; a nil breaker (off) is closed and counts nothing.
+func TestBreakerStateOpensProbes(t *testing.T) {
+	var off *core.Breaker
+	assert.Equal(t, "closed", off.State())
+	assert.Zero(t, off.Opens()+off.Probes())
+	assert.Equal(t, []string{"closed", "open", "half_open"}, off.States())
+
+	clock := coretest.NewClock(time.Time{})
+	breaker := newBreaker(t, core.BreakerSettings{Failures: 2, OpenFor: 10 * time.Second}, clock)
+	r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:1,0}")}, core.Options{Clock: clock, Breaker: breaker})
+	ctx := context.Background()
+	deadlock := func(context.Context) error { return serverError{1205} }
+	counts := func() [2]uint64 { return [2]uint64{breaker.Opens(), breaker.Probes()} }
+	assert.Equal(t, "closed", breaker.State())
+	for range 2 {
+		_ = r.Do(ctx, "update t set n = 1", deadlock)
+	}
+	assert.Equal(t, "open", breaker.State())
+	assert.Equal(t, [2]uint64{1, 0}, counts(), "opened once, no probe yet")
+
+	clock.Advance(10 * time.Second)
+	seen := ""
+	_ = r.Do(ctx, "update t set n = 1", func(context.Context) error { seen = breaker.State(); return serverError{1205} })
+	assert.Equal(t, "half_open", seen, "the state while the probe runs")
+	assert.Equal(t, "open", breaker.State(), "a failed probe reopens it")
+	assert.Equal(t, [2]uint64{2, 1}, counts())
+
+	clock.Advance(10 * time.Second)
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	_ = r.Do(cancelled, "update t set n = 1", func(ctx context.Context) error { return ctx.Err() })
+	assert.Equal(t, "open", breaker.State())
+	assert.Equal(t, [2]uint64{2, 2}, counts(), "a cancelled probe is a probe, not an opening")
+
+	require.NoError(t, r.Do(ctx, "update t set n = 1", func(context.Context) error { return nil }))
+	assert.Equal(t, "closed", breaker.State(), "a successful probe closes it")
+	assert.Equal(t, [2]uint64{2, 3}, counts())
+	require.NoError(t, r.Do(ctx, "update t set n = 1", func(context.Context) error { return nil }))
+	assert.Equal(t, [2]uint64{2, 3}, counts(), "a success of a closed breaker counts nothing")
+}

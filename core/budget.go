@@ -212,12 +212,31 @@ func (b *Budget) Available() float64 {
 	return float64(tokens) / budgetUnit
 }
 
-// ContentionAvailable returns the tokens the contention pool holds now
-// (up to its capacity, 12.8 by default): divided by ContentionCost, the
-// contention failures it pays for before a success comes.
-func (b *Budget) ContentionAvailable() float64 {
-	_, contention := unpack(b.state.Load())
-	return float64(contention) / budgetUnit
+// Classes returns the names of the budget's classes, as the retryBudget
+// setting and Tokens name them: transient, contention, overload (a new
+// slice each call).
+func (b *Budget) Classes() []string { return append([]string(nil), classNames[:]...) }
+
+// Tokens returns what the retries of class's failures may spend now
+// before the budget refuses them, and the most they may spend once it is
+// full, in tokens. Contention spends its own pool (12.8 tokens by
+// default); transient and overload failures share the bucket above half
+// of Max (10 by default), so the two read the same. A retry is refused
+// when available is below its class's cost. One atomic load, no lock: a
+// metrics hook reads it on collection. An unknown class or a nil budget
+// (off) is 0, 0.
+func (b *Budget) Tokens(class string) (available, capacity float64) {
+	if b == nil {
+		return 0, 0
+	}
+	tokens, contention := unpack(b.state.Load())
+	switch class {
+	case classNames[classContention]:
+		return float64(contention) / budgetUnit, float64(b.pool) / budgetUnit
+	case classNames[classTransient], classNames[classOverload]:
+		return float64(max(tokens-b.half, 0)) / budgetUnit, float64(b.max-b.half) / budgetUnit
+	}
+	return 0, 0
 }
 
 // earn credits a success. When both buckets are full (the usual case) it

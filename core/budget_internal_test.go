@@ -24,6 +24,12 @@ type pgErr string
 func (e pgErr) Error() string    { return "pg: " + string(e) }
 func (e pgErr) SQLState() string { return string(e) }
 
+// pool is what the contention pool holds.
+func pool(b *Budget) float64 {
+	available, _ := b.Tokens("contention")
+	return available
+}
+
 // A transient failure costs 1, overload (a time-out included) 2, from a
 // bucket where a retry runs while at least half of Max is left after its
 // failure paid; contention costs 0.1 from a pool of its own (two
@@ -35,7 +41,7 @@ func TestBudgetAccounting(t *testing.T) {
 	b, err := NewBudget(BudgetSettings{Max: 10})
 	require.NoError(t, err)
 	assert.Equal(t, 10.0, b.Available())
-	assert.Equal(t, 10.0, b.ContentionAvailable(), "12.8, at most Max")
+	assert.Equal(t, 10.0, pool(b), "12.8, at most Max")
 	b.earn()
 	assert.Equal(t, 10.0, b.Available(), "a full budget stays full")
 	timeout := fmt.Errorf("read: %w", context.DeadlineExceeded)
@@ -45,7 +51,7 @@ func TestBudgetAccounting(t *testing.T) {
 	assert.True(t, b.withdraw(failure(sqlServerErr(40613), chargeNone)))
 	assert.True(t, b.withdraw(failure(sqlServerErr(1205), chargeNone)))
 	assert.Equal(t, 6.0, b.Available(), "a deadlock victim costs the bucket nothing")
-	assert.InDelta(t, 9.9, b.ContentionAvailable(), 1e-9, "it costs the contention pool 0.1")
+	assert.InDelta(t, 9.9, pool(b), 1e-9, "it costs the contention pool 0.1")
 	assert.True(t, b.withdraw(failure(sqlServerErr(40613), chargeNone)), "5 left is half")
 	assert.False(t, b.withdraw(failure(sqlServerErr(40613), chargeNone)), "4 left is below half")
 	assert.Equal(t, 4.0, b.Available())
@@ -60,30 +66,80 @@ func TestBudgetAccounting(t *testing.T) {
 		b.earn()
 	}
 	assert.InDelta(t, 1.0, b.Available(), 1e-9, "ten successes earn one token")
-	assert.Equal(t, 10.0, b.ContentionAvailable(), "and refill the contention pool")
+	assert.Equal(t, 10.0, pool(b), "and refill the contention pool")
 
 	for range 99 {
 		require.True(t, b.withdraw(failure(pgErr("40001"), chargeNone)))
 	}
-	assert.InDelta(t, 0.1, b.ContentionAvailable(), 1e-9)
+	assert.InDelta(t, 0.1, pool(b), 1e-9)
 	assert.True(t, b.withdraw(failure(pgErr("40P01"), chargeNone)), "the pool pays for its last failure")
 	assert.False(t, b.withdraw(failure(pgErr("40P01"), chargeNone)), "an empty pool pays for none")
-	assert.Equal(t, 0.0, b.ContentionAvailable())
+	assert.Equal(t, 0.0, pool(b))
 	b.earn()
-	assert.InDelta(t, 6.4, b.ContentionAvailable(), 1e-9, "a success pays for 64 contention failures")
+	assert.InDelta(t, 6.4, pool(b), 1e-9, "a success pays for 64 contention failures")
 	b.earn()
-	assert.Equal(t, 10.0, b.ContentionAvailable(), "up to the pool's capacity")
+	assert.Equal(t, 10.0, pool(b), "up to the pool's capacity")
 	assert.InDelta(t, 1.2, b.Available(), 1e-9, "contention costs the bucket nothing")
 
 	d, err := NewBudget(BudgetSettings{})
 	require.NoError(t, err)
 	assert.Equal(t, 20.0, d.Available(), "the default holds 20 tokens")
-	assert.Equal(t, 12.8, d.ContentionAvailable(), "and a contention pool of two successes' worth")
+	assert.Equal(t, 12.8, pool(d), "and a contention pool of two successes' worth")
 
 	var none *Budget // off: everything allowed
 	assert.True(t, none.withdraw(failure(timeout, chargeNone)))
 	none.earn()
 	none.settle(failure(timeout, chargeFail))
+}
+
+// Tokens reads, per class, what its retries may spend before the budget
+// refuses them: the contention pool for contention, the bucket above
+// Max/2 for transient and overload (one bucket, one value); a retry is
+// refused when that is below the class's cost. Classes names the
+// classes, in a slice of the caller's own.
+func TestBudgetTokens(t *testing.T) {
+	b, err := NewBudget(BudgetSettings{})
+	require.NoError(t, err)
+	classes := b.Classes()
+	assert.Equal(t, []string{"transient", "contention", "overload"}, classes)
+	classes[0] = "changed"
+	assert.Equal(t, "transient", b.Classes()[0], "the caller's slice is its own")
+	level := func(class string) [2]float64 {
+		available, capacity := b.Tokens(class)
+		return [2]float64{available, capacity}
+	}
+	assert.Equal(t, [2]float64{10, 10}, level("transient"), "full: half of Max is spendable")
+	assert.Equal(t, [2]float64{10, 10}, level("overload"))
+	assert.Equal(t, [2]float64{12.8, 12.8}, level("contention"))
+	assert.Equal(t, [2]float64{0, 0}, level("deadlock"), "not a class")
+
+	throttle := sqlServerErr(40501)
+	for range 4 {
+		require.True(t, b.withdraw(failure(throttle, chargeNone)))
+	}
+	assert.Equal(t, [2]float64{2, 10}, level("overload"), "four overload failures cost 8")
+	assert.Equal(t, [2]float64{2, 10}, level("transient"), "from the bucket transient failures share")
+	assert.True(t, b.withdraw(failure(throttle, chargeNone)), "2 pays for one more")
+	assert.Equal(t, [2]float64{0, 10}, level("overload"))
+	assert.False(t, b.withdraw(failure(throttle, chargeNone)), "0 pays for none")
+	assert.Equal(t, [2]float64{0, 10}, level("transient"), "never below zero, though the bucket is")
+	assert.Equal(t, [2]float64{12.8, 12.8}, level("contention"), "overload costs the pool nothing")
+
+	require.True(t, b.withdraw(failure(sqlServerErr(1205), chargeNone)))
+	assert.InDelta(t, 12.7, level("contention")[0], 1e-9)
+	for range 20 {
+		b.earn()
+	}
+	assert.InDelta(t, 0, level("overload")[0], 1e-9, "20 successes bring the bucket (8) back to half")
+	assert.Equal(t, 12.8, level("contention")[0], "and refill the pool")
+	for range 100 {
+		b.earn()
+	}
+	assert.Equal(t, [2]float64{10, 10}, level("overload"), "100 more fill it")
+
+	var none *Budget
+	available, capacity := none.Tokens("transient")
+	assert.Zero(t, available+capacity, "a budget that is off holds nothing")
 }
 
 // A hot row, as the budget sees it: in each round every writer but one

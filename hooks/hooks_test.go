@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/core/coretest"
 	"github.com/crl-go/crl/hooks"
@@ -52,6 +53,14 @@ func TestReason(t *testing.T) {
 	} {
 		assert.Equal(t, want, hooks.Reason(err), "Reason(%v)", err)
 	}
+}
+
+func TestReloadResult(t *testing.T) {
+	restart := fmt.Errorf("config: retryBudget changed: %w", config.ErrRestartRequired)
+	assert.Equal(t, "ok", hooks.ReloadResult(nil))
+	assert.Equal(t, "restart_required", hooks.ReloadResult(restart))
+	assert.Equal(t, "error", hooks.ReloadResult(errors.New("config: line 3: bad rule")))
+	assert.ElementsMatch(t, []string{"ok", "error", "restart_required"}, hooks.ReloadResults())
 }
 
 func TestSlog(t *testing.T) {

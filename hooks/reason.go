@@ -3,6 +3,7 @@ package hooks
 import (
 	"errors"
 
+	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 )
 
@@ -40,3 +41,21 @@ func Reasons() []string {
 	return []string{"exhausted", "query_timeout", "budget", "deadline", "not_retryable",
 		"login_timeout", "circuit_open", "batch", "commit_unknown", "other"}
 }
+
+// ReloadResult names how a reload of the properties file ended, for
+// metric labels: ok (the new rules took effect), restart_required (they
+// did, but a key read only at start changed too:
+// config.ErrRestartRequired) or error (the file no longer parses, or is
+// gone: the last good rules stay). ReloadResults lists them.
+func ReloadResult(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, config.ErrRestartRequired):
+		return "restart_required"
+	}
+	return "error"
+}
+
+// ReloadResults returns every name ReloadResult can return.
+func ReloadResults() []string { return []string{"ok", "error", "restart_required"} }

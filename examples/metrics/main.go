@@ -88,7 +88,13 @@ func run(ctx context.Context, dsn, addr string, ready func(url string)) error {
 		return err
 	}
 	defer db.Close()
-	metrics.WatchBreaker(db.Runtime().Breaker())
+	// The budget and the breaker exist once the handle does: watch them
+	// now, so that both hooks read their level and state at collection.
+	budget, breaker := db.Runtime().Retrier().Budget(), db.Runtime().Breaker()
+	metrics.WatchBudget(budget)
+	metrics.WatchBreaker(breaker)
+	traces.WatchBudget(budget)
+	traces.WatchBreaker(breaker)
 	if err := workload(ctx, db); err != nil {
 		return err
 	}

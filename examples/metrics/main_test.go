@@ -57,6 +57,9 @@ func TestExampleServesBothHooks(t *testing.T) {
 	assert.Equal(t, "1", value(`database_total_requests_total{db="test",kind="transaction"}`))
 	assert.Equal(t, "1", value(`crl_operation_duration_seconds_count{db="test",kind="transaction",outcome="success"}`))
 	assert.Equal(t, "0", value(`crl_breaker_open{db="test"}`))
+	assert.Equal(t, "1", value(`crl_breaker_state{db="test",state="closed"}`))
+	assert.Equal(t, "10", value(`crl_budget_available_tokens{class="transient",db="test"}`), "nothing failed: the budget is full")
+	assert.Equal(t, "12.8", value(`crl_budget_available_tokens{class="contention",db="test"}`))
 	assert.Equal(t, "0", value(`database_retry_requests_total{db="test",kind="statement"}`))
 	var otel []string
 	for _, line := range strings.Split(text, "\n") {
@@ -70,4 +73,6 @@ func TestExampleServesBothHooks(t *testing.T) {
 	assert.Contains(t, joined, `db_operation_name="SELECT"`)
 	assert.Contains(t, joined, `db_namespace="test"`)
 	assert.Contains(t, joined, `server_address="127.0.0.1"`)
+	assert.Contains(t, text, `otel_crl_budget_available{crl_budget_class="contention",db_namespace="test",db_system_name="mariadb"`,
+		"the OpenTelemetry hook's budget gauge, through the exporter")
 }

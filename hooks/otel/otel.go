@@ -60,11 +60,26 @@
 //
 //	db.client.operation.duration  s          every operation crl ran, from its start to its end, retries and waits included (histogram, the conventions' buckets)
 //	crl.retries                   {retry}    retries scheduled, with crl.retry.token and error.type
+//	crl.retry.wait                s          the waits before retries, jitter applied (histogram)
 //	crl.give_ups                  {operation} errors returned after a retryable failure and circuit-open refusals, with crl.give_up.reason and error.type
+//	crl.recovered                 {operation} operations that succeeded after at least one retry
+//	crl.properties.reloads        {reload}   reloads of the properties file, with crl.reload.result (ok, error, restart_required)
 //	database.total.requests       {request}  operations run: statements, transaction units, connections
 //	database.retry.requests       {request}  retries scheduled, one per retry
+//	crl.budget.available          {token}    what the watched retry budget lets crl.budget.class's retries spend now (gauge, WatchBudget)
+//	crl.budget.capacity           {token}    the most they may spend, when the budget is full (gauge)
+//	crl.breaker.status            {state}    1 for the watched circuit breaker's state now (crl.breaker.state closed, open, half_open), 0 for the others (gauge, WatchBreaker)
+//	crl.breaker.opens             {opening}  times the watched breaker opened (asynchronous counter)
+//	crl.breaker.probes            {probe}    probe operations it let through, half-open (asynchronous counter)
 //
-// The last two are the post-mortem's counters under OpenTelemetry names.
+// database.total.requests and database.retry.requests are the
+// post-mortem's counters under OpenTelemetry names. The conventions
+// name no instrument for retries, budgets or breakers, so those carry
+// crl's names; they are the Prometheus hook's, metric for metric. The
+// budget's and the breaker's are read from them when the meter collects,
+// one atomic load each: the success path pays nothing for them. The
+// budget's have no data points until WatchBudget is given a budget (one
+// that is off has no level); a breaker not watched, or off, reads closed.
 // Through the OpenTelemetry Prometheus exporter (v0.69, default
 // translation) they become database_requests_total (the exporter drops the
 // inner "total") and database_retry_requests_total: for the post-mortem's
@@ -94,6 +109,11 @@ import (
 	crlfamily "github.com/crl-go/crl/internal/tables/family"
 	"github.com/crl-go/crl/internal/text/sqlscan"
 )
+
+// waitBuckets are the bucket boundaries (seconds) of crl.retry.wait: 0.01
+// s to about 164 s in powers of 4, as the Prometheus hook's
+// crl_retry_wait_seconds.
+var waitBuckets = [...]float64{0.01, 0.04, 0.16, 0.64, 2.56, 10.24, 40.96, 163.84}
 
 // ScopeName is the instrumentation scope of the tracer and the meter.
 const ScopeName = "github.com/crl-go/crl/hooks/otel"
@@ -154,11 +174,17 @@ type Observer struct {
 	open             sync.Map // Op → trace.Span, retried operations without a caller span
 	nOpen            atomic.Int64
 
-	duration  metric.Float64Histogram
-	retryN    metric.Int64Counter
-	giveUpN   metric.Int64Counter
-	succeeded [3][]metric.RecordOption          // the duration's options of a success without an operation name, by kind
-	verbs     [len(verbs)][]metric.RecordOption // of a statement's success, by verb
+	duration   metric.Float64Histogram
+	retryN     metric.Int64Counter
+	giveUpN    metric.Int64Counter
+	waitH      metric.Float64Histogram
+	recoveredN metric.Int64Counter
+	reloadN    metric.Int64Counter
+	guards     guards
+	budget     atomic.Pointer[core.Budget]
+	breaker    atomic.Pointer[core.Breaker]
+	succeeded  [3][]metric.RecordOption          // the duration's options of a success without an operation name, by kind
+	verbs      [len(verbs)][]metric.RecordOption // of a statement's success, by verb
 }
 
 var (
@@ -260,6 +286,12 @@ func (o *Observer) instruments(meter metric.Meter) error {
 		metric.WithDescription("Errors crl returned after a retryable failure, and operations the circuit breaker refused, by loop kind, reason and error type.")); err != nil {
 		return fmt.Errorf("otel: counter crl.give_ups: %w", err)
 	}
+	if err := o.eventInstruments(meter); err != nil {
+		return err
+	}
+	if o.guards, err = newGuards(meter); err != nil {
+		return err
+	}
 	total, err := meter.Int64ObservableCounter("database.total.requests", metric.WithUnit("{request}"),
 		metric.WithDescription("Database operations run through crl: statements, transaction units, connections (however many attempts each took)."))
 	if err != nil {
@@ -276,13 +308,47 @@ func (o *Observer) instruments(meter metric.Meter) error {
 			m.ObserveInt64(total, o.ops[k].Load(), set)
 			m.ObserveInt64(retries, o.retries[k].Load(), set)
 		}
+		o.observeGuards(m)
 		return nil
-	}, total, retries)
+	}, append([]metric.Observable{total, retries}, o.guards.observables()...)...)
 	if err != nil {
 		return fmt.Errorf("otel: register the counters' callback: %w", err)
 	}
 	return nil
 }
+
+// eventInstruments makes the synchronous instruments the events feed
+// beside the duration and the retry and give-up counters.
+func (o *Observer) eventInstruments(meter metric.Meter) error {
+	var err error
+	if o.waitH, err = meter.Float64Histogram("crl.retry.wait", metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(waitBuckets[:]...),
+		metric.WithDescription("Waits before retries, jitter applied, by loop kind.")); err != nil {
+		return fmt.Errorf("otel: histogram crl.retry.wait: %w", err)
+	}
+	if o.recoveredN, err = meter.Int64Counter("crl.recovered", metric.WithUnit("{operation}"),
+		metric.WithDescription("Operations that succeeded after at least one retry, by loop kind.")); err != nil {
+		return fmt.Errorf("otel: counter crl.recovered: %w", err)
+	}
+	if o.reloadN, err = meter.Int64Counter("crl.properties.reloads", metric.WithUnit("{reload}"),
+		metric.WithDescription("Reloads of the properties file, by result (ok, error, restart_required).")); err != nil {
+		return fmt.Errorf("otel: counter crl.properties.reloads: %w", err)
+	}
+	return nil
+}
+
+// WatchBudget makes crl.budget.available and crl.budget.capacity report
+// b, the retry budget of the handle this Observer observes
+// (db.Runtime().Retrier().Budget() of a sqlxcrl handle; nil when its
+// budget is off, and then the two have no data points). The handle is
+// built with the Observer, so its budget can only be watched after.
+func (o *Observer) WatchBudget(b *core.Budget) { o.budget.Store(b) }
+
+// WatchBreaker makes crl.breaker.status, crl.breaker.opens and
+// crl.breaker.probes report b, the circuit breaker of the handle this
+// Observer observes (db.Runtime().Breaker(); nil when it has none, and
+// then it reads as closed). The counters are b's own since it was made.
+func (o *Observer) WatchBreaker(b *core.Breaker) { o.breaker.Store(b) }
 
 // Close unregisters the counters' callback from the meter provider. Spans
 // still open stay open.
@@ -304,6 +370,7 @@ func (o *Observer) Operation(k core.Kind) {
 func (o *Observer) RetryScheduled(e core.RetryScheduled) {
 	if int(e.Kind) < len(o.retries) {
 		o.retries[e.Kind].Add(1)
+		o.waitH.Record(ctxOf(e.Context), e.Wait.Seconds(), metric.WithAttributeSet(o.kindSets[e.Kind]))
 	}
 	attrs := o.attrs(e.Kind, e.Op, e.Query,
 		attribute.Int("crl.retry.attempt", e.Attempt),
@@ -319,8 +386,12 @@ func (o *Observer) RetryScheduled(e core.RetryScheduled) {
 	o.retry(e.Context, e.Kind, e.Op, attrs)
 }
 
-// Succeeded ends the operation's span, or adds an event to the caller's.
+// Succeeded counts the recovery and ends the operation's span, or adds
+// an event to the caller's.
 func (o *Observer) Succeeded(e core.Succeeded) {
+	if int(e.Kind) < len(o.kindSets) {
+		o.recoveredN.Add(ctxOf(e.Context), 1, metric.WithAttributeSet(o.kindSets[e.Kind]))
+	}
 	attrs := o.attrs(e.Kind, e.Op, e.Query,
 		attribute.Int("crl.attempts", e.Attempts),
 		attribute.Float64("crl.elapsed", e.Elapsed.Seconds()))
@@ -449,8 +520,17 @@ func (o *Observer) metricAttrs(k core.Kind, extra ...attribute.KeyValue) []attri
 	return append(a, extra...)
 }
 
-// RulesReloaded does nothing: a reload belongs to no operation.
-func (o *Observer) RulesReloaded(core.RulesReloaded) {}
+// ReloadResultKey is the attribute of crl.properties.reloads: how the
+// reload ended (hooks.ReloadResult: ok, error, restart_required).
+const ReloadResultKey = attribute.Key("crl.reload.result")
+
+// RulesReloaded counts a reload of the properties file by its result; it
+// makes no span: a reload belongs to no operation.
+func (o *Observer) RulesReloaded(e core.RulesReloaded) {
+	a := make([]attribute.KeyValue, 0, len(o.base)+1)
+	a = append(append(a, o.base...), ReloadResultKey.String(hooks.ReloadResult(e.Err)))
+	o.reloadN.Add(context.Background(), 1, metric.WithAttributes(a...))
+}
 
 // retry records one retry on the caller's span, or on the operation's own.
 func (o *Observer) retry(ctx context.Context, k core.Kind, op uint64, attrs []attribute.KeyValue) {

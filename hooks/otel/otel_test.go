@@ -3,6 +3,7 @@ package otel_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/core/coretest"
 	crlotel "github.com/crl-go/crl/hooks/otel"
@@ -191,6 +193,71 @@ func TestCountersThroughTheMeter(t *testing.T) {
 		"database.total.requests": {"statement": 4, "transaction": 1, "connection": 0},
 		"database.retry.requests": {"statement": 2, "transaction": 1, "connection": 0},
 	}, got, "every series from the start, at 0 until something happens")
+}
+
+// The Prometheus hook's other instruments, under crl's names: the retry
+// waits (histogram, by kind), the operations recovered after retries, and
+// the properties file's reloads by result.
+func TestWaitsRecoveriesAndReloads(t *testing.T) {
+	s := newSetup(t, crlotel.Options{Driver: "pgx"})
+	ctx := context.Background()
+	require.NoError(t, s.retrier.Do(ctx, "update t", failing(2)))
+	tx := 0
+	require.NoError(t, s.retrier.DoTx(ctx, func(context.Context) (string, error) {
+		if tx++; tx == 1 {
+			return "update t", deadlock{}
+		}
+		return "", nil
+	}))
+	s.obs.RulesReloaded(core.RulesReloaded{Path: "mssql-jdbc.properties"})
+	s.obs.RulesReloaded(core.RulesReloaded{Path: "mssql-jdbc.properties", Line: 2, Err: errors.New("config: bad rule")})
+	s.obs.RulesReloaded(core.RulesReloaded{Path: "mssql-jdbc.properties", Err: fmt.Errorf("retryBudget: %w", config.ErrRestartRequired)})
+	rule, ok := s.retrier.Policy().Statement.Lookup(1205)
+	require.True(t, ok)
+	waits := rule.WaitTimes()
+
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, s.reader.Collect(ctx, &rm))
+	type hist struct {
+		count uint64
+		sum   float64
+	}
+	gotWaits, recovered, reloads := map[string]hist{}, map[string]int64{}, map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch m.Name {
+			case "crl.retry.wait":
+				assert.Equal(t, "s", m.Unit)
+				h, ok := m.Data.(metricdata.Histogram[float64])
+				require.True(t, ok)
+				for _, dp := range h.DataPoints {
+					kind, _ := dp.Attributes.Value(crlotel.KindKey)
+					gotWaits[kind.AsString()] = hist{dp.Count, dp.Sum}
+					assert.Equal(t, []float64{0.01, 0.04, 0.16, 0.64, 2.56, 10.24, 40.96, 163.84}, dp.Bounds, "the Prometheus hook's buckets")
+				}
+			case "crl.recovered", "crl.properties.reloads":
+				sum, ok := m.Data.(metricdata.Sum[int64])
+				require.True(t, ok)
+				for _, dp := range sum.DataPoints {
+					sys, _ := dp.Attributes.Value("db.system.name")
+					assert.Equal(t, "postgresql", sys.AsString(), "the handle's attributes")
+					if m.Name == "crl.recovered" {
+						kind, _ := dp.Attributes.Value(crlotel.KindKey)
+						recovered[kind.AsString()] = dp.Value
+					} else {
+						result, _ := dp.Attributes.Value(crlotel.ReloadResultKey)
+						reloads[result.AsString()] = dp.Value
+					}
+				}
+			}
+		}
+	}
+	assert.Equal(t, map[string]hist{
+		"statement":   {2, (waits[0] + waits[1]).Seconds()},
+		"transaction": {1, waits[0].Seconds()},
+	}, gotWaits)
+	assert.Equal(t, map[string]int64{"statement": 1, "transaction": 1}, recovered)
+	assert.Equal(t, map[string]int64{"ok": 1, "error": 1, "restart_required": 1}, reloads)
 }
 
 func TestConnectionRetriesAndGiveUpWithoutRetry(t *testing.T) {

@@ -132,8 +132,9 @@ func namespaced(text, namespace string) string {
 
 var crlName = regexp.MustCompile(`(^|[^A-Za-z0-9_])crl_`)
 
-// exported scrapes Metrics built with namespace over HTTP, after a few
-// operations so that every histogram has samples, and returns the
+// exported scrapes Metrics built with namespace over HTTP, watching a
+// retry budget and a circuit breaker, after a few operations so that every
+// histogram has samples, and returns the
 // exported series names (a histogram's _bucket, _sum and _count) and the
 // values of every label.
 func exported(t *testing.T, namespace string) (names map[string]bool, labels map[string]map[string]bool) {
@@ -143,8 +144,15 @@ func exported(t *testing.T, namespace string) (names map[string]bool, labels map
 	require.NoError(t, err)
 	rules, err := core.ParseStatementRules("{1205:1,1}")
 	require.NoError(t, err)
-	r, err := core.NewRetrier(core.Policy{Statement: rules}, core.Options{Observer: m, Clock: coretest.NewClock(time.Time{})})
+	clock := coretest.NewClock(time.Time{})
+	budget, err := core.NewBudget(core.BudgetSettings{})
 	require.NoError(t, err)
+	breaker, err := core.NewBreaker(core.BreakerSettings{Failures: 5}, clock)
+	require.NoError(t, err)
+	r, err := core.NewRetrier(core.Policy{Statement: rules}, core.Options{Observer: m, Clock: clock, Budget: budget, Breaker: breaker})
+	require.NoError(t, err)
+	m.WatchBudget(budget)
+	m.WatchBreaker(breaker)
 	_ = r.Do(context.Background(), "update t", func(context.Context) error { return deadlock{} })
 	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	defer srv.Close()

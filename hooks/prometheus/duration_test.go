@@ -100,7 +100,8 @@ func TestNamespacePrefixesCrl(t *testing.T) {
 	sort.Strings(names)
 	assert.Equal(t, []string{
 		"database_retry_requests_total", "database_total_requests_total", // the post-mortem's names stay
-		"shop_crl_breaker_open", "shop_crl_give_ups_total", "shop_crl_operation_duration_seconds",
+		"shop_crl_breaker_open", "shop_crl_breaker_opens_total", "shop_crl_breaker_probes_total", "shop_crl_breaker_state",
+		"shop_crl_give_ups_total", "shop_crl_operation_duration_seconds",
 		"shop_crl_properties_reloads_total", "shop_crl_recovered_total", "shop_crl_retries_total",
 		"shop_crl_retry_wait_seconds",
 	}, names)

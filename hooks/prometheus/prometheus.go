@@ -25,9 +25,16 @@
 //	crl_properties_reloads_total{result}      properties-file reloads, result ok, error or restart_required
 //	crl_operation_duration_seconds{kind,outcome}  every operation crl ran, from its start to its end, retries and waits included (histogram)
 //	crl_breaker_open                          1 while the watched circuit breaker is open or half-open, else 0 (WatchBreaker)
+//	crl_breaker_state{state}                  1 for the watched breaker's state now (closed, open, half_open), 0 for the others
+//	crl_breaker_opens_total                   times the watched breaker opened (Failures in a row, or a failed probe)
+//	crl_breaker_probes_total                  probe operations the watched breaker let through, half-open
+//	crl_budget_available_tokens{class}        tokens the watched retry budget lets class's retries spend now (WatchBudget)
+//	crl_budget_capacity_tokens{class}         the most they may spend, when the budget is full
 //
 // kind is statement, transaction or connection; reason is one of
-// hooks.Reasons; outcome is one of Outcomes. Options.Namespace prefixes
+// hooks.Reasons; outcome is one of Outcomes; class is one of the budget's
+// classes (transient, contention, overload: core.Budget.Classes), state
+// one of the breaker's (core.Breaker.States). Options.Namespace prefixes
 // the crl_ names (Namespace "shop": shop_crl_retries_total), never the
 // two database_ names. The two database_ counters have the same labels (kind,
 // and Options.ConstLabels) so that dividing one by the other matches
@@ -40,24 +47,27 @@
 // database_ counters, crl_recovered_total and the wait histogram for each
 // kind, crl_give_ups_total for each reason a kind can give up with,
 // crl_properties_reloads_total for ok, error and restart_required, crl_retries_total for
-// Options.Tokens, and the duration histogram for each kind and outcome.
+// Options.Tokens, the duration histogram for each kind and outcome, and
+// the breaker's series (a breaker that is off, or not watched yet, is
+// closed and has counted nothing). The budget's series appear once
+// WatchBudget is given a budget: a budget that is off has no level.
 //
 // On the success path the hook costs one atomic add, two clock reads and
 // one histogram observation, and allocates nothing (BenchmarkDoSuccess in
-// this package).
+// this package). The budget's and the breaker's series are read from them
+// at each scrape, one atomic load each, so the success path pays nothing
+// for them.
 //
 // alerts.yml and dashboard.json beside this file are the rules and the
 // Grafana board for these names; docs/operations.md says how to load them.
 package prometheus
 
 import (
-	"errors"
 	"fmt"
 	"sync/atomic"
 
 	prom "github.com/prometheus/client_golang/prometheus"
 
-	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/hooks"
 )
@@ -143,6 +153,34 @@ type Metrics struct {
 	duration         [3][5]prom.Observer // by core.Kind and outcome, resolved once
 	breaker          prom.GaugeFunc
 	watched          atomic.Pointer[core.Breaker]
+	watchedBudget    atomic.Pointer[core.Budget]
+	guards           guardDescs
+}
+
+// guardDescs describe the series read from the budget and the breaker at
+// each scrape.
+type guardDescs struct {
+	budgetAvailable, budgetCapacity           *prom.Desc
+	breakerState, breakerOpens, breakerProbes *prom.Desc
+}
+
+func newGuardDescs(ns string, labels prom.Labels) guardDescs {
+	name := func(n string) string { return prom.BuildFQName(ns, "crl", n) }
+	return guardDescs{
+		budgetAvailable: prom.NewDesc(name("budget_available_tokens"),
+			"Tokens the retry budget lets the retries of a class of failures spend now; a retry is refused below its class's cost (1 transient, 2 overload, 0.1 contention by default). Transient and overload share one bucket.",
+			[]string{"class"}, labels),
+		budgetCapacity: prom.NewDesc(name("budget_capacity_tokens"),
+			"The most the retries of a class of failures may spend, when the retry budget is full.",
+			[]string{"class"}, labels),
+		breakerState: prom.NewDesc(name("breaker_state"),
+			"1 for the circuit breaker's state now (closed, open, half_open), 0 for the others; a breaker that is off is closed.",
+			[]string{"state"}, labels),
+		breakerOpens: prom.NewDesc(name("breaker_opens_total"),
+			"Times the circuit breaker opened: Failures operations in a row failed, or a probe failed.", nil, labels),
+		breakerProbes: prom.NewDesc(name("breaker_probes_total"),
+			"Probe operations the circuit breaker let through, half-open, after OpenFor.", nil, labels),
+	}
 }
 
 var (
@@ -198,6 +236,7 @@ func New(reg prom.Registerer, o Options) (*Metrics, error) {
 		durations: prom.NewHistogramVec(prom.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "operation_duration_seconds", ConstLabels: o.ConstLabels, Buckets: durationBuckets,
 			Help: "Operations crl ran, from their start to their end (retries and waits included), by loop kind and outcome."}, []string{"kind", "outcome"}),
 	}
+	m.guards = newGuardDescs(ns, o.ConstLabels)
 	m.breaker = prom.NewGaugeFunc(prom.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "breaker_open", ConstLabels: o.ConstLabels,
 		Help: "1 while the circuit breaker is open or half-open (refusing operations), else 0; 0 when none is watched."}, m.breakerOpen)
 	m.initSeries(tokens)
@@ -231,9 +270,9 @@ func (m *Metrics) initSeries(tokens []string) {
 			}
 		}
 	}
-	m.reloads.WithLabelValues("ok")
-	m.reloads.WithLabelValues("error")
-	m.reloads.WithLabelValues("restart_required")
+	for _, result := range hooks.ReloadResults() {
+		m.reloads.WithLabelValues(result)
+	}
 }
 
 func (m *Metrics) collectors() []prom.Collector {
@@ -245,6 +284,10 @@ func (m *Metrics) Describe(ch chan<- *prom.Desc) {
 	for _, c := range m.collectors() {
 		c.Describe(ch)
 	}
+	g := m.guards
+	for _, d := range []*prom.Desc{g.budgetAvailable, g.budgetCapacity, g.breakerState, g.breakerOpens, g.breakerProbes} {
+		ch <- d
+	}
 }
 
 // Collect implements prom.Collector.
@@ -252,6 +295,41 @@ func (m *Metrics) Collect(ch chan<- prom.Metric) {
 	for _, c := range m.collectors() {
 		c.Collect(ch)
 	}
+	m.collectGuards(ch)
+}
+
+// collectGuards reads the watched budget and breaker: each value is one
+// atomic load of theirs, no lock, nothing written.
+func (m *Metrics) collectGuards(ch chan<- prom.Metric) {
+	g := m.guards
+	if b := m.watchedBudget.Load(); b != nil {
+		for _, class := range b.Classes() {
+			available, capacity := b.Tokens(class)
+			ch <- constMetric(g.budgetAvailable, prom.GaugeValue, available, class)
+			ch <- constMetric(g.budgetCapacity, prom.GaugeValue, capacity, class)
+		}
+	}
+	br := m.watched.Load() // nil (off) reads as closed, no transitions
+	now := br.State()
+	for _, state := range br.States() {
+		v := 0.0
+		if state == now {
+			v = 1
+		}
+		ch <- constMetric(g.breakerState, prom.GaugeValue, v, state)
+	}
+	ch <- constMetric(g.breakerOpens, prom.CounterValue, float64(br.Opens()))
+	ch <- constMetric(g.breakerProbes, prom.CounterValue, float64(br.Probes()))
+}
+
+// constMetric is prom.MustNewConstMetric without the panic: a metric whose
+// labels do not fit its Desc reports the error at the scrape instead.
+func constMetric(d *prom.Desc, t prom.ValueType, v float64, labels ...string) prom.Metric {
+	mt, err := prom.NewConstMetric(d, t, v, labels...)
+	if err != nil {
+		return prom.NewInvalidMetric(d, err)
+	}
+	return mt
 }
 
 // Operation counts one operation in database_total_requests_total: one
@@ -274,12 +352,20 @@ func (m *Metrics) OperationEnded(e core.OperationEnded) {
 	}
 }
 
-// WatchBreaker makes crl_breaker_open report b, the circuit breaker of
-// the handle these Metrics observe (db.Runtime().Breaker() of a sqlxcrl or gormcrl handle; nil
-// when the handle has none, and then the gauge is 0). The handle is built
-// with the Metrics as its observer, so its breaker can only be watched
-// after.
+// WatchBreaker makes crl_breaker_open, crl_breaker_state and the
+// breaker's two counters report b, the circuit breaker of the handle
+// these Metrics observe (db.Runtime().Breaker() of a sqlxcrl or gormcrl
+// handle; nil when the handle has none, and then it reads as closed). The
+// handle is built with the Metrics as its observer, so its breaker can
+// only be watched after. The counters are b's own since it was made.
 func (m *Metrics) WatchBreaker(b *core.Breaker) { m.watched.Store(b) }
+
+// WatchBudget makes crl_budget_available_tokens and
+// crl_budget_capacity_tokens report b, the retry budget of the handle
+// these Metrics observe (db.Runtime().Retrier().Budget(); nil when the
+// handle's budget is off, and then the two have no series). Like the
+// breaker, it can only be watched after the handle is built.
+func (m *Metrics) WatchBudget(b *core.Budget) { m.watchedBudget.Store(b) }
 
 func (m *Metrics) breakerOpen() float64 {
 	if m.watched.Load().Open() { // Open is false on a nil breaker
@@ -313,12 +399,5 @@ func (m *Metrics) Succeeded(e core.Succeeded) { m.recovered.WithLabelValues(e.Ki
 // restart_required (an edit of a key read only at start, such as
 // retryBudget: the other keys were applied, config.ErrRestartRequired).
 func (m *Metrics) RulesReloaded(e core.RulesReloaded) {
-	result := "ok"
-	switch {
-	case errors.Is(e.Err, config.ErrRestartRequired):
-		result = "restart_required"
-	case e.Err != nil:
-		result = "error"
-	}
-	m.reloads.WithLabelValues(result).Inc()
+	m.reloads.WithLabelValues(hooks.ReloadResult(e.Err)).Inc()
 }

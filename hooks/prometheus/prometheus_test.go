@@ -12,10 +12,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/core/coretest"
 	"github.com/crl-go/crl/hooks"
 	crlprom "github.com/crl-go/crl/hooks/prometheus"
+	"github.com/crl-go/crl/mssqltest"
+	"github.com/crl-go/crl/sqlxcrl"
 )
 
 type deadlock struct{}
@@ -131,7 +134,10 @@ func TestSeriesCreatedAtZero(t *testing.T) {
 		"crl_properties_reloads_total":   3,
 		"crl_operation_duration_seconds": 3 * 5, // each kind × each outcome
 		"crl_breaker_open":               1,
-	}, got)
+		"crl_breaker_state":              3, // closed, open, half_open: no breaker watched reads closed
+		"crl_breaker_opens_total":        1,
+		"crl_breaker_probes_total":       1,
+	}, got, "no budget watched: no budget series")
 	// Every reason hooks.Reason names (but "other") has its series.
 	reasons := map[string]bool{}
 	for _, mf := range mfs {
@@ -210,4 +216,112 @@ database_total_requests_total{kind="transaction"} 0
 `
 	assert.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want),
 		"database_retry_requests_total", "database_total_requests_total"))
+}
+
+// guards is what one scrape says of the budget and the breaker.
+type guards struct {
+	available, capacity map[string]float64 // by class
+	state               map[string]float64 // by state
+	open, opens, probes float64
+}
+
+// scrapeGuards gathers reg and reads the budget's and the breaker's
+// series (db="orders").
+func scrapeGuards(t *testing.T, reg prom.Gatherer) guards {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	g := guards{available: map[string]float64{}, capacity: map[string]float64{}, state: map[string]float64{}}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			require.Equal(t, "orders", labels["db"], "%s: the pool's ConstLabels", mf.GetName())
+			switch mf.GetName() {
+			case "crl_budget_available_tokens":
+				g.available[labels["class"]] = m.GetGauge().GetValue()
+			case "crl_budget_capacity_tokens":
+				g.capacity[labels["class"]] = m.GetGauge().GetValue()
+			case "crl_breaker_state":
+				g.state[labels["state"]] = m.GetGauge().GetValue()
+			case "crl_breaker_open":
+				g.open = m.GetGauge().GetValue()
+			case "crl_breaker_opens_total":
+				g.opens = m.GetCounter().GetValue()
+			case "crl_breaker_probes_total":
+				g.probes = m.GetCounter().GetValue()
+			}
+		}
+	}
+	return g
+}
+
+// A deadlock storm through the real go-mssqldb driver and sqlxcrl
+// against mssqltest, on a virtual clock, read from the registry as a
+// scrape would: the contention pool falls to empty while the shared bucket
+// of transient and overload failures stays full; the breaker opens after
+// 50 failed operations in a row, refuses, lets one probe through after
+// OpenFor, and the probe's success closes it; successes refill the pool.
+func TestBudgetAndBreakerGaugesThroughAStorm(t *testing.T) {
+	reg := prom.NewPedanticRegistry()
+	metrics, err := crlprom.New(reg, crlprom.Options{ConstLabels: prom.Labels{"db": "orders"}})
+	require.NoError(t, err)
+	srv := mssqltest.NewServer(t)
+	clock := coretest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	db, err := sqlxcrl.Connect("sqlserver", srv.DSN()+"&retryExec={1205:2,100ms}",
+		config.WithClock(clock), config.WithObserver(metrics),
+		config.WithCircuitBreaker(core.BreakerSettings{Failures: 50, OpenFor: 30 * time.Second}))
+	require.NoError(t, err)
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+
+	before := scrapeGuards(t, reg)
+	assert.Empty(t, before.available, "no budget watched: no level")
+	assert.Equal(t, map[string]float64{"closed": 1, "open": 0, "half_open": 0}, before.state)
+	metrics.WatchBudget(db.Runtime().Retrier().Budget())
+	metrics.WatchBreaker(db.Runtime().Breaker())
+
+	full := scrapeGuards(t, reg)
+	assert.Equal(t, map[string]float64{"transient": 10, "overload": 10, "contention": 12.8}, full.available)
+	assert.Equal(t, full.available, full.capacity, "a new budget is full")
+
+	ctx := context.Background()
+	srv.Handle(debit, mssqltest.Error(1205))
+	for range 20 {
+		require.Error(t, sqlxExec(ctx, db))
+	}
+	mid := scrapeGuards(t, reg)
+	assert.InDelta(t, 12.8-20*3*0.1, mid.available["contention"], 1e-9, "each debit's three failures cost 0.1")
+	assert.Equal(t, 10.0, mid.available["overload"], "deadlocks cost the shared bucket nothing")
+	assert.Equal(t, [3]float64{0, 0, 0}, [3]float64{mid.open, mid.opens, mid.probes})
+
+	for range 30 {
+		require.Error(t, sqlxExec(ctx, db))
+	}
+	storm := scrapeGuards(t, reg)
+	assert.Zero(t, storm.available["contention"], "the storm drained the pool")
+	assert.Equal(t, 12.8, storm.capacity["contention"])
+	assert.Equal(t, 10.0, storm.available["transient"])
+	assert.Equal(t, map[string]float64{"closed": 0, "open": 1, "half_open": 0}, storm.state, "50 failures in a row")
+	assert.Equal(t, [3]float64{1, 1, 0}, [3]float64{storm.open, storm.opens, storm.probes})
+	require.ErrorIs(t, sqlxExec(ctx, db), core.ErrCircuitOpen)
+
+	srv.Handle(debit, mssqltest.Affected(1))
+	clock.Advance(30 * time.Second)
+	require.NoError(t, sqlxExec(ctx, db), "the probe")
+	probed := scrapeGuards(t, reg)
+	assert.Equal(t, map[string]float64{"closed": 1, "open": 0, "half_open": 0}, probed.state, "the probe's success closed it")
+	assert.Equal(t, [3]float64{0, 1, 1}, [3]float64{probed.open, probed.opens, probed.probes})
+	assert.InDelta(t, 6.4, probed.available["contention"], 1e-9, "a success refills 64 failures' worth")
+
+	require.NoError(t, sqlxExec(ctx, db))
+	after := scrapeGuards(t, reg)
+	assert.Equal(t, full.available, after.available, "recovered")
+}
+
+func sqlxExec(ctx context.Context, db *sqlxcrl.DB) error {
+	_, err := db.ExecContext(ctx, debit, 1)
+	return err
 }

@@ -48,7 +48,7 @@ type minute struct {
 // sqlxcrl against mssqltest, with a virtual clock that moves one minute
 // between scrapes, and scrapes the registry over HTTP in the text format
 // once before the traffic and after every minute. It returns the values of
-// every counter series, by series name as promtool writes it.
+// every counter and gauge series, by series name as promtool writes it.
 func scrapeRun(t *testing.T, minutes []minute, budget bool) map[string][]float64 {
 	t.Helper()
 	reg := prom.NewPedanticRegistry()
@@ -74,6 +74,8 @@ func scrapeRun(t *testing.T, minutes []minute, budget bool) map[string][]float64
 	require.NoError(t, err)
 	defer db.Close()
 	db.SetMaxOpenConns(1) // one login, whatever the scheduler does
+	metrics.WatchBudget(db.Runtime().Retrier().Budget())
+	metrics.WatchBreaker(db.Runtime().Breaker())
 
 	series := map[string][]float64{}
 	scrape := func(n int) {
@@ -106,7 +108,8 @@ func scrapeRun(t *testing.T, minutes []minute, budget bool) map[string][]float64
 	return series
 }
 
-// scrapeText reads the counters of one scrape in the text format.
+// scrapeText reads the counters and gauges of one scrape in the text
+// format.
 func scrapeText(t *testing.T, url string) map[string]float64 {
 	t.Helper()
 	resp, err := http.Get(url)
@@ -119,8 +122,14 @@ func scrapeText(t *testing.T, url string) map[string]float64 {
 	require.NoError(t, err)
 	out := map[string]float64{}
 	for name, f := range families {
-		if f.GetType() != dto.MetricType_COUNTER {
-			continue // the wait histogram is not needed by the alerts
+		var value func(*dto.Metric) float64
+		switch f.GetType() {
+		case dto.MetricType_COUNTER:
+			value = func(m *dto.Metric) float64 { return m.GetCounter().GetValue() }
+		case dto.MetricType_GAUGE:
+			value = func(m *dto.Metric) float64 { return m.GetGauge().GetValue() }
+		default:
+			continue // the histograms are not needed by the alerts
 		}
 		for _, m := range f.GetMetric() {
 			var labels []string
@@ -128,13 +137,13 @@ func scrapeText(t *testing.T, url string) map[string]float64 {
 				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
 			}
 			sort.Strings(labels)
-			out[name+"{"+strings.Join(labels, ",")+"}"] = m.GetCounter().GetValue()
+			out[name+"{"+strings.Join(labels, ",")+"}"] = value(m)
 		}
 	}
 	return out
 }
 
-// inputSeries writes every counter series as promtool input_series, those
+// inputSeries writes every series as promtool input_series, those
 // that stayed at 0 included: the alerts must work on what a scrape really
 // shows.
 func inputSeries(series map[string][]float64, indent string) string {
