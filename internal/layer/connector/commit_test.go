@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crl-go/crl/core"
+	"github.com/crl-go/crl/internal/tables/family"
 )
 
 // fakeConn is a driver connection that records how its transactions end.
@@ -48,7 +49,7 @@ func layerConn(t *testing.T, inner driver.Conn) *conn {
 	t.Helper()
 	r, err := core.NewRetrier(core.Policy{}, core.Options{})
 	require.NoError(t, err)
-	return newConn(inner, newConnector(nil, r, nil, true))
+	return newConn(inner, newConnector(nil, r, nil, family.MySQL))
 }
 
 func begin(t *testing.T, ctx context.Context, inner *fakeConn) (*conn, driver.Tx) {

@@ -28,5 +28,5 @@ func Wrap(inner driver.Connector, fam family.Family, owner any, r *core.Retrier,
 			return nil, err
 		}
 	}
-	return newConnector(inner, r, owner, commitIgnoresContext(fam)), nil
+	return newConnector(inner, r, owner, fam), nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/crl-go/crl/core"
+	"github.com/crl-go/crl/internal/tables/family"
 )
 
 // The driver layer. Every pool crl opens (crl.Open, crl.OpenDB, a name
@@ -33,6 +34,7 @@ type Connector struct {
 	// commitUnderContext: the driver's Commit and Rollback take no
 	// context, so the layer's transactions end under theirs (commit.go).
 	commitUnderContext bool
+	dialect            *txDialect // how the family's statement texts begin and end transactions (txscan.go)
 }
 
 var (
@@ -40,9 +42,10 @@ var (
 	_ io.Closer        = (*Connector)(nil)
 )
 
-// newConnector returns the layer's connector over inner.
-func newConnector(inner driver.Connector, r *core.Retrier, owner any, commitUnderContext bool) *Connector {
-	c := &Connector{inner: inner, retrier: r, owner: owner, commitUnderContext: commitUnderContext}
+// newConnector returns the layer's connector over inner, a driver of
+// family fam.
+func newConnector(inner driver.Connector, r *core.Retrier, owner any, fam family.Family) *Connector {
+	c := &Connector{inner: inner, retrier: r, owner: owner, commitUnderContext: commitIgnoresContext(fam), dialect: dialectOf(fam)}
 	c.drv = &Driver{c: c}
 	return c
 }
