@@ -248,16 +248,27 @@ func (d *txDialect) walk(q string, st txState, failed bool) txState {
 func (d *txDialect) moveOf(w string, l sqlscan.Lexer) (txMove, sqlscan.Lexer) {
 	switch {
 	case sqlscan.EqualFold(w, "begin"):
-		if !d.blockBegin {
-			return moveBegin, l
-		}
-		if nextWord(&l, "tran", "transaction", "distributed") {
+		if !d.blockBegin || nextWord(&l, "tran", "transaction", "distributed") {
 			return moveBegin, l
 		}
 	case sqlscan.EqualFold(w, "start"):
 		if nextWord(&l, "transaction") {
 			return moveBegin, l
 		}
+	case sqlscan.EqualFold(w, "set"):
+		return d.setMove(l)
+	case d.xa && sqlscan.EqualFold(w, "xa"):
+		return xaMove(l)
+	default:
+		return d.endOf(w, l)
+	}
+	return moveNone, l
+}
+
+// endOf is moveOf for the statements that end a transaction: COMMIT and
+// ROLLBACK; END, ABORT and PREPARE TRANSACTION where they do (pgEnds).
+func (d *txDialect) endOf(w string, l sqlscan.Lexer) (txMove, sqlscan.Lexer) {
+	switch {
 	case sqlscan.EqualFold(w, "commit"), d.pgEnds && sqlscan.EqualFold(w, "end"):
 		return d.endMove(l, moveCommit)
 	case sqlscan.EqualFold(w, "rollback"), d.pgEnds && sqlscan.EqualFold(w, "abort"):
@@ -266,10 +277,6 @@ func (d *txDialect) moveOf(w string, l sqlscan.Lexer) (txMove, sqlscan.Lexer) {
 		if nextWord(&l, "transaction") {
 			return moveRollback, l // the prepared transaction leaves the session
 		}
-	case d.xa && sqlscan.EqualFold(w, "xa"):
-		return xaMove(l)
-	case sqlscan.EqualFold(w, "set"):
-		return d.setMove(l)
 	}
 	return moveNone, l
 }
