@@ -60,7 +60,13 @@ func TestResetStormMakesTheJDBCLoginCount(t *testing.T) {
 type realDB struct {
 	name, env, driver string
 	// rules retries its deadlock victims; params make PostgreSQL detect a
-	// deadlock soon (deadlock_timeout) on the crl pool's connections.
+	// deadlock on the crl pool's connections (deadlock_timeout) well
+	// before the holder's session does (slowDetection), and late enough
+	// that the cycle is closed when the check runs, on a loaded machine too.
+	// PostgreSQL's retry waits longer than MariaDB's: InnoDB hands the
+	// victim's row to the waiting holder as it rolls back, PostgreSQL's
+	// holder must wake and take it, and a retry that takes it first on a
+	// loaded machine closes the same cycle again.
 	rules, params string
 	// lockBoth locks rows 1 and 2 of table, 1 first, in one statement
 	// that writes (UPDATE) or reads (SELECT … FOR UPDATE, one aggregate
@@ -79,7 +85,7 @@ var realDBs = []realDB{
 			}
 			return "SELECT SUM(v) FROM " + tb + " WHERE id IN (1, 2) FOR UPDATE"
 		}},
-	{name: "postgres", env: "CRL_POSTGRES_DSN", driver: "pgx", rules: "{40P01:2,10ms*1}", params: "deadlock_timeout=300ms",
+	{name: "postgres", env: "CRL_POSTGRES_DSN", driver: "pgx", rules: "{40P01:2,200ms*1}", params: "deadlock_timeout=1s",
 		slowDetection: "SET deadlock_timeout = '10s'",
 		lockBoth: func(tb string, write bool) string {
 			if write {
@@ -189,16 +195,54 @@ func TestRealDeadlockOnAnAutocommitStatementIsRetried(t *testing.T) {
 }
 
 // realDeadlock makes victim a real deadlock victim on d: a holder
-// transaction on admin locks row 2 of table; victim, which holds row 1 or
-// takes it, asks for row 2; the holder then asks for row 1, which closes
-// the cycle. The server picks victim (InnoDB: the holder has written
-// more; PostgreSQL: victim's session detects first). It returns victim's
-// error once the holder has committed.
+// transaction on admin locks row 2 of table; victim, which takes row 1,
+// asks for row 2; the holder then asks for row 1, which closes the
+// cycle. The server picks victim (InnoDB: the holder has written more;
+// PostgreSQL: victim's session detects first, its deadlock_timeout
+// shorter than the holder's). It returns victim's error once the holder
+// has committed.
 func realDeadlock(t *testing.T, ctx context.Context, d realDB, admin *sql.DB, table string, victim func() error) error {
+	t.Helper()
+	tx := holdRow2(t, ctx, d, admin, table)
+	done := make(chan error, 1)
+	go func() { done <- victim() }()
+	time.Sleep(300 * time.Millisecond) // victim now holds row 1 and waits for row 2
+	_, err := tx.ExecContext(ctx, "UPDATE "+table+" SET v = v + 1 WHERE id = 1")
+	require.NoError(t, err, "the holder is not the victim")
+	require.NoError(t, tx.Commit())
+	return <-done
+}
+
+// realDeadlockClosedBy is realDeadlock for a victim whose transaction
+// already holds row 1: the holder asks for row 1 first, and victim, asking
+// for row 2, closes the cycle (so PostgreSQL's check, which runs once per
+// wait, finds it in victim's session).
+func realDeadlockClosedBy(t *testing.T, ctx context.Context, d realDB, admin *sql.DB, table string, victim func() error) error {
+	t.Helper()
+	tx := holdRow2(t, ctx, d, admin, table)
+	held := make(chan error, 1)
+	go func() {
+		_, err := tx.ExecContext(ctx, "UPDATE "+table+" SET v = v + 1 WHERE id = 1")
+		held <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // the holder now waits for row 1
+	done := make(chan error, 1)
+	go func() { done <- victim() }()
+	require.NoError(t, <-held, "the holder is not the victim")
+	require.NoError(t, tx.Commit())
+	return <-done
+}
+
+// holdRow2 begins the holder's transaction of realDeadlock on admin: row
+// 2 of table written, and on MariaDB weighed down so that InnoDB picks
+// the other side as the victim; on PostgreSQL its session detects
+// deadlocks late (slowDetection). The transaction's connection goes back
+// to admin's pool at the test's end.
+func holdRow2(t *testing.T, ctx context.Context, d realDB, admin *sql.DB, table string) *sql.Tx {
 	t.Helper()
 	holder, err := admin.Conn(ctx)
 	require.NoError(t, err)
-	defer holder.Close()
+	t.Cleanup(func() { holder.Close() })
 	if d.slowDetection != "" {
 		_, err = holder.ExecContext(ctx, d.slowDetection)
 		require.NoError(t, err)
@@ -207,20 +251,14 @@ func realDeadlock(t *testing.T, ctx context.Context, d realDB, admin *sql.DB, ta
 	require.NoError(t, err)
 	_, err = tx.ExecContext(ctx, "UPDATE "+table+" SET v = v + 1 WHERE id = 2")
 	require.NoError(t, err)
-	if d.driver == "mysql" { // weigh the holder down: InnoDB picks the lighter victim
+	if d.driver == "mysql" {
 		weight := fmt.Sprintf("%s_w%d", table, rand.IntN(1e6))
 		_, err = tx.ExecContext(ctx, "CREATE TEMPORARY TABLE "+weight+" (n INT)")
 		require.NoError(t, err)
 		_, err = tx.ExecContext(ctx, "INSERT INTO "+weight+" SELECT seq FROM seq_1_to_2000")
 		require.NoError(t, err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- victim() }()
-	time.Sleep(150 * time.Millisecond) // victim now holds row 1 and waits for row 2
-	_, err = tx.ExecContext(ctx, "UPDATE "+table+" SET v = v + 1 WHERE id = 1")
-	require.NoError(t, err, "the holder is not the victim")
-	require.NoError(t, tx.Commit())
-	return <-done
+	return tx
 }
 
 // A transaction begun as statement text on a *sql.Conn of a crl pool, on
@@ -267,7 +305,7 @@ func TestRealTextTransactionIsNotRetriedAlone(t *testing.T) {
 				require.NoError(t, err)
 			}
 			require.NoError(t, first())
-			err = realDeadlock(t, ctx, d, admin, tb, victim)
+			err = realDeadlockClosedBy(t, ctx, d, admin, tb, victim)
 			assertDeadlock(t, d, err)
 			assert.Zero(t, obs.n.Load(), "retries")
 			for _, q := range c.end {
