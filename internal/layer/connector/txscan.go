@@ -44,8 +44,8 @@ type txDialect struct {
 }
 
 // txDialects is the table, one entry per family. A driver crl does not
-// know (Other) gets every way of beginning a transaction and only the
-// ends no family reads otherwise (COMMIT, ROLLBACK).
+// know (Other) gets every way of beginning a transaction, nesting, and
+// only the ends every family reads alike (COMMIT, ROLLBACK).
 var txDialects = [...]txDialect{
 	family.Other:     {nests: true, autocommit: true, implicit: true, xa: true},
 	family.SQLServer: {anywhere: true, blockBegin: true, nests: true, implicit: true, resetEnds: true},
@@ -231,7 +231,10 @@ func (d *txDialect) walk(q string, st txState, failed bool) txState {
 		if k == sqlscan.Word && (start || d.anywhere) {
 			m, after := d.moveOf(w, l)
 			if m != moveNone {
-				st, l = st.apply(m, d, failed), after
+				st = st.apply(m, d, failed)
+				if d.anywhere {
+					l = after // the move's own words start nothing
+				}
 				start = false
 				continue
 			}
@@ -244,7 +247,8 @@ func (d *txDialect) walk(q string, st txState, failed bool) txState {
 }
 
 // moveOf returns the move of the statement whose first word is w (l
-// after it), and the lexer after the words that make the move.
+// after it), and the lexer after the words that make the move (which may
+// be past the statement's ';').
 func (d *txDialect) moveOf(w string, l sqlscan.Lexer) (txMove, sqlscan.Lexer) {
 	switch {
 	case sqlscan.EqualFold(w, "begin"):

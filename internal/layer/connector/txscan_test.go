@@ -85,6 +85,8 @@ func TestTxDialectWalk(t *testing.T) {
 		{"a failed end ends nothing", family.Postgres, []step{ok("BEGIN"), fail("COMMIT"), ok("ROLLBACK")}, []bool{true, true, false}},
 		{"a failed begin begins", family.Postgres, []step{fail("BEGIN")}, []bool{true}},
 		{"a batch, in order", family.Postgres, []step{ok("BEGIN; UPDATE t SET a = 1; COMMIT"), ok("UPDATE t SET a = 1; BEGIN"), ok("COMMIT; SELECT 1")}, []bool{false, true, false}},
+		{"the statement after an end", family.Postgres, []step{ok("BEGIN"), ok("COMMIT; BEGIN"), ok("ROLLBACK TO s; ROLLBACK; START TRANSACTION"), ok("END AND NO CHAIN;BEGIN;")}, []bool{true, true, true, true}},
+		{"the statement after a setting", family.MySQL, []step{ok("SET autocommit = 0"), ok("SET autocommit = 1; START TRANSACTION"), ok("COMMIT;SET autocommit=0")}, []bool{true, true, true}},
 		{"a failed batch keeps its begins", family.Postgres, []step{fail("BEGIN; UPDATE t SET a = 1; COMMIT")}, []bool{true}},
 		{"a definition's body runs nothing", family.Postgres, []step{ok("BEGIN"), ok("CREATE FUNCTION f() RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1; END")}, []bool{true, true}},
 		{"autocommit off is sticky", family.MySQL, []step{ok("SET autocommit=0"), ok("COMMIT"), ok("UPDATE t SET a = 1"), ok("ROLLBACK"), ok("SET autocommit=1")}, []bool{true, true, true, true, false}},
