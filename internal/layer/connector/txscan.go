@@ -341,9 +341,9 @@ func tsqlEnd(l sqlscan.Lexer, end txMove) (txMove, sqlscan.Lexer) {
 		return end, l
 	}
 	la := l
-	k, _ := la.Next()
+	k, w := la.Next()
 	if end == moveCommit {
-		if k == sqlscan.Word {
+		if k == sqlscan.Word && !startsMove(w) {
 			l = la // the transaction's name, which COMMIT ignores
 		}
 		return end, l
@@ -352,6 +352,17 @@ func tsqlEnd(l sqlscan.Lexer, end txMove) (txMove, sqlscan.Lexer) {
 		return end, l
 	}
 	return moveNone, l
+}
+
+// startsMove reports a word that starts a statement moveOf reads, and so
+// is no transaction's name: T-SQL reserves them.
+func startsMove(w string) bool {
+	for _, x := range [...]string{"begin", "commit", "rollback", "set", "save"} {
+		if sqlscan.EqualFold(w, x) {
+			return true
+		}
+	}
+	return false
 }
 
 // xaMove reads the rest of a MySQL XA statement.

@@ -101,6 +101,7 @@ func TestTxDialectWalk(t *testing.T) {
 		{"rollback ends every level", family.SQLServer, []step{ok("BEGIN TRAN"), ok("BEGIN TRAN"), ok("ROLLBACK")}, []bool{true, true, false}},
 		{"rollback to a name may be a savepoint", family.SQLServer, []step{ok("BEGIN TRAN"), ok("SAVE TRAN s"), ok("ROLLBACK TRAN s"), ok("ROLLBACK TRANSACTION"), ok("BEGIN TRAN"), ok("ROLLBACK WORK")}, []bool{true, true, true, false, true, false}},
 		{"one text, no ';'", family.SQLServer, []step{ok("BEGIN TRAN UPDATE t SET a = 1 COMMIT TRAN t1"), ok("SET NOCOUNT ON BEGIN TRAN")}, []bool{false, true}},
+		{"a begin after a commit's name", family.SQLServer, []step{ok("BEGIN TRAN"), ok("COMMIT TRAN BEGIN TRAN"), ok("COMMIT TRANSACTION t1 BEGIN TRAN t2")}, []bool{true, true, true}},
 		{"an end under control flow", family.SQLServer, []step{ok("BEGIN TRAN"), ok("IF @@TRANCOUNT > 0 COMMIT"), ok("BEGIN TRY UPDATE t SET a = 1 COMMIT END TRY BEGIN CATCH ROLLBACK END CATCH"), ok("COMMIT")}, []bool{true, true, true, false}},
 		{"a block is no transaction", family.SQLServer, []step{ok("BEGIN UPDATE t SET a = 1 END")}, []bool{false}},
 		{"implicit transactions are sticky", family.SQLServer, []step{ok("SET IMPLICIT_TRANSACTIONS ON"), ok("COMMIT"), ok("SET IMPLICIT_TRANSACTIONS OFF")}, []bool{true, true, false}},
