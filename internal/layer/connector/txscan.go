@@ -31,6 +31,7 @@ type txDialect struct {
 	// TRY); only BEGIN TRAN[SACTION] and BEGIN DISTRIBUTED TRAN[SACTION]
 	// begin a transaction. Else BEGIN, whatever follows, begins one.
 	blockBegin bool
+	startTx    bool // START TRANSACTION begins one (not T-SQL)
 	nests      bool // BEGIN TRAN inside a transaction nests (@@TRANCOUNT): COMMIT ends one level
 	pgEnds     bool // END and ABORT end a transaction, PREPARE TRANSACTION takes it from the session (PostgreSQL)
 	autocommit bool // SET autocommit = 0|OFF keeps the session in a transaction until = 1|ON (MySQL)
@@ -47,10 +48,10 @@ type txDialect struct {
 // know (Other) gets every way of beginning a transaction, nesting, and
 // only the ends every family reads alike (COMMIT, ROLLBACK).
 var txDialects = [...]txDialect{
-	family.Other:     {nests: true, autocommit: true, implicit: true, xa: true},
+	family.Other:     {startTx: true, nests: true, autocommit: true, implicit: true, xa: true},
 	family.SQLServer: {anywhere: true, blockBegin: true, nests: true, implicit: true, resetEnds: true},
-	family.MySQL:     {mysql: true, autocommit: true, offCommits: true, xa: true},
-	family.Postgres:  {pgEnds: true},
+	family.MySQL:     {mysql: true, startTx: true, autocommit: true, offCommits: true, xa: true},
+	family.Postgres:  {startTx: true, pgEnds: true},
 }
 
 // dialectOf returns the dialect of fam.
@@ -255,7 +256,7 @@ func (d *txDialect) moveOf(w string, l sqlscan.Lexer) (txMove, sqlscan.Lexer) {
 		if !d.blockBegin || nextWord(&l, "tran", "transaction", "distributed") {
 			return moveBegin, l
 		}
-	case sqlscan.EqualFold(w, "start"):
+	case d.startTx && sqlscan.EqualFold(w, "start"):
 		if nextWord(&l, "transaction") {
 			return moveBegin, l
 		}

@@ -43,7 +43,7 @@ func TestTxDialectMayBegin(t *testing.T) {
 			"BEGIN TRY SELECT 1 END TRY BEGIN CATCH SELECT 2 END CATCH": false, "BEGIN SELECT 1 END": false,
 			"BEGIN": false, "SET IMPLICIT_TRANSACTIONS OFF": false, "SET NOCOUNT ON": false,
 			"UPDATE transactions SET a = 1": false, "SELECT 'BEGIN TRAN'": false, "SELECT [begin tran]": false,
-			"UPDATE t SET a = 1": false, "SELECT * FROM dbo.Transfers": false,
+			"UPDATE t SET a = 1": false, "SELECT * FROM dbo.Transfers": false, "START TRANSACTION": false,
 		},
 		family.Other: {
 			"BEGIN": true, "BEGIN TRY": true, "BEGIN TRAN": true, "BEGIN IMMEDIATE": true,
@@ -149,4 +149,28 @@ func BenchmarkTxDialectMayBegin(b *testing.B) {
 			})
 		}
 	}
+}
+
+// Any text: nothing panics, and the quick test never misses a text the
+// full reading finds beginning a transaction (its shortcuts only skip
+// texts that cannot begin one).
+func FuzzTxDialect(f *testing.F) {
+	for _, q := range []string{
+		"BEGIN", "START TRANSACTION", "SET autocommit = 0, names utf8", "SET ANSI_NULLS, IMPLICIT_TRANSACTIONS ON",
+		"SELECT 1; BEGIN", "BEGIN TRY SELECT 1 END TRY", "COMMIT TRAN t BEGIN TRAN", "/* x */ (begin", "xa start 'x'",
+		"SET @@session.autocommit := (1)", "ROLLBACK TO s; ROLLBACK", "\xEF\xBB\xBFbegin", "SET ANSI_DEFAULTS ON", "'", "$$",
+	} {
+		f.Add(q)
+	}
+	f.Fuzz(func(t *testing.T, q string) {
+		for _, fam := range []family.Family{family.Other, family.SQLServer, family.MySQL, family.Postgres} {
+			d := dialectOf(fam)
+			full := d.walk(q, txState{}, true).in()
+			if full && !d.mayBegin(q) {
+				t.Fatalf("%s: %q begins a transaction, the quick test says it cannot", fam, q)
+			}
+			st := d.walk(q, txState{open: 1}, false)
+			_ = d.walk(q, st, true)
+		}
+	})
 }
