@@ -124,6 +124,28 @@ func (s txState) apply(m txMove, d *txDialect, failed bool) txState {
 // absence of BEGIN and of the two SET options, without a scan and
 // without allocating.
 func (d *txDialect) mayBegin(q string) bool {
+	if !d.anywhere && len(q) > 0 && !mayStart[q[0]] && strings.IndexByte(q, ';') < 0 {
+		return false // the common case, inlined: a first word such as UPDATE or SELECT, one statement
+	}
+	return d.mayBeginRead(q)
+}
+
+// mayStart holds the bytes a text that may begin a transaction can start
+// with: the first letters of BEGIN, START, SET and XA, and every byte
+// that is no ASCII word byte (white space, a comment, a parenthesis, a
+// byte order mark).
+var mayStart = func() (t [256]bool) {
+	for c := range t {
+		t[c] = !sqlscan.IsWordByte(byte(c))
+	}
+	for _, c := range "bBsSxX" {
+		t[c] = true
+	}
+	return t
+}()
+
+// mayBeginRead is mayBegin past its first test.
+func (d *txDialect) mayBeginRead(q string) bool {
 	if d.anywhere {
 		if !hasTranHint(q) {
 			return false

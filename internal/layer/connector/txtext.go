@@ -24,16 +24,19 @@ type txStatuser interface{ TxStatus() byte }
 // inTextTx reports whether the session is in a transaction that BeginTx
 // did not begin: where the driver tells, its word; else the texts'.
 func (cn *conn) inTextTx() bool {
-	if cn.text.driver != nil {
-		return cn.text.driver.TxStatus() != 'I'
+	if d := cn.text.driver; d != nil {
+		return d.TxStatus() != 'I'
 	}
-	return cn.text.state.in()
+	return cn.text.state != txState{}
 }
 
 // textControl reports whether query runs once and is noted for the
 // session's text transaction (noteText): in one (in), or when query
 // may begin one.
 func (cn *conn) textControl(query string) (control, in bool) {
+	if cn.text.driver == nil && cn.text.state == (txState{}) {
+		return cn.dialect.mayBegin(query), false // the common case, inlined
+	}
 	in = cn.inTextTx()
 	return in || cn.dialect.mayBegin(query), in
 }
