@@ -125,7 +125,7 @@ func (s txState) apply(m txMove, d *txDialect, failed bool) txState {
 // without allocating.
 func (d *txDialect) mayBegin(q string) bool {
 	if !d.anywhere && len(q) > 0 && !mayStart[q[0]] && strings.IndexByte(q, ';') < 0 {
-		return false // the common case, inlined: a first word such as UPDATE or SELECT, one statement
+		return false // the common case: a first word such as UPDATE or SELECT, one statement
 	}
 	return d.mayBeginRead(q)
 }

@@ -35,7 +35,7 @@ func (cn *conn) inTextTx() bool {
 // may begin one.
 func (cn *conn) textControl(query string) (control, in bool) {
 	if cn.text.driver == nil && cn.text.state == (txState{}) {
-		return cn.dialect.mayBegin(query), false // the common case, inlined
+		return cn.dialect.mayBegin(query), false // the common case: in none
 	}
 	in = cn.inTextTx()
 	return in || cn.dialect.mayBegin(query), in
