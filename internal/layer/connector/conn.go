@@ -23,11 +23,11 @@ type conn struct {
 	queryer   driver.QueryerContext
 	queryOld  driver.Queryer
 
-	tx        *tx    // the transaction running on the connection, nil outside one
-	text      txText // a transaction BeginTx did not begin (txtext.go)
-	dialect   *txDialect
-	gen       uint64 // how many times the connection was replaced (revive); statements re-prepare after
-	skipsArgs bool   // the driver answered driver.ErrSkip to a statement with arguments (go-sql-driver/mysql without interpolateParams): database/sql prepares those
+	tx        *tx        // the transaction running on the connection, nil outside one
+	text      txText     // a transaction BeginTx did not begin (txtext.go)
+	dialect   *txDialect // how the family's statement texts begin and end one (txscan.go)
+	gen       uint64     // how many times the connection was replaced (revive); statements re-prepare after
+	skipsArgs bool       // the driver answered driver.ErrSkip to a statement with arguments (go-sql-driver/mysql without interpolateParams): database/sql prepares those
 	broken    atomic.Bool
 }
 
