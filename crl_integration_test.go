@@ -14,8 +14,9 @@ import (
 	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
-	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -59,7 +60,13 @@ func TestResetStormMakesTheJDBCLoginCount(t *testing.T) {
 type realDB struct {
 	name, env, driver string
 	// rules retries its deadlock victims; params make PostgreSQL detect a
-	// deadlock soon (deadlock_timeout) on the crl pool's connections.
+	// deadlock on the crl pool's connections (deadlock_timeout) well
+	// before the holder's session does (slowDetection), and late enough
+	// that the cycle is closed when the check runs, on a loaded machine too.
+	// PostgreSQL's retry waits longer than MariaDB's: InnoDB hands the
+	// victim's row to the waiting holder as it rolls back, PostgreSQL's
+	// holder must wake and take it, and a retry that takes it first on a
+	// loaded machine closes the same cycle again.
 	rules, params string
 	// lockBoth locks rows 1 and 2 of table, 1 first, in one statement
 	// that writes (UPDATE) or reads (SELECT … FOR UPDATE, one aggregate
@@ -78,7 +85,7 @@ var realDBs = []realDB{
 			}
 			return "SELECT SUM(v) FROM " + tb + " WHERE id IN (1, 2) FOR UPDATE"
 		}},
-	{name: "postgres", env: "CRL_POSTGRES_DSN", driver: "pgx", rules: "{40P01:2,10ms*1}", params: "deadlock_timeout=300ms",
+	{name: "postgres", env: "CRL_POSTGRES_DSN", driver: "pgx", rules: "{40P01:2,200ms*1}", params: "deadlock_timeout=1s",
 		slowDetection: "SET deadlock_timeout = '10s'",
 		lockBoth: func(tb string, write bool) string {
 			if write {
@@ -168,30 +175,8 @@ func TestRealDeadlockOnAnAutocommitStatementIsRetried(t *testing.T) {
 
 					ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 					defer cancel()
-					holder, err := admin.Conn(ctx)
-					require.NoError(t, err)
-					defer holder.Close()
-					if d.slowDetection != "" {
-						_, err = holder.ExecContext(ctx, d.slowDetection)
-						require.NoError(t, err)
-					}
-					tx, err := holder.BeginTx(ctx, nil)
-					require.NoError(t, err)
-					_, err = tx.ExecContext(ctx, "UPDATE "+tb+" SET v = v + 1 WHERE id = 2")
-					require.NoError(t, err)
-					if d.driver == "mysql" { // weigh the holder down: InnoDB picks the lighter victim
-						_, err = tx.ExecContext(ctx, "CREATE TEMPORARY TABLE "+tb+"_w (n INT)")
-						require.NoError(t, err)
-						_, err = tx.ExecContext(ctx, "INSERT INTO "+tb+"_w SELECT seq FROM seq_1_to_2000")
-						require.NoError(t, err)
-					}
-					done := make(chan error, 1)
-					go func() { done <- k.run(ctx, db, d.lockBoth(tb, k.write)) }()
-					time.Sleep(150 * time.Millisecond) // the statement now holds row 1 and waits for row 2
-					_, err = tx.ExecContext(ctx, "UPDATE "+tb+" SET v = v + 1 WHERE id = 1")
-					require.NoError(t, err, "the holder is not the victim")
-					require.NoError(t, tx.Commit())
-					require.NoError(t, <-done, "the victim was retried")
+					err = realDeadlock(t, ctx, d, admin, tb, func() error { return k.run(ctx, db, d.lockBoth(tb, k.write)) })
+					require.NoError(t, err, "the victim was retried")
 					assert.Equal(t, int64(1), obs.n.Load(), "retries")
 
 					want := int64(1)
@@ -206,6 +191,266 @@ func TestRealDeadlockOnAnAutocommitStatementIsRetried(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// realDeadlock makes victim a real deadlock victim on d: a holder
+// transaction on admin locks row 2 of table; victim, which takes row 1,
+// asks for row 2; the holder then asks for row 1, which closes the
+// cycle. The server picks victim (InnoDB: the holder has written more;
+// PostgreSQL: victim's session detects first, its deadlock_timeout
+// shorter than the holder's). It returns victim's error once the holder
+// has committed.
+func realDeadlock(t *testing.T, ctx context.Context, d realDB, admin *sql.DB, table string, victim func() error) error {
+	t.Helper()
+	tx := holdRow2(t, ctx, d, admin, table)
+	done := make(chan error, 1)
+	go func() { done <- victim() }()
+	time.Sleep(300 * time.Millisecond) // victim now holds row 1 and waits for row 2
+	_, err := tx.ExecContext(ctx, "UPDATE "+table+" SET v = v + 1 WHERE id = 1")
+	require.NoError(t, err, "the holder is not the victim")
+	require.NoError(t, tx.Commit())
+	return <-done
+}
+
+// realDeadlockClosedBy is realDeadlock for a victim whose transaction
+// already holds row 1: the holder asks for row 1 first, and victim, asking
+// for row 2, closes the cycle (so PostgreSQL's check, which runs once per
+// wait, finds it in victim's session).
+func realDeadlockClosedBy(t *testing.T, ctx context.Context, d realDB, admin *sql.DB, table string, victim func() error) error {
+	t.Helper()
+	tx := holdRow2(t, ctx, d, admin, table)
+	held := make(chan error, 1)
+	go func() {
+		_, err := tx.ExecContext(ctx, "UPDATE "+table+" SET v = v + 1 WHERE id = 1")
+		held <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // the holder now waits for row 1
+	done := make(chan error, 1)
+	go func() { done <- victim() }()
+	require.NoError(t, <-held, "the holder is not the victim")
+	require.NoError(t, tx.Commit())
+	return <-done
+}
+
+// holdRow2 begins the holder's transaction of realDeadlock on admin: row
+// 2 of table written, and on MariaDB weighed down so that InnoDB picks
+// the other side as the victim; on PostgreSQL its session detects
+// deadlocks late (slowDetection). The transaction's connection goes back
+// to admin's pool at the test's end.
+func holdRow2(t *testing.T, ctx context.Context, d realDB, admin *sql.DB, table string) *sql.Tx {
+	t.Helper()
+	holder, err := admin.Conn(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { holder.Close() })
+	if d.slowDetection != "" {
+		_, err = holder.ExecContext(ctx, d.slowDetection)
+		require.NoError(t, err)
+	}
+	tx, err := holder.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	_, err = tx.ExecContext(ctx, "UPDATE "+table+" SET v = v + 1 WHERE id = 2")
+	require.NoError(t, err)
+	if d.driver == "mysql" {
+		weight := fmt.Sprintf("%s_w%d", table, rand.IntN(1e6))
+		_, err = tx.ExecContext(ctx, "CREATE TEMPORARY TABLE "+weight+" (n INT)")
+		require.NoError(t, err)
+		_, err = tx.ExecContext(ctx, "INSERT INTO "+weight+" SELECT seq FROM seq_1_to_2000")
+		require.NoError(t, err)
+	}
+	return tx
+}
+
+// A transaction begun as statement text on a *sql.Conn of a crl pool, on
+// a real server, with a real deadlock: the statement the server chose as
+// the victim ran once (server-side count), the caller gets the driver's
+// own deadlock error, and after its ROLLBACK nothing of the transaction
+// is applied: on MariaDB the victim's re-run alone would commit it in
+// autocommit after InnoDB rolled the transaction back (half of it
+// applied), on PostgreSQL it would meet the aborted transaction (25P02
+// instead of 40P01). After the end (and SET autocommit=1) a deadlock
+// victim is retried again. On MariaDB the victim has an argument, so
+// go-sql-driver/mysql has database/sql prepare it: the prepared path.
+func TestRealTextTransactionIsNotRetriedAlone(t *testing.T) {
+	for _, c := range []struct {
+		db         string
+		begin, end []string
+	}{
+		{"mariadb", []string{"START TRANSACTION"}, []string{"ROLLBACK"}},
+		{"mariadb", []string{"SET autocommit=0", "COMMIT"}, []string{"ROLLBACK", "SET autocommit=1"}},
+		{"postgres", []string{"BEGIN"}, []string{"ROLLBACK"}},
+		{"postgres", []string{"START TRANSACTION ISOLATION LEVEL READ COMMITTED"}, []string{"END"}},
+	} {
+		t.Run(c.db+"/"+c.begin[0], func(t *testing.T) {
+			d := realDBNamed(t, c.db)
+			dsn := d.dsn(t)
+			admin, err := sql.Open(d.driver, os.Getenv(d.env))
+			require.NoError(t, err)
+			defer admin.Close()
+			tb := realTable(t, admin)
+			obs := &retryCount{}
+			db, err := crl.Open(d.driver, dsn, crl.WithRetryExec(d.rules), config.WithObserver(obs))
+			require.NoError(t, err)
+			defer db.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			conn, err := db.Conn(ctx)
+			require.NoError(t, err)
+			defer conn.Close()
+
+			first, victim, executions := textStatements(t, ctx, d, admin, conn, tb)
+			before := executions()
+			for _, q := range c.begin {
+				_, err = conn.ExecContext(ctx, q)
+				require.NoError(t, err)
+			}
+			require.NoError(t, first())
+			err = realDeadlockClosedBy(t, ctx, d, admin, tb, victim)
+			assertDeadlock(t, d, err)
+			assert.Zero(t, obs.n.Load(), "retries")
+			for _, q := range c.end {
+				_, err = conn.ExecContext(ctx, q)
+				require.NoError(t, err)
+			}
+			assert.Equal(t, before+2, executions(), "each statement of the transaction ran once")
+			assertRows(t, admin, tb, 1, 1) // the holder's writes only
+
+			err = realDeadlock(t, ctx, d, admin, tb, func() error {
+				_, err := conn.ExecContext(ctx, d.lockBoth(tb, true))
+				return err
+			})
+			require.NoError(t, err, "retried again after the end")
+			assert.Equal(t, int64(1), obs.n.Load(), "retries")
+			assertRows(t, admin, tb, 12, 12)
+		})
+	}
+}
+
+// A transaction that pgx began below the layer (through crl.Unwrap in
+// (*sql.Conn).Raw), which no statement text showed: pgx's TxStatus says
+// so, and the statement that fails with 40P01 in it runs once.
+func TestRealPgxTransactionTheTextDidNotShow(t *testing.T) {
+	d := realDBNamed(t, "postgres")
+	dsn := d.dsn(t)
+	admin, err := sql.Open(d.driver, dsn)
+	require.NoError(t, err)
+	defer admin.Close()
+	fn := fmt.Sprintf("crl_fail_%d_%d", time.Now().UnixNano()%1e9, rand.IntN(1000))
+	_, err = admin.Exec("CREATE SEQUENCE " + fn + "_seq")
+	require.NoError(t, err)
+	defer admin.Exec("DROP SEQUENCE " + fn + "_seq") //nolint:errcheck // best effort
+	_, err = admin.Exec("CREATE FUNCTION " + fn + "() RETURNS int LANGUAGE plpgsql AS $$ BEGIN PERFORM nextval('" + fn +
+		"_seq'); RAISE EXCEPTION 'deadlock detected (injected)' USING ERRCODE = '40P01'; END $$")
+	require.NoError(t, err)
+	defer admin.Exec("DROP FUNCTION " + fn) //nolint:errcheck // best effort
+
+	db, err := crl.Open(d.driver, dsn, crl.WithRetryExec(d.rules))
+	require.NoError(t, err)
+	defer db.Close()
+	ctx := context.Background()
+	conn, err := db.Conn(ctx)
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.Raw(func(dc any) error {
+		_, err := crl.Unwrap(dc).(*stdlib.Conn).Conn().Exec(ctx, "BEGIN")
+		return err
+	}))
+	_, err = conn.ExecContext(ctx, "SELECT "+fn+"()")
+	assertDeadlock(t, d, err)
+	_, err = conn.ExecContext(ctx, "ROLLBACK")
+	require.NoError(t, err)
+	var n int64
+	require.NoError(t, admin.QueryRow("SELECT last_value FROM "+fn+"_seq").Scan(&n))
+	assert.Equal(t, int64(1), n, "executions")
+}
+
+// realDBNamed returns the real server of realDBs named name.
+func realDBNamed(t *testing.T, name string) realDB {
+	t.Helper()
+	for _, d := range realDBs {
+		if d.name == name {
+			return d
+		}
+	}
+	t.Fatalf("no real server %q", name)
+	return realDB{}
+}
+
+// realTable creates a table of the tests' own with rows 1 and 2 at 0,
+// dropped at the test's end, and returns its name.
+func realTable(t *testing.T, admin *sql.DB) string {
+	t.Helper()
+	tb := fmt.Sprintf("crl_tt_%d_%d", time.Now().UnixNano()%1e9, rand.IntN(1000))
+	_, err := admin.Exec("CREATE TABLE " + tb + " (id INT PRIMARY KEY, v INT NOT NULL)")
+	require.NoError(t, err)
+	t.Cleanup(func() { admin.Exec("DROP TABLE " + tb) }) //nolint:errcheck // best effort
+	_, err = admin.Exec("INSERT INTO " + tb + " (id, v) VALUES (1, 0), (2, 0)")
+	require.NoError(t, err)
+	return tb
+}
+
+// textStatements returns the two statements of
+// TestRealTextTransactionIsNotRetriedAlone's transaction, run on conn:
+// the first writes row 1, the second row 2 (the server picks it as the
+// deadlock victim); and how many statements of theirs the server has
+// executed: on MariaDB the session's count of UPDATE statements, on
+// PostgreSQL a sequence each advances before it waits for its row.
+func textStatements(t *testing.T, ctx context.Context, d realDB, admin *sql.DB, conn *sql.Conn, tb string) (first, victim func() error, executions func() int64) {
+	t.Helper()
+	exec := func(q string, args ...any) func() error {
+		return func() error { _, err := conn.ExecContext(ctx, q, args...); return err }
+	}
+	if d.driver == "mysql" {
+		executions = func() int64 {
+			var name string
+			var n int64
+			require.NoError(t, conn.QueryRowContext(ctx, "SHOW SESSION STATUS LIKE 'Com_update'").Scan(&name, &n))
+			return n
+		}
+		return exec("UPDATE " + tb + " SET v = v + 100 WHERE id = 1"),
+			exec("UPDATE "+tb+" SET v = v + ? WHERE id = 2", 10), executions
+	}
+	seq := tb + "_seq"
+	_, err := admin.Exec("CREATE SEQUENCE " + seq)
+	require.NoError(t, err)
+	t.Cleanup(func() { admin.Exec("DROP SEQUENCE " + seq) }) //nolint:errcheck // best effort
+	executions = func() int64 {
+		var n int64
+		var called bool
+		require.NoError(t, admin.QueryRowContext(ctx, "SELECT last_value, is_called FROM "+seq).Scan(&n, &called))
+		if !called {
+			return 0
+		}
+		return n
+	}
+	return exec("UPDATE " + tb + " SET v = v + 100 WHERE id = 1 AND nextval('" + seq + "') > 0"),
+		exec("UPDATE " + tb + " SET v = v + 10 WHERE id = 2 AND nextval('" + seq + "') > 0"), executions
+}
+
+// assertDeadlock asserts that err is d's deadlock error, the driver's own
+// value: *mysql.MySQLError 1213, *pgconn.PgError 40P01.
+func assertDeadlock(t *testing.T, d realDB, err error) {
+	t.Helper()
+	if d.driver == "mysql" {
+		me, ok := err.(*gomysql.MySQLError)
+		if assert.True(t, ok, "the driver's own *mysql.MySQLError, got %T: %v", err, err) {
+			assert.Equal(t, uint16(1213), me.Number)
+		}
+		return
+	}
+	pe, ok := err.(*pgconn.PgError)
+	if assert.True(t, ok, "the driver's own *pgconn.PgError, got %T: %v", err, err) {
+		assert.Equal(t, "40P01", pe.Code)
+	}
+}
+
+// assertRows asserts the values of rows 1 and 2 of table.
+func assertRows(t *testing.T, admin *sql.DB, table string, want1, want2 int64) {
+	t.Helper()
+	for id, want := range map[int]int64{1: want1, 2: want2} {
+		var v int64
+		require.NoError(t, admin.QueryRow(fmt.Sprintf("SELECT v FROM %s WHERE id = %d", table, id)).Scan(&v))
+		assert.Equal(t, want, v, "row %d", id)
 	}
 }
 

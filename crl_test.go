@@ -164,6 +164,58 @@ func TestAStatementInATransactionIsNotRetriedAlone(t *testing.T) {
 	assert.Equal(t, 1, srv.Count(update))
 }
 
+// A transaction begun as statement text on a *sql.Conn (BEGIN TRAN, SET
+// IMPLICIT_TRANSACTIONS ON) is one too: its statements run once, and the
+// deadlock victim's error is the driver's own mssql.Error; COMMIT does not
+// end implicit transactions, OFF after the transaction's end does, and
+// statements are retried again.
+func TestAStatementInATextTransactionIsNotRetriedAlone(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name  string
+		begin []string // the transaction's beginning, then statements still in it
+		end   []string // what ends it
+	}{
+		{"BEGIN TRAN", []string{"BEGIN TRAN"}, []string{"ROLLBACK"}},
+		{"BEGIN TRANSACTION, nested", []string{"BEGIN TRANSACTION", "BEGIN TRAN", "COMMIT"}, []string{"COMMIT TRAN"}},
+		{"SET IMPLICIT_TRANSACTIONS ON", []string{"SET IMPLICIT_TRANSACTIONS ON", "COMMIT"}, []string{"ROLLBACK", "SET IMPLICIT_TRANSACTIONS OFF"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := mssqltest.NewServer(t)
+			db, _ := open(t, srv, "&retryExec={1205:3,0%2B0}")
+			conn, err := db.Conn(ctx)
+			require.NoError(t, err)
+			defer conn.Close()
+			srv.Reset()
+			srv.Handle(update, mssqltest.Error(1205))
+			for _, q := range c.begin {
+				_, err = conn.ExecContext(ctx, q)
+				require.NoError(t, err)
+			}
+			_, err = conn.ExecContext(ctx, update)
+			requireNumber(t, err, 1205)
+			_, isValue := err.(mssql.Error)
+			assert.True(t, isValue, "the driver's own value, got %T", err)
+			assert.Equal(t, 1, srv.Count(update), "run once")
+			var b int64
+			srv.Handle(read, mssqltest.Error(1205))
+			requireNumber(t, conn.QueryRowContext(ctx, read).Scan(&b), 1205)
+			assert.Equal(t, 1, srv.Count(read), "a query too")
+			for _, q := range c.end {
+				_, err = conn.ExecContext(ctx, q)
+				require.NoError(t, err)
+			}
+			want := append(append(append([]string{}, c.begin...), update, read), c.end...)
+			assert.Equal(t, want, srv.Statements(), "nothing ran again, in or out of the transaction")
+
+			srv.Handle(update, mssqltest.Error(1205), mssqltest.Affected(1))
+			_, err = conn.ExecContext(ctx, update)
+			require.NoError(t, err, "retried again after the end")
+			assert.Equal(t, 3, srv.Count(update))
+		})
+	}
+}
+
 func TestRunInTxRetriesTheWholeTransaction(t *testing.T) {
 	srv := mssqltest.NewServer(t)
 	db, clock := open(t, srv, "&retryExec={1205:3,1:update}")

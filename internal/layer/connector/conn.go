@@ -25,9 +25,11 @@ type conn struct {
 	queryer   driver.QueryerContext
 	queryOld  driver.Queryer
 
-	tx        *tx    // the transaction running on the connection, nil outside one
-	gen       uint64 // how many times the connection was replaced (revive); statements re-prepare after
-	skipsArgs bool   // the driver answered driver.ErrSkip to a statement with arguments (go-sql-driver/mysql without interpolateParams): database/sql prepares those
+	tx        *tx        // the transaction running on the connection, nil outside one
+	text      txText     // a transaction BeginTx did not begin (txtext.go)
+	dialect   *txDialect // how the family's statement texts begin and end one (txscan.go)
+	gen       uint64     // how many times the connection was replaced (revive); statements re-prepare after
+	skipsArgs bool       // the driver answered driver.ErrSkip to a statement with arguments (go-sql-driver/mysql without interpolateParams): database/sql prepares those
 	broken    atomic.Bool
 }
 
@@ -44,14 +46,15 @@ var (
 )
 
 func newConn(inner driver.Conn, c *Connector) *conn {
-	cn := &conn{c: c, r: c.retrier}
+	cn := &conn{c: c, r: c.retrier, dialect: c.dialect}
 	cn.use(inner)
 	return cn
 }
 
-// use makes inner the connection under cn.
+// use makes inner, a new session, the connection under cn.
 func (cn *conn) use(inner driver.Conn) {
 	cn.inner = inner
+	cn.newSession(inner)
 	cn.execer, _ = inner.(driver.ExecerContext)
 	cn.execerOld, _ = inner.(driver.Execer) //nolint:staticcheck // database/sql's fallback too
 	cn.queryer, _ = inner.(driver.QueryerContext)
@@ -63,20 +66,28 @@ func (cn *conn) use(inner driver.Conn) {
 func (cn *conn) driverConn() driver.Conn { return cn.inner }
 
 // alone reports whether a statement run with ctx runs once, recorded,
-// instead of under the statement loop: inside a transaction, or in a unit.
+// instead of under the statement loop: inside a transaction that BeginTx
+// began, or in a unit. A transaction begun as statement text counts too
+// (textControl, asked first).
 func (cn *conn) alone(ctx context.Context) bool {
 	return cn.tx != nil || ctx.Value(unitKey{}) != nil // only a *Unit is stored under the key
 }
 
 // record records the outcome of a statement run alone: in the unit of
-// the connection's transaction, else in the unit ctx carries.
+// the connection's transaction (BeginTx's, else the one begun as text),
+// else in the unit ctx carries.
 func (cn *conn) record(ctx context.Context, query string, err error) {
 	if err != nil {
 		cn.noteBroken(err)
 	}
 	u := UnitOf(ctx)
-	if cn.tx != nil && cn.tx.unit != nil {
-		u = cn.tx.unit
+	switch {
+	case cn.tx != nil:
+		if cn.tx.unit != nil {
+			u = cn.tx.unit
+		}
+	case cn.text.unit != nil && cn.inTextTx():
+		u = cn.text.unit
 	}
 	if u != nil {
 		u.statement(cn.r, query, err)
@@ -169,16 +180,17 @@ func (cn *conn) prepareInner(ctx context.Context, query string) (driver.Stmt, er
 }
 
 // ExecContext runs query: under the statement loop outside a transaction
-// and a unit, else once. A connection without ExecerContext or Execer
-// answers driver.ErrSkip: database/sql then prepares the statement.
+// (begun by BeginTx or as text) and a unit, else once. A connection
+// without ExecerContext or Execer answers driver.ErrSkip: database/sql
+// then prepares the statement.
 func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	if cn.execer == nil && cn.execerOld == nil || cn.skipsArgs && len(args) > 0 {
 		return nil, driver.ErrSkip
 	}
-	if cn.alone(ctx) {
+	if text, in := cn.textControl(query); text || cn.alone(ctx) {
 		res, err := cn.execInner(ctx, query, args)
 		if err != driver.ErrSkip {
-			cn.record(ctx, query, err)
+			cn.ranOnce(ctx, query, err, text, in)
 		}
 		return res, err
 	}
@@ -232,19 +244,24 @@ func (cn *conn) noLegacyForm() bool {
 }
 
 // QueryContext runs query: under the statement loop outside a transaction
-// and a unit, its first row read inside each attempt; else once. A
-// connection without QueryerContext or Queryer answers driver.ErrSkip.
+// (begun by BeginTx or as text) and a unit, its first row read inside
+// each attempt; else once. A connection without QueryerContext or
+// Queryer answers driver.ErrSkip.
 func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	if cn.queryer == nil && cn.queryOld == nil || cn.skipsArgs && len(args) > 0 {
 		return nil, driver.ErrSkip
 	}
-	if cn.alone(ctx) {
+	if text, in := cn.textControl(query); text || cn.alone(ctx) {
 		ri, err := cn.queryInner(ctx, query, args)
-		if err != nil {
-			if err != driver.ErrSkip {
-				cn.record(ctx, query, err)
-			}
+		if err == driver.ErrSkip {
 			return nil, err
+		}
+		if err != nil {
+			cn.ranOnce(ctx, query, err, text, in)
+			return nil, err
+		}
+		if text {
+			cn.noteText(ctx, query, nil, in)
 		}
 		return newRows(ctx, ri, cn, query, nil, true), nil
 	}
@@ -392,6 +409,10 @@ func (cn *conn) ResetSession(ctx context.Context) error {
 		return driver.ErrBadConn
 	}
 	cn.tx = nil
+	cn.text.unit = nil
+	if cn.dialect.resetEnds {
+		cn.text.state = txState{} // the driver's reset rolls the session's transaction back
+	}
 	if r, ok := cn.inner.(driver.SessionResetter); ok {
 		return r.ResetSession(ctx)
 	}

@@ -36,6 +36,7 @@ type Connector struct {
 	// commitUnderContext: the driver's Commit and Rollback take no
 	// context, so the layer's transactions end under theirs (commit.go).
 	commitUnderContext bool
+	dialect            *txDialect // how the family's statement texts begin and end transactions (txscan.go)
 }
 
 var (
@@ -47,7 +48,7 @@ var (
 // (its cut-off is inner's business: see Wrap).
 func newConnector(inner driver.Connector, p Pool) *Connector {
 	c := &Connector{inner: inner, retrier: p.Retrier, owner: p.Owner, readDSN: p.ReadDSN,
-		commitUnderContext: commitIgnoresContext(p.Family)}
+		commitUnderContext: commitIgnoresContext(p.Family), dialect: dialectOf(p.Family)}
 	c.drv = &Driver{c: c}
 	return c
 }

@@ -8,14 +8,15 @@ import (
 )
 
 // stmt is a prepared statement of the driver layer: its executions run
-// under the statement loop outside a transaction and a unit, as the
-// connection's statements do. After the connection was replaced (revive)
-// it is prepared again on the new one.
+// under the statement loop outside a transaction (begun by BeginTx or as
+// text) and a unit, as the connection's statements do. After the
+// connection was replaced (revive) it is prepared again on the new one.
 type stmt struct {
-	inner driver.Stmt
-	cn    *conn
-	query string
-	gen   uint64 // the connection's gen it was prepared on
+	inner    driver.Stmt
+	cn       *conn
+	query    string
+	gen      uint64 // the connection's gen it was prepared on
+	mayBegin bool   // query may begin a transaction (txDialect.mayBegin), read once
 }
 
 var (
@@ -37,7 +38,7 @@ func (s stmtConverter) ColumnConverter(idx int) driver.ValueConverter {
 }
 
 func newStmt(si driver.Stmt, cn *conn, query string) driver.Stmt {
-	s := &stmt{inner: si, cn: cn, query: query, gen: cn.gen}
+	s := &stmt{inner: si, cn: cn, query: query, gen: cn.gen, mayBegin: cn.dialect.mayBegin(query)}
 	if _, ok := si.(driver.ColumnConverter); ok { //nolint:staticcheck // database/sql asks for it
 		return stmtConverter{s}
 	}
@@ -71,12 +72,19 @@ func (s *stmt) Query(args []driver.Value) (driver.Rows, error) {
 	return s.QueryContext(context.Background(), namedValues(args))
 }
 
+// textControl is conn.textControl for the statement's query, whose
+// reading was done when it was prepared.
+func (s *stmt) textControl() (control, in bool) {
+	in = s.cn.inTextTx()
+	return in || s.mayBegin, in
+}
+
 // ExecContext executes the statement: under the statement loop outside a
-// transaction and a unit, else once.
+// transaction (begun by BeginTx or as text) and a unit, else once.
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	if s.cn.alone(ctx) {
+	if text, in := s.textControl(); text || s.cn.alone(ctx) {
 		res, err := s.execInner(ctx, args)
-		s.cn.record(ctx, s.query, err)
+		s.cn.ranOnce(ctx, s.query, err, text, in)
 		return res, err
 	}
 	return core.Retry(ctx, s.cn.r, s.query, func(ctx context.Context) (driver.Result, error) {
@@ -92,14 +100,17 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 }
 
 // QueryContext runs the statement's query: under the statement loop
-// outside a transaction and a unit, its first row read inside each
-// attempt; else once.
+// outside a transaction (begun by BeginTx or as text) and a unit, its
+// first row read inside each attempt; else once.
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	if s.cn.alone(ctx) {
+	if text, in := s.textControl(); text || s.cn.alone(ctx) {
 		ri, err := s.queryInner(ctx, args)
 		if err != nil {
-			s.cn.record(ctx, s.query, err)
+			s.cn.ranOnce(ctx, s.query, err, text, in)
 			return nil, err
+		}
+		if text {
+			s.cn.noteText(ctx, s.query, nil, in)
 		}
 		return newRows(ctx, ri, s.cn, s.query, nil, true), nil
 	}

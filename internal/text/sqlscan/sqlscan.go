@@ -26,6 +26,7 @@ const (
 type Lexer struct {
 	q     string
 	i     int
+	start int // where the token Next returned last begins
 	mysql bool
 }
 
@@ -36,6 +37,7 @@ func New(q string, mysql bool) Lexer { return Lexer{q: q, mysql: mysql} }
 // marks, and for a word its text.
 func (l *Lexer) Next() (Kind, string) {
 	l.skipTrivia()
+	l.start = l.i
 	if l.i >= len(l.q) {
 		return End, ""
 	}
@@ -61,6 +63,11 @@ func (l *Lexer) Next() (Kind, string) {
 	l.i = l.skipOther(i)
 	return Other, ""
 }
+
+// Text returns the text of the token Next returned last: a word, a
+// punctuation byte, or a string or quoted name with its quotes ("" at the
+// end, or before the first Next). It does not allocate.
+func (l *Lexer) Text() string { return l.q[l.start:l.i] }
 
 // skipTrivia moves past white space, comments and byte order marks.
 func (l *Lexer) skipTrivia() {

@@ -52,3 +52,21 @@ func TestLexer(t *testing.T) {
 	assert.Equal(t, []tok{{Other, ""}, {Other, ""}, {Word, "x"}}, read("/* /* */ */ x", true), "MySQL's comments do not nest")
 	assert.Equal(t, []tok{{Other, ""}, {Word, "select"}}, read("[a;b] \uFEFFselect", false))
 }
+
+// Text gives the text of the token just read, whatever its kind, so that
+// a reader can tell one punctuation byte from another.
+func TestLexerText(t *testing.T) {
+	l := New("SET a = 'x;y', b:=1 -- c", true)
+	var got []string
+	for {
+		k, _ := l.Next()
+		if k == End {
+			break
+		}
+		got = append(got, l.Text())
+	}
+	assert.Equal(t, []string{"SET", "a", "=", "'x;y'", ",", "b", ":", "=", "1"}, got)
+	assert.Equal(t, "", l.Text(), "at the end")
+	var zero Lexer
+	assert.Equal(t, "", zero.Text())
+}
