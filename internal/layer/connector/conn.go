@@ -196,6 +196,9 @@ func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.Nam
 
 // execInner runs query on the connection below, as database/sql would.
 func (cn *conn) execInner(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if err := cn.injected(query, Exec); err != nil {
+		return nil, err
+	}
 	if cn.execer == nil {
 		return cn.execLegacy(ctx, query, args)
 	}
@@ -288,6 +291,9 @@ func (cn *conn) queryInner(ctx context.Context, query string, args []driver.Name
 		ri  driver.Rows
 		err error
 	)
+	if err := cn.injected(query, Query); err != nil {
+		return nil, err
+	}
 	if cn.queryer != nil {
 		ri, err = cn.queryer.QueryContext(ctx, query, args)
 	} else {

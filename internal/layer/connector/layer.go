@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/internal/text/redact"
@@ -36,6 +37,9 @@ type Connector struct {
 	// commitUnderContext: the driver's Commit and Rollback take no
 	// context, so the layer's transactions end under theirs (commit.go).
 	commitUnderContext bool
+	// faults are the faults injected into the pool (fault.go); nil
+	// without one.
+	faults atomic.Pointer[faults]
 }
 
 var (
