@@ -155,6 +155,11 @@ func (in *injected) Fail(s connector.Statement) error {
 	return in.err
 }
 
+// Matches reports whether Fail would fail s now.
+func (in *injected) Matches(s connector.Statement) bool {
+	return in.matches(s) && (!in.times || in.left.Load() > 0)
+}
+
 // matches reports whether s is a statement the fault selects.
 func (in *injected) matches(s connector.Statement) bool {
 	if in.kind == AnyStatement && s.Kind == connector.Commit || in.kind != AnyStatement && kinds[in.kind] != s.Kind {

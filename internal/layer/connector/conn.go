@@ -170,9 +170,11 @@ func (cn *conn) prepareInner(ctx context.Context, query string) (driver.Stmt, er
 
 // ExecContext runs query: under the statement loop outside a transaction
 // and a unit, else once. A connection without ExecerContext or Execer
-// answers driver.ErrSkip: database/sql then prepares the statement.
+// answers driver.ErrSkip: database/sql then prepares the statement; so
+// does a statement with arguments that an injected fault would fail
+// (fault.go).
 func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if cn.execer == nil && cn.execerOld == nil || cn.skipsArgs && len(args) > 0 {
+	if cn.execer == nil && cn.execerOld == nil || len(args) > 0 && (cn.skipsArgs || cn.toPrepare(query, Exec)) {
 		return nil, driver.ErrSkip
 	}
 	if cn.alone(ctx) {
@@ -236,9 +238,10 @@ func (cn *conn) noLegacyForm() bool {
 
 // QueryContext runs query: under the statement loop outside a transaction
 // and a unit, its first row read inside each attempt; else once. A
-// connection without QueryerContext or Queryer answers driver.ErrSkip.
+// connection without QueryerContext or Queryer answers driver.ErrSkip, as
+// does a statement with arguments that an injected fault would fail.
 func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	if cn.queryer == nil && cn.queryOld == nil || cn.skipsArgs && len(args) > 0 {
+	if cn.queryer == nil && cn.queryOld == nil || len(args) > 0 && (cn.skipsArgs || cn.toPrepare(query, Query)) {
 		return nil, driver.ErrSkip
 	}
 	if cn.alone(ctx) {

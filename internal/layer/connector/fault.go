@@ -8,13 +8,25 @@ import "sync/atomic"
 // an injected error goes through the same loop, budget, breaker, record
 // and events as the driver's own. Without a fault the set is nil: one
 // atomic load per statement.
+//
+// A statement with arguments that a fault would fail, run by the
+// connection (ExecContext, QueryContext), is answered driver.ErrSkip
+// before its loop starts: database/sql then prepares it and runs the
+// prepared statement, whose execution the fault fails. The connection
+// cannot know before the driver answers whether the driver runs such a
+// statement at all (go-sql-driver/mysql without interpolateParams answers
+// driver.ErrSkip), and a retry that ended in the driver's ErrSkip would
+// return it wrapped, which database/sql does not recognise.
 
 // Fault decides which statements of a pool fail, and with what error,
 // instead of reaching the driver. Fail is called from every goroutine
 // that runs a statement of the pool: it must be safe for concurrent use.
 type Fault interface {
-	// Fail returns the error s gets instead of running, nil to run it.
+	// Fail returns the error s gets instead of running, nil to run it; a
+	// fault that fails a number of statements counts s.
 	Fail(s Statement) error
+	// Matches reports whether Fail would fail s now, counting nothing.
+	Matches(s Statement) bool
 }
 
 // Statement is what a Fault knows of a statement about to run.
@@ -96,11 +108,34 @@ func (cn *conn) injected(query string, k StatementKind) error {
 	if fs == nil {
 		return nil
 	}
-	s := Statement{Query: query, Kind: k, InTx: k == Commit || cn.tx != nil}
+	s := cn.statement(query, k)
 	for _, e := range fs.list {
 		if err := e.f.Fail(s); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// toPrepare reports whether a fault would fail the statement query of
+// kind k, which has arguments and is run by the connection: it is
+// answered driver.ErrSkip, so that the fault fails the prepared
+// statement database/sql runs instead (see above).
+func (cn *conn) toPrepare(query string, k StatementKind) bool {
+	fs := cn.c.faults.Load()
+	if fs == nil {
+		return false
+	}
+	s := cn.statement(query, k)
+	for _, e := range fs.list {
+		if e.f.Matches(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// statement describes the statement query of kind k for the faults.
+func (cn *conn) statement(query string, k StatementKind) Statement {
+	return Statement{Query: query, Kind: k, InTx: k == Commit || cn.tx != nil}
 }

@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"regexp"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -16,11 +18,23 @@ import (
 	"github.com/crl-go/crl/internal/testsupport/optdriver"
 )
 
-// failFunc is a Fault of a type that == cannot compare: removing it must
-// not panic.
-type failFunc func(connector.Statement) error
+// failFunc is a Fault of a type that == cannot compare (removing it must
+// not panic): it fails what err returns an error for, and tells seen of
+// every statement it fails.
+type failFunc struct {
+	err  func(connector.Statement) error
+	seen func(connector.Statement)
+}
 
-func (f failFunc) Fail(s connector.Statement) error { return f(s) }
+func (f failFunc) Fail(s connector.Statement) error {
+	err := f.err(s)
+	if err != nil && f.seen != nil {
+		f.seen(s)
+	}
+	return err
+}
+
+func (f failFunc) Matches(s connector.Statement) bool { return f.err(s) != nil }
 
 // errInjected is the error the tests' faults inject.
 var errInjected = errors.New("injected")
@@ -48,12 +62,14 @@ func TestFaultSeesEveryStatement(t *testing.T) {
 			ctx := context.Background()
 			var mu sync.Mutex
 			var seen []connector.Statement
-			remove := c.AddFault(failFunc(func(s connector.Statement) error {
-				mu.Lock()
-				seen = append(seen, s)
-				mu.Unlock()
-				return errInjected
-			}))
+			remove := c.AddFault(failFunc{
+				err: func(connector.Statement) error { return errInjected },
+				seen: func(s connector.Statement) {
+					mu.Lock()
+					seen = append(seen, s)
+					mu.Unlock()
+				},
+			})
 			_, err := db.ExecContext(ctx, "EXEC ?", 1)
 			require.ErrorIs(t, err, errInjected)
 			_, err = db.QueryContext(ctx, "QUERY")
@@ -99,13 +115,13 @@ func TestFaultsAddAndRemove(t *testing.T) {
 	db, _, c := faultPool(t, false)
 	ctx := context.Background()
 	errFirst, errSecond := errors.New("first"), errors.New("second")
-	removeFirst := c.AddFault(failFunc(func(s connector.Statement) error {
+	removeFirst := c.AddFault(failFunc{err: func(s connector.Statement) error {
 		if s.Query == "ONE" {
 			return errFirst
 		}
 		return nil
-	}))
-	removeSecond := c.AddFault(failFunc(func(connector.Statement) error { return errSecond }))
+	}})
+	removeSecond := c.AddFault(failFunc{err: func(connector.Statement) error { return errSecond }})
 	_, err := db.ExecContext(ctx, "ONE")
 	require.ErrorIs(t, err, errFirst)
 	_, err = db.ExecContext(ctx, "TWO")
@@ -124,7 +140,7 @@ func TestFaultsAddAndRemove(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 50 {
-				c.AddFault(failFunc(func(connector.Statement) error { return nil }))()
+				c.AddFault(failFunc{err: func(connector.Statement) error { return nil }})()
 			}
 		}()
 		go func() {
@@ -136,4 +152,62 @@ func TestFaultsAddAndRemove(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// deadlock is an error that the pools' rule retries (1205).
+type deadlock struct{}
+
+func (deadlock) Error() string         { return "deadlock" }
+func (deadlock) SQLErrorNumber() int32 { return 1205 }
+
+// countdown fails the first n statements it is asked about.
+type countdown struct{ left *atomic.Int64 }
+
+func (c countdown) Fail(connector.Statement) error {
+	if c.left.Add(-1) < 0 {
+		return nil
+	}
+	return deadlock{}
+}
+
+func (c countdown) Matches(connector.Statement) bool { return c.left.Load() > 0 }
+
+// executed is a line of the driver's record of an execution.
+var executed = regexp.MustCompile(`(Exec|Query)(Context)? "`)
+
+// A statement with arguments that a fault fails is retried, and then
+// runs once, whether the driver runs such a statement itself or answers
+// driver.ErrSkip (database/sql prepares it then).
+func TestFaultRetriedWithArguments(t *testing.T) {
+	for _, skipArgs := range []bool{false, true} {
+		t.Run(fmt.Sprintf("skipArgs=%t", skipArgs), func(t *testing.T) {
+			db, d, c := faultPool(t, skipArgs)
+			ctx := context.Background()
+			for _, q := range []string{"UPDATE ?", "SELECT ?"} {
+				left := &atomic.Int64{}
+				left.Store(2)
+				remove := c.AddFault(countdown{left})
+				var err error
+				if q == "UPDATE ?" {
+					_, err = db.ExecContext(ctx, q, 1)
+				} else {
+					var rows *sql.Rows
+					if rows, err = db.QueryContext(ctx, q, 1); err == nil {
+						for rows.Next() {
+						}
+						err = errors.Join(rows.Err(), rows.Close())
+					}
+				}
+				require.NoError(t, err, q)
+				remove()
+			}
+			ran := 0
+			for _, l := range d.Log() {
+				if executed.MatchString(l) {
+					ran++
+				}
+			}
+			assert.Equal(t, 2, ran, "each ran once: %q", d.Log())
+		})
+	}
 }
