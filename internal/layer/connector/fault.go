@@ -102,11 +102,20 @@ func (c *Connector) swapFaults(edit func(old []*faultEntry) []*faultEntry) {
 }
 
 // injected returns the error an injected fault gives the statement
-// query of kind k, nil when none (always, when no fault was injected).
+// query of kind k, nil when none (always, when no fault was injected). It
+// is small enough to be inlined: the success path costs one load.
 func (cn *conn) injected(query string, k StatementKind) error {
+	if cn.c.faults.Load() != nil {
+		return cn.fail(query, k)
+	}
+	return nil
+}
+
+// fail is injected's answer when faults were injected.
+func (cn *conn) fail(query string, k StatementKind) error {
 	fs := cn.c.faults.Load()
 	if fs == nil {
-		return nil
+		return nil // removed since injected looked
 	}
 	s := cn.statement(query, k)
 	for _, e := range fs.list {
@@ -120,11 +129,19 @@ func (cn *conn) injected(query string, k StatementKind) error {
 // toPrepare reports whether a fault would fail the statement query of
 // kind k, which has arguments and is run by the connection: it is
 // answered driver.ErrSkip, so that the fault fails the prepared
-// statement database/sql runs instead (see above).
+// statement database/sql runs instead (see above). Inlined, as injected.
 func (cn *conn) toPrepare(query string, k StatementKind) bool {
+	if cn.c.faults.Load() != nil {
+		return cn.matches(query, k)
+	}
+	return false
+}
+
+// matches is toPrepare's answer when faults were injected.
+func (cn *conn) matches(query string, k StatementKind) bool {
 	fs := cn.c.faults.Load()
 	if fs == nil {
-		return false
+		return false // removed since toPrepare looked
 	}
 	s := cn.statement(query, k)
 	for _, e := range fs.list {
