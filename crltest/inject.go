@@ -119,10 +119,11 @@ func pool(db *sql.DB, f Fault) (*connector.Connector, error) {
 	case f.Times < 0:
 		return nil, fmt.Errorf("crltest: Fault.Times %d, expected 0 (every matching statement) or more", f.Times)
 	}
-	if _, ok := crl.RuntimeOf(db); !ok {
+	if _, ok := crl.RuntimeOf(db); !ok { // nil too
 		return nil, fmt.Errorf("crltest: cannot inject a fault: %w", crl.ErrNotCrlPool)
 	}
-	return db.Driver().(*connector.Driver).Connector(), nil // RuntimeOf found this driver
+	d, _ := db.Driver().(*connector.Driver) // RuntimeOf found one
+	return d.Connector(), nil
 }
 
 // injected is a Fault in the driver layer.

@@ -20,6 +20,7 @@ import (
 	"github.com/crl-go/crl/core/coretest"
 	"github.com/crl-go/crl/crltest"
 	"github.com/crl-go/crl/mssqltest"
+	"github.com/crl-go/crl/sqlxcrl"
 )
 
 const (
@@ -443,4 +444,36 @@ func TestFaultWithTIsUndoneAtTheTestsEnd(t *testing.T) {
 	_, err = s.db.Exec(update)
 	require.NoError(t, err)
 	assert.Empty(t, rec.errors)
+}
+
+// The adapters' loops see injected faults too: sqlx's whole read is
+// retried by sqlxcrl's own loop, and its transaction helper re-runs the
+// closure.
+func TestInjectUnderSqlxcrl(t *testing.T) {
+	srv := mssqltest.NewServer(t)
+	obs := &coretest.Observer{}
+	db, err := sqlxcrl.Open("sqlserver", srv.DSN()+"&retryExec={1205:3,100ms*2}",
+		config.WithClock(coretest.NewClock(time.Time{})), config.WithObserver(obs))
+	require.NoError(t, err)
+	defer db.Close()
+	srv.Handle(read, mssqltest.Rows([]string{"balance"}, []any{int64(90)}))
+	srv.Handle(update, mssqltest.Affected(1))
+	defer crltest.Inject(db.DB.DB, crltest.Fault{Err: crltest.Deadlock("sqlserver"), Times: 2})()
+
+	var balances []int64
+	require.NoError(t, db.Select(&balances, read))
+	assert.Equal(t, []int64{90}, balances)
+	assert.Equal(t, 1, srv.Count(read))
+	require.NoError(t, crltest.Check(db.DB.DB, crltest.Fault{Err: crltest.Deadlock("sqlserver")}))
+
+	crltest.Inject(db.DB.DB, crltest.Fault{Err: crltest.Deadlock("sqlserver"), Kind: crltest.Commit, Times: 1, T: t})
+	runsOfFn := 0
+	require.NoError(t, db.RunInTx(context.Background(), nil, func(tx *sqlxcrl.Tx) error {
+		runsOfFn++
+		_, err := tx.Exec(update)
+		return err
+	}))
+	assert.Equal(t, 2, runsOfFn)
+	assert.Equal(t, [][]string{{update}}, srv.Committed())
+	assert.Len(t, obs.Snapshot().Retries, 3, "two of the read, one of the transaction")
 }
