@@ -1,6 +1,10 @@
 package mssqltest
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/crl-go/crl/internal/tables/mssqlerrors"
+)
 
 // serverName is what ERROR tokens name as the server (@@SERVERNAME).
 const serverName = "mssqltest"
@@ -13,58 +17,16 @@ type session struct {
 	database string
 }
 
-// knownError is the class, state and message SQL Server (or Azure SQL)
-// sends for an error number; message gets the session to fill in its
-// placeholders the way the real server does.
-type knownError struct {
-	class   uint8
-	state   uint8
-	message func(s session) string
-}
-
-func fixed(msg string) func(session) string { return func(session) string { return msg } }
-
-// knownErrors lists the numbers retry rules usually name. Classes and
-// states are those the servers send; where the documentation disagrees
-// (40501 is listed with severity 17 and 20), the value seen on the wire wins.
-var knownErrors = map[int32]knownError{
-	1204: {19, 4, fixed("The instance of the SQL Server Database Engine cannot obtain a LOCK resource at this time. Rerun your statement when there are fewer active users. Ask the database administrator to check the lock and memory configuration for this instance, or to check for long-running transactions.")},
-	1205: {13, 51, func(s session) string {
-		return fmt.Sprintf("Transaction (Process ID %d) was deadlocked on lock resources with another process and has been chosen as the deadlock victim. Rerun the transaction.", s.spid)
-	}},
-	1222: {16, 56, fixed("Lock request time out period exceeded.")},
-	2601: {14, 1, fixed("Cannot insert duplicate key row in object 'dbo.mssqltest' with unique index 'IX_mssqltest'. The duplicate key value is (1).")},
-	2627: {14, 1, fixed("Violation of PRIMARY KEY constraint 'PK_mssqltest'. Cannot insert duplicate key in object 'dbo.mssqltest'. The duplicate key value is (1).")},
-	3902: {16, 1, fixed("The COMMIT TRANSACTION request has no corresponding BEGIN TRANSACTION.")},
-	3903: {16, 1, fixed("The ROLLBACK TRANSACTION request has no corresponding BEGIN TRANSACTION.")},
-	4060: {11, 1, func(s session) string {
-		return fmt.Sprintf("Cannot open database \"%s\" requested by the login. The login failed.", s.database)
-	}},
-	4221:  {16, 1, fixed("Login to read-secondary failed due to long wait on 'HADR_DATABASE_WAIT_FOR_TRANSITION_TO_VERSIONING'. The replica is not available for login because row versions are missing for transactions that were in-flight when the replica was recycled. The issue can be resolved by rolling back or committing the active transactions on the primary replica. Occurrences of this condition can be minimized by avoiding long write transactions on the primary.")},
-	10928: {16, 1, fixed("Resource ID : 1. The request limit for the database is 30 and has been reached. See 'http://go.microsoft.com/fwlink/?LinkId=267637' for assistance.")},
-	10929: {16, 1, fixed("Resource ID : 1. The request limit for the database is 30 and has been reached. However, the server is currently too busy to support requests greater than 30 for this database. See 'http://go.microsoft.com/fwlink/?LinkId=267637' for assistance. Otherwise, please try again later.")},
-	18456: {14, 1, func(s session) string {
-		return fmt.Sprintf("Login failed for user '%s'.", s.user)
-	}},
-	40143: {16, 1, fixed("The service has encountered an error processing your request. Please try again.")},
-	40197: {17, 1, fixed("The service has encountered an error processing your request. Please try again. Error code 4815.")},
-	40501: {20, 1, fixed("The service is currently busy. Retry the request after 10 seconds. Incident ID: 4A1C2F8D-0F3B-4E53-9A55-6D8B2F1E7C90. Code: 4915648.")},
-	40613: {17, 1, func(s session) string {
-		return fmt.Sprintf("Database '%s' on server '%s' is not currently available. Please retry the connection later. If the problem persists, contact customer support, and provide them the session tracing ID of '7E9B3C21-55D4-4C8A-B0F2-1A2B3C4D5E6F'.", s.database, serverName)
-	}},
-	49918: {16, 1, fixed("Cannot process request. Not enough resources to process request. The service is currently busy. Please retry the request later.")},
-	49919: {16, 1, fixed("Cannot process create or update request. Too many create or update operations in progress for subscription \"mssqltest\". The service is busy processing multiple create or update requests for your subscription or server. Requests are currently blocked for resource optimization. Query sys.dm_operation_status for pending operations. Wait until pending create or update requests are complete or delete one of your pending requests and retry your request later.")},
-	49920: {16, 1, fixed("Cannot process request. Too many operations in progress for subscription \"mssqltest\". The service is busy processing multiple requests for this subscription. Requests are currently blocked for resource optimization. Query sys.dm_operation_status for operation status. Wait until pending requests are complete or delete one of your pending requests and retry your request later.")},
-}
-
 // errorFor builds the ERROR token content for number on session s: the
-// real class, state and message for a known number, otherwise class 16,
-// state 1 and a message that names the number.
+// real class, state and message for a number crl's table of SQL Server's
+// errors has (internal/tables/mssqlerrors), otherwise class 16, state 1
+// and a message that names the number.
 func errorFor(number int32, s session) serverError {
 	e := serverError{number: number, class: 16, state: 1, server: serverName, line: 1,
 		message: fmt.Sprintf("mssqltest: scripted error %d", number)}
-	if k, ok := knownErrors[number]; ok {
-		e.class, e.state, e.message = k.class, k.state, k.message(s)
+	k, ok := mssqlerrors.Lookup(number, mssqlerrors.Session{SPID: s.spid, User: s.user, Database: s.database, Server: serverName})
+	if ok {
+		e.class, e.state, e.message = k.Class, k.State, k.Message
 	}
 	return e
 }

@@ -182,9 +182,10 @@ func (cn *conn) prepareInner(ctx context.Context, query string) (driver.Stmt, er
 // ExecContext runs query: under the statement loop outside a transaction
 // (begun by BeginTx or as text) and a unit, else once. A connection
 // without ExecerContext or Execer answers driver.ErrSkip: database/sql
-// then prepares the statement.
+// then prepares the statement; so does a statement with arguments that
+// an injected fault would fail (fault.go).
 func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if cn.execer == nil && cn.execerOld == nil || cn.skipsArgs && len(args) > 0 {
+	if cn.execer == nil && cn.execerOld == nil || len(args) > 0 && (cn.skipsArgs || cn.toPrepare(query, Exec)) {
 		return nil, driver.ErrSkip
 	}
 	if text, in := cn.textControl(query); text || cn.alone(ctx) {
@@ -208,6 +209,9 @@ func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.Nam
 
 // execInner runs query on the connection below, as database/sql would.
 func (cn *conn) execInner(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if err := cn.injected(query, Exec); err != nil {
+		return nil, err
+	}
 	if cn.execer == nil {
 		return cn.execLegacy(ctx, query, args)
 	}
@@ -246,9 +250,10 @@ func (cn *conn) noLegacyForm() bool {
 // QueryContext runs query: under the statement loop outside a transaction
 // (begun by BeginTx or as text) and a unit, its first row read inside
 // each attempt; else once. A connection without QueryerContext or
-// Queryer answers driver.ErrSkip.
+// Queryer answers driver.ErrSkip, as does a statement with arguments that
+// an injected fault would fail.
 func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	if cn.queryer == nil && cn.queryOld == nil || cn.skipsArgs && len(args) > 0 {
+	if cn.queryer == nil && cn.queryOld == nil || len(args) > 0 && (cn.skipsArgs || cn.toPrepare(query, Query)) {
 		return nil, driver.ErrSkip
 	}
 	if text, in := cn.textControl(query); text || cn.alone(ctx) {
@@ -305,6 +310,9 @@ func (cn *conn) queryInner(ctx context.Context, query string, args []driver.Name
 		ri  driver.Rows
 		err error
 	)
+	if err := cn.injected(query, Query); err != nil {
+		return nil, err
+	}
 	if cn.queryer != nil {
 		ri, err = cn.queryer.QueryContext(ctx, query, args)
 	} else {

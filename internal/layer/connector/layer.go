@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/internal/text/redact"
@@ -37,6 +38,9 @@ type Connector struct {
 	// context, so the layer's transactions end under theirs (commit.go).
 	commitUnderContext bool
 	dialect            *txDialect // how the family's statement texts begin and end transactions (txscan.go)
+	// faults are the faults injected into the pool (fault.go); nil
+	// without one.
+	faults atomic.Pointer[faults]
 }
 
 var (

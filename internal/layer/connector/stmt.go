@@ -144,6 +144,9 @@ func (s *stmt) revive(ctx context.Context) error {
 
 // execInner executes the driver's statement, as database/sql would.
 func (s *stmt) execInner(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	if err := s.cn.injected(s.query, Exec); err != nil {
+		return nil, err
+	}
 	if e, ok := s.inner.(driver.StmtExecContext); ok {
 		return e.ExecContext(ctx, args)
 	}
@@ -152,6 +155,9 @@ func (s *stmt) execInner(ctx context.Context, args []driver.NamedValue) (driver.
 
 // queryInner runs the driver statement's query, as database/sql would.
 func (s *stmt) queryInner(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	if err := s.cn.injected(s.query, Query); err != nil {
+		return nil, err
+	}
 	if q, ok := s.inner.(driver.StmtQueryContext); ok {
 		return q.QueryContext(ctx, args)
 	}

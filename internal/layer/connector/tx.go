@@ -19,8 +19,18 @@ type tx struct {
 
 var _ driver.Tx = (*tx)(nil)
 
-// Commit commits the driver's transaction.
-func (t *tx) Commit() error { return t.end(true, t.inner.Commit) }
+// Commit commits the driver's transaction. A fault injected at COMMIT
+// (fault.go) is returned instead, after the server's transaction was
+// rolled back, as after a COMMIT the server refused: database/sql ends
+// the Tx with Commit's error and never rolls it back, so it would stay
+// open on the pooled connection.
+func (t *tx) Commit() error {
+	if err := t.cn.injected("COMMIT", Commit); err != nil {
+		_ = t.end(false, t.inner.Rollback) // the fault is what the caller must see
+		return err
+	}
+	return t.end(true, t.inner.Commit)
+}
 
 // Rollback rolls the driver's transaction back.
 func (t *tx) Rollback() error { return t.end(false, t.inner.Rollback) }
