@@ -85,6 +85,7 @@ type operation struct {
 	query   string // for a transaction, the statement that failed last
 	id      uint64 // drawn at the first event
 	started time.Time
+	once    bool // no rule applies: the first failure ends the loop (Once)
 }
 
 // opID returns o's event number, drawing it at the first event.
@@ -134,7 +135,7 @@ func (r *Retrier) Budget() *Budget { return r.budget }
 // each attempt; the attempt's context is cancelled when fn returns. Do
 // must not be used for a statement inside a transaction.
 func (r *Retrier) Do(ctx context.Context, query string, fn func(ctx context.Context) error) error {
-	return r.statement(ctx, query, fn, limitCall)
+	return r.statement(ctx, query, fn, limitCall, false)
 }
 
 // DoTx runs a whole transaction under the statement rules: fn runs the
@@ -155,7 +156,7 @@ func (r *Retrier) DoTx(ctx context.Context, fn func(ctx context.Context) (failed
 // Retry is Do for a statement that returns a value; on failure the value
 // is the zero value.
 func Retry[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error)) (T, error) {
-	return withValue(ctx, r, query, fn, limitCall)
+	return withValue(ctx, r, query, fn, limitCall, false)
 }
 
 // RetryRows is Retry for a statement whose result (rows) is read after
@@ -165,12 +166,29 @@ func Retry[T any](ctx context.Context, r *Retrier, query string, fn func(ctx con
 // to the end (database/sql tells it, see rowsContext), so a read keeps
 // nothing alive until the timeout. On failure the rows are the zero value.
 func RetryRows[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error)) (T, error) {
-	return withValue(ctx, r, query, fn, limitRows)
+	return withValue(ctx, r, query, fn, limitRows, false)
 }
 
-// withValue is Retry and RetryRows: the statement, keeping the value of
-// the attempt that succeeded.
-func withValue[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error), l limit) (T, error) {
+// Once is Retry for a statement that no rule applies to (its caller opted
+// out of retries: crl.WithoutRetry): fn runs once, and its error is
+// returned unchanged. It is still an operation of the Retrier: the
+// observer counts it (Operation) and is told its end (OperationEnded),
+// the circuit breaker is asked before it runs, a positive QueryTimeout
+// bounds it, and a success earns the retry budget; a failure is neither
+// a GaveUp nor charged to the budget, as an error no rule names is not.
+func Once[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error)) (T, error) {
+	return withValue(ctx, r, query, fn, limitCall, true)
+}
+
+// OnceRows is Once for a statement whose rows are read after fn returns,
+// as RetryRows is Retry's.
+func OnceRows[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error)) (T, error) {
+	return withValue(ctx, r, query, fn, limitRows, true)
+}
+
+// withValue is Retry, RetryRows, Once and OnceRows: the statement,
+// keeping the value of the attempt that succeeded.
+func withValue[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error), l limit, once bool) (T, error) {
 	var out T
 	err := r.statement(ctx, query, func(ctx context.Context) error {
 		v, err := fn(ctx)
@@ -178,22 +196,23 @@ func withValue[T any](ctx context.Context, r *Retrier, query string, fn func(ctx
 			out = v
 		}
 		return err
-	}, l)
+	}, l, once)
 	return out, err
 }
 
-// statement is Do, Retry and RetryRows. When nobody is to be asked or
+// statement is Do, Retry, RetryRows, Once and OnceRows (once: no rule
+// applies). When nobody is to be asked or
 // told (no breaker, and no observer but one that only counts operations)
 // and no queryTimeout bounds the attempt, the first attempt runs directly
 // and a success costs one atomic load of the budget (and the observer's
 // count); anything else goes through run.
-func (r *Retrier) statement(ctx context.Context, query string, fn func(ctx context.Context) error, l limit) error {
+func (r *Retrier) statement(ctx context.Context, query string, fn func(ctx context.Context) error, l limit, once bool) error {
 	if r.refresh != nil {
 		r.refresh() // may swap the policy: load it after
 	}
 	p := r.direct.Load()
 	if p == nil {
-		return r.statementLoop(ctx, nil, query, fn, l, nil)
+		return r.statementLoop(ctx, nil, query, fn, l, nil, once)
 	}
 	err := fn(ctx)
 	if err == nil {
@@ -201,15 +220,15 @@ func (r *Retrier) statement(ctx context.Context, query string, fn func(ctx conte
 		r.count(KindStatement)
 		return nil
 	}
-	return r.statementLoop(ctx, p, query, fn, l, err)
+	return r.statementLoop(ctx, p, query, fn, l, err, once)
 }
 
 // statementLoop runs a statement through the loop: the whole loop (p
 // nil), or, under p, the rest of it after a direct first attempt failed
 // with first.
-func (r *Retrier) statementLoop(ctx context.Context, p *Policy, query string, fn func(ctx context.Context) error, l limit, first error) error {
+func (r *Retrier) statementLoop(ctx context.Context, p *Policy, query string, fn func(ctx context.Context) error, l limit, first error, once bool) error {
 	call := func(ctx context.Context) (string, error) { return query, fn(ctx) }
-	o := operation{ctx: ctx, kind: KindStatement, query: query}
+	o := operation{ctx: ctx, kind: KindStatement, query: query, once: once}
 	if p == nil {
 		return r.loop(&o, call, l)
 	}
@@ -300,7 +319,10 @@ func (r *Retrier) run(o *operation, p *Policy, pm permit, call attemptFunc, l li
 			settled = true
 			return nil
 		}
-		d := p.decide(o.kind, o.query, n, failed, timedOut)
+		d := decision{Reason: ErrNotRetryable}
+		if !o.once {
+			d = p.decide(o.kind, o.query, n, failed, timedOut)
+		}
 		if d.Reason != nil {
 			err = r.stop(o, n, failed, d)
 			settled, failure = true, d.dbFailure

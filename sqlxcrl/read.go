@@ -8,9 +8,10 @@ import (
 	"github.com/crl-go/crl/internal/layer/connector"
 )
 
-// retry runs fn under r's statement loop; once when r is nil (DB.loop).
+// retry runs fn under r's statement loop; once when r is nil (DB.loop)
+// or ctx was given crl.WithoutRetry.
 func retry[T any](ctx context.Context, r *core.Retrier, query string, fn func(context.Context) (T, error)) (T, error) {
-	if r == nil {
+	if r == nil || connector.NoRetry(ctx) {
 		return fn(ctx)
 	}
 	return core.Retry(ctx, r, query, fn)
@@ -18,15 +19,16 @@ func retry[T any](ctx context.Context, r *core.Retrier, query string, fn func(co
 
 // retryRows is retry for a query whose rows are read after it returns.
 func retryRows[T any](ctx context.Context, r *core.Retrier, query string, fn func(context.Context) (T, error)) (T, error) {
-	if r == nil {
+	if r == nil || connector.NoRetry(ctx) {
 		return fn(ctx)
 	}
 	return core.RetryRows(ctx, r, query, fn)
 }
 
-// retryRow is adapter.RetryRow; once when r is nil (DB.loop).
+// retryRow is adapter.RetryRow; once when r is nil (DB.loop) or ctx was
+// given crl.WithoutRetry.
 func retryRow[R interface{ Err() error }](ctx context.Context, r *core.Retrier, query string, run func(context.Context) R, refused func(error) R) (R, error) {
-	if r == nil {
+	if r == nil || connector.NoRetry(ctx) {
 		row := run(ctx)
 		return row, row.Err()
 	}
@@ -45,12 +47,16 @@ func retryRow[R interface{ Err() error }](ctx context.Context, r *core.Retrier, 
 // once and its failure, a read's included, is recorded for RunInTx's
 // filter. Over a pool crl opened (layered), each attempt runs in a unit of
 // its own, so that the driver layer runs its statement once instead of
-// retrying it again under the whole read's loop.
+// retrying it again under the whole read's loop. Under crl.WithoutRetry
+// it runs once.
 func read(ctx context.Context, r *core.Retrier, layered bool, rec *adapter.Recorder, query string, dest any, fn func(context.Context) error) error {
 	if rec != nil {
 		err := fn(ctx)
 		rec.Statement(query, err)
 		return err
+	}
+	if connector.NoRetry(ctx) {
+		return fn(ctx) // the driver layer runs it once, and its observer sees it
 	}
 	if layered && connector.UnitOf(ctx) == nil {
 		ctx = connector.WithUnit(ctx, &connector.Unit{})
