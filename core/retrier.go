@@ -29,6 +29,12 @@ type Options struct {
 	// cheap when there is nothing to do: it does not take a statement's
 	// first attempt off the direct path.
 	Refresh func()
+	// NoRetry, when set, reports whether the caller of an operation run
+	// with ctx opted out of retries (crl.WithoutRetry): a failure that a
+	// rule would retry is then returned as if no rule named it, unchanged,
+	// neither a GaveUp nor charged to the budget. It is asked only then,
+	// never on the success path. Nil means no caller opts out.
+	NoRetry func(ctx context.Context) bool
 }
 
 // Retrier runs statements, transactions and connection attempts under a
@@ -44,7 +50,8 @@ type Retrier struct {
 	breaker  *Breaker
 	random   func() float64
 	refresh  func()
-	timed    bool   // the observer reads the time of operations (WantsElapsed)
+	noRetry  func(ctx context.Context) bool // Options.NoRetry
+	timed    bool                           // the observer reads the time of operations (WantsElapsed)
 	opBase   uint64 // random base of the Op numbers of events
 	opSeq    atomic.Uint64
 }
@@ -55,7 +62,7 @@ func NewRetrier(p Policy, o Options) (*Retrier, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	r := &Retrier{clock: o.Clock, observer: o.Observer, budget: o.Budget, breaker: o.Breaker, random: o.Random, refresh: o.Refresh}
+	r := &Retrier{clock: o.Clock, observer: o.Observer, budget: o.Budget, breaker: o.Breaker, random: o.Random, refresh: o.Refresh, noRetry: o.NoRetry}
 	if r.clock == nil {
 		r.clock = systemClock{}
 	}
@@ -85,7 +92,6 @@ type operation struct {
 	query   string // for a transaction, the statement that failed last
 	id      uint64 // drawn at the first event
 	started time.Time
-	once    bool // no rule applies: the first failure ends the loop (Once)
 }
 
 // opID returns o's event number, drawing it at the first event.
@@ -135,7 +141,7 @@ func (r *Retrier) Budget() *Budget { return r.budget }
 // each attempt; the attempt's context is cancelled when fn returns. Do
 // must not be used for a statement inside a transaction.
 func (r *Retrier) Do(ctx context.Context, query string, fn func(ctx context.Context) error) error {
-	return r.statement(ctx, query, fn, limitCall, false)
+	return r.statement(ctx, query, fn, limitCall)
 }
 
 // DoTx runs a whole transaction under the statement rules: fn runs the
@@ -156,7 +162,7 @@ func (r *Retrier) DoTx(ctx context.Context, fn func(ctx context.Context) (failed
 // Retry is Do for a statement that returns a value; on failure the value
 // is the zero value.
 func Retry[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error)) (T, error) {
-	return withValue(ctx, r, query, fn, limitCall, false)
+	return withValue(ctx, r, query, fn, limitCall)
 }
 
 // RetryRows is Retry for a statement whose result (rows) is read after
@@ -166,29 +172,12 @@ func Retry[T any](ctx context.Context, r *Retrier, query string, fn func(ctx con
 // to the end (database/sql tells it, see rowsContext), so a read keeps
 // nothing alive until the timeout. On failure the rows are the zero value.
 func RetryRows[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error)) (T, error) {
-	return withValue(ctx, r, query, fn, limitRows, false)
+	return withValue(ctx, r, query, fn, limitRows)
 }
 
-// Once is Retry for a statement that no rule applies to (its caller opted
-// out of retries: crl.WithoutRetry): fn runs once, and its error is
-// returned unchanged. It is still an operation of the Retrier: the
-// observer counts it (Operation) and is told its end (OperationEnded),
-// the circuit breaker is asked before it runs, a positive QueryTimeout
-// bounds it, and a success earns the retry budget; a failure is neither
-// a GaveUp nor charged to the budget, as an error no rule names is not.
-func Once[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error)) (T, error) {
-	return withValue(ctx, r, query, fn, limitCall, true)
-}
-
-// OnceRows is Once for a statement whose rows are read after fn returns,
-// as RetryRows is Retry's.
-func OnceRows[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error)) (T, error) {
-	return withValue(ctx, r, query, fn, limitRows, true)
-}
-
-// withValue is Retry, RetryRows, Once and OnceRows: the statement,
-// keeping the value of the attempt that succeeded.
-func withValue[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error), l limit, once bool) (T, error) {
+// withValue is Retry and RetryRows: the statement, keeping the value of
+// the attempt that succeeded.
+func withValue[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error), l limit) (T, error) {
 	var out T
 	err := r.statement(ctx, query, func(ctx context.Context) error {
 		v, err := fn(ctx)
@@ -196,23 +185,22 @@ func withValue[T any](ctx context.Context, r *Retrier, query string, fn func(ctx
 			out = v
 		}
 		return err
-	}, l, once)
+	}, l)
 	return out, err
 }
 
-// statement is Do, Retry, RetryRows, Once and OnceRows (once: no rule
-// applies). When nobody is to be asked or
+// statement is Do, Retry and RetryRows. When nobody is to be asked or
 // told (no breaker, and no observer but one that only counts operations)
 // and no queryTimeout bounds the attempt, the first attempt runs directly
 // and a success costs one atomic load of the budget (and the observer's
 // count); anything else goes through run.
-func (r *Retrier) statement(ctx context.Context, query string, fn func(ctx context.Context) error, l limit, once bool) error {
+func (r *Retrier) statement(ctx context.Context, query string, fn func(ctx context.Context) error, l limit) error {
 	if r.refresh != nil {
 		r.refresh() // may swap the policy: load it after
 	}
 	p := r.direct.Load()
 	if p == nil {
-		return r.statementLoop(ctx, nil, query, fn, l, nil, once)
+		return r.statementLoop(ctx, nil, query, fn, l, nil)
 	}
 	err := fn(ctx)
 	if err == nil {
@@ -220,15 +208,15 @@ func (r *Retrier) statement(ctx context.Context, query string, fn func(ctx conte
 		r.count(KindStatement)
 		return nil
 	}
-	return r.statementLoop(ctx, p, query, fn, l, err, once)
+	return r.statementLoop(ctx, p, query, fn, l, err)
 }
 
 // statementLoop runs a statement through the loop: the whole loop (p
 // nil), or, under p, the rest of it after a direct first attempt failed
 // with first.
-func (r *Retrier) statementLoop(ctx context.Context, p *Policy, query string, fn func(ctx context.Context) error, l limit, first error, once bool) error {
+func (r *Retrier) statementLoop(ctx context.Context, p *Policy, query string, fn func(ctx context.Context) error, l limit, first error) error {
 	call := func(ctx context.Context) (string, error) { return query, fn(ctx) }
-	o := operation{ctx: ctx, kind: KindStatement, query: query, once: once}
+	o := operation{ctx: ctx, kind: KindStatement, query: query}
 	if p == nil {
 		return r.loop(&o, call, l)
 	}
@@ -319,9 +307,9 @@ func (r *Retrier) run(o *operation, p *Policy, pm permit, call attemptFunc, l li
 			settled = true
 			return nil
 		}
-		d := decision{Reason: ErrNotRetryable}
-		if !o.once {
-			d = p.decide(o.kind, o.query, n, failed, timedOut)
+		d := p.decide(o.kind, o.query, n, failed, timedOut)
+		if d.Reason == nil && r.optedOut(o.ctx) {
+			d = decision{Reason: ErrNotRetryable}
 		}
 		if d.Reason != nil {
 			err = r.stop(o, n, failed, d)
@@ -334,6 +322,13 @@ func (r *Retrier) run(o *operation, p *Policy, pm permit, call attemptFunc, l li
 		}
 		timedOut, failed = r.attempt(o, p, call, l)
 	}
+}
+
+// optedOut reports whether the caller of an operation run with ctx opted
+// out of retries (Options.NoRetry): a retry a rule allows is then none,
+// as for an error that no rule names. Asked only when a rule would retry.
+func (r *Retrier) optedOut(ctx context.Context) bool {
+	return r.noRetry != nil && r.noRetry(ctx)
 }
 
 // stop ends a statement or transaction loop with d's reason after attempt

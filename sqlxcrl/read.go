@@ -8,10 +8,9 @@ import (
 	"github.com/crl-go/crl/internal/layer/connector"
 )
 
-// retry runs fn under r's statement loop; once when r is nil (DB.loop)
-// or ctx was given crl.WithoutRetry.
+// retry runs fn under r's statement loop; once when r is nil (DB.loop).
 func retry[T any](ctx context.Context, r *core.Retrier, query string, fn func(context.Context) (T, error)) (T, error) {
-	if r == nil || connector.NoRetry(ctx) {
+	if r == nil {
 		return fn(ctx)
 	}
 	return core.Retry(ctx, r, query, fn)
@@ -19,16 +18,15 @@ func retry[T any](ctx context.Context, r *core.Retrier, query string, fn func(co
 
 // retryRows is retry for a query whose rows are read after it returns.
 func retryRows[T any](ctx context.Context, r *core.Retrier, query string, fn func(context.Context) (T, error)) (T, error) {
-	if r == nil || connector.NoRetry(ctx) {
+	if r == nil {
 		return fn(ctx)
 	}
 	return core.RetryRows(ctx, r, query, fn)
 }
 
-// retryRow is adapter.RetryRow; once when r is nil (DB.loop) or ctx was
-// given crl.WithoutRetry.
+// retryRow is adapter.RetryRow; once when r is nil (DB.loop).
 func retryRow[R interface{ Err() error }](ctx context.Context, r *core.Retrier, query string, run func(context.Context) R, refused func(error) R) (R, error) {
-	if r == nil || connector.NoRetry(ctx) {
+	if r == nil {
 		row := run(ctx)
 		return row, row.Err()
 	}

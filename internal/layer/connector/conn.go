@@ -63,12 +63,12 @@ func (cn *conn) use(inner driver.Conn) {
 func (cn *conn) driverConn() driver.Conn { return cn.inner }
 
 // alone reports whether a statement run with ctx runs once, recorded,
-// instead of under the statement loop: inside a transaction, or in a
-// unit; else once, whether it runs once through the loop (core.Once:
-// WithoutRetry). One ctx.Value answers both (markOf).
-func (cn *conn) alone(ctx context.Context) (alone, once bool) {
-	m := markOf(ctx)
-	return cn.tx != nil || m.unit != nil, m.noRetry
+// instead of under the statement loop: inside a transaction, or in a unit.
+// Under WithoutRetry and in no unit it runs under the loop, which asks
+// NoRetry after a failure and retries nothing (config gives the Retrier
+// NoRetry), so that it is an operation the observer sees. One ctx.Value.
+func (cn *conn) alone(ctx context.Context) bool {
+	return cn.tx != nil || UnitOf(ctx) != nil
 }
 
 // record records the outcome of a statement run alone: in the unit of
@@ -172,21 +172,20 @@ func (cn *conn) prepareInner(ctx context.Context, query string) (driver.Stmt, er
 }
 
 // ExecContext runs query: under the statement loop outside a transaction
-// and a unit (once through it under WithoutRetry), else once. A connection without ExecerContext or Execer
+// and a unit, else once. A connection without ExecerContext or Execer
 // answers driver.ErrSkip: database/sql then prepares the statement.
 func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	if cn.execer == nil && cn.execerOld == nil || cn.skipsArgs && len(args) > 0 {
 		return nil, driver.ErrSkip
 	}
-	alone, once := cn.alone(ctx)
-	if alone {
+	if cn.alone(ctx) {
 		res, err := cn.execInner(ctx, query, args)
 		if err != driver.ErrSkip {
 			cn.record(ctx, query, err)
 		}
 		return res, err
 	}
-	attempt := func(ctx context.Context) (driver.Result, error) {
+	return core.Retry(ctx, cn.r, query, func(ctx context.Context) (driver.Result, error) {
 		if err := cn.revive(ctx); err != nil {
 			return nil, err
 		}
@@ -195,11 +194,7 @@ func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.Nam
 			cn.noteBroken(err)
 		}
 		return res, err
-	}
-	if once {
-		return core.Once(ctx, cn.r, query, attempt)
-	}
-	return core.Retry(ctx, cn.r, query, attempt)
+	})
 }
 
 // execInner runs query on the connection below, as database/sql would.
@@ -240,15 +235,13 @@ func (cn *conn) noLegacyForm() bool {
 }
 
 // QueryContext runs query: under the statement loop outside a transaction
-// and a unit (once through it under WithoutRetry), its first row read
-// inside each attempt; else once. A
+// and a unit, its first row read inside each attempt; else once. A
 // connection without QueryerContext or Queryer answers driver.ErrSkip.
 func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	if cn.queryer == nil && cn.queryOld == nil || cn.skipsArgs && len(args) > 0 {
 		return nil, driver.ErrSkip
 	}
-	alone, once := cn.alone(ctx)
-	if alone {
+	if cn.alone(ctx) {
 		ri, err := cn.queryInner(ctx, query, args)
 		if err != nil {
 			if err != driver.ErrSkip {
@@ -258,15 +251,11 @@ func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.Na
 		}
 		return newRows(ctx, ri, cn, query, nil, true), nil
 	}
-	attempt := func(actx context.Context) (driver.Rows, error) {
+	return core.RetryRows(ctx, cn.r, query, func(actx context.Context) (driver.Rows, error) {
 		return cn.queryAttempt(ctx, actx, query, func(ctx context.Context) (driver.Rows, error) {
 			return cn.queryInner(ctx, query, args)
 		})
-	}
-	if once {
-		return core.OnceRows(ctx, cn.r, query, attempt)
-	}
-	return core.RetryRows(ctx, cn.r, query, attempt)
+	})
 }
 
 // queryAttempt is one attempt of a query outside a transaction and a

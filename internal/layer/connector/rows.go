@@ -72,9 +72,7 @@ func (r *rows) failed(err error) {
 		return
 	}
 	r.cn.noteBroken(err)
-	if !NoRetry(r.ctx) { // under WithoutRetry no rule applies: nothing was not retried
-		r.cn.r.Unretried(r.ctx, r.query, err)
-	}
+	r.cn.r.Unretried(r.ctx, r.query, err)
 }
 
 // Columns returns the driver rows' column names.

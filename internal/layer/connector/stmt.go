@@ -72,15 +72,14 @@ func (s *stmt) Query(args []driver.Value) (driver.Rows, error) {
 }
 
 // ExecContext executes the statement: under the statement loop outside a
-// transaction and a unit (once through it under WithoutRetry), else once.
+// transaction and a unit, else once.
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	alone, once := s.cn.alone(ctx)
-	if alone {
+	if s.cn.alone(ctx) {
 		res, err := s.execInner(ctx, args)
 		s.cn.record(ctx, s.query, err)
 		return res, err
 	}
-	attempt := func(ctx context.Context) (driver.Result, error) {
+	return core.Retry(ctx, s.cn.r, s.query, func(ctx context.Context) (driver.Result, error) {
 		if err := s.revive(ctx); err != nil {
 			return nil, err
 		}
@@ -89,19 +88,14 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 			s.cn.noteBroken(err)
 		}
 		return res, err
-	}
-	if once {
-		return core.Once(ctx, s.cn.r, s.query, attempt)
-	}
-	return core.Retry(ctx, s.cn.r, s.query, attempt)
+	})
 }
 
 // QueryContext runs the statement's query: under the statement loop
-// outside a transaction and a unit (once through it under WithoutRetry),
-// its first row read inside each attempt; else once.
+// outside a transaction and a unit, its first row read inside each
+// attempt; else once.
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	alone, once := s.cn.alone(ctx)
-	if alone {
+	if s.cn.alone(ctx) {
 		ri, err := s.queryInner(ctx, args)
 		if err != nil {
 			s.cn.record(ctx, s.query, err)
@@ -109,18 +103,14 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 		}
 		return newRows(ctx, ri, s.cn, s.query, nil, true), nil
 	}
-	attempt := func(actx context.Context) (driver.Rows, error) {
+	return core.RetryRows(ctx, s.cn.r, s.query, func(actx context.Context) (driver.Rows, error) {
 		if err := s.revive(actx); err != nil {
 			return nil, err
 		}
 		return s.cn.queryAttempt(ctx, actx, s.query, func(ctx context.Context) (driver.Rows, error) {
 			return s.queryInner(ctx, args)
 		})
-	}
-	if once {
-		return core.OnceRows(ctx, s.cn.r, s.query, attempt)
-	}
-	return core.RetryRows(ctx, s.cn.r, s.query, attempt)
+	})
 }
 
 // revive prepares the statement again when its connection was replaced

@@ -66,10 +66,11 @@ func WithUnit(ctx context.Context, u *Unit) context.Context {
 func UnitOf(ctx context.Context) *Unit { return markOf(ctx).unit }
 
 // WithoutRetry returns ctx under which nothing is retried: the driver
-// layer runs each statement once (a statement outside a transaction and
-// a unit through core.Once, so that the observer sees it), and the
-// helpers run their units once. The unit ctx carries, if any, stays
-// readable: its statements are still recorded in it.
+// layer runs each statement once (outside a transaction and a unit under
+// the statement loop, whose Retrier asks NoRetry after a failure, so that
+// the observer sees it), and the helpers run their units once. The unit
+// ctx carries, if any, stays readable: its statements are still recorded
+// in it.
 func WithoutRetry(ctx context.Context) context.Context {
 	m := markOf(ctx)
 	if m.noRetry {
