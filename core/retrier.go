@@ -52,7 +52,7 @@ type Retrier struct {
 	refresh  func()
 	noRetry  func(ctx context.Context) bool // Options.NoRetry
 	timed    bool                           // the observer reads the time of operations (WantsElapsed)
-	opBase   uint64 // random base of the Op numbers of events
+	opBase   uint64                         // random base of the Op numbers of events
 	opSeq    atomic.Uint64
 }
 
