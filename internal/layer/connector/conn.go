@@ -68,7 +68,7 @@ func (cn *conn) driverConn() driver.Conn { return cn.inner }
 // NoRetry after a failure and retries nothing (config gives the Retrier
 // NoRetry), so that it is an operation the observer sees. One ctx.Value.
 func (cn *conn) alone(ctx context.Context) bool {
-	return cn.tx != nil || UnitOf(ctx) != nil
+	return cn.tx != nil || inUnit(ctx.Value(unitKey{}))
 }
 
 // record records the outcome of a statement run alone: in the unit of

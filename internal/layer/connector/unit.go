@@ -54,6 +54,18 @@ func markOf(ctx context.Context) mark {
 	return mark{}
 }
 
+// inUnit reports whether v, the value of unitKey in a context, names a
+// unit: the statement loop's test on every statement, nil first.
+func inUnit(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return false
+	case withoutRetry:
+		return v.unit != nil
+	}
+	return true // otherwise a *Unit
+}
+
 // WithUnit returns ctx carrying u, in place of what it carried: given a
 // context without retries (WithoutRetry), the mark is gone, so a helper
 // asks NoRetry before it makes a unit (a unit of such a context runs once
