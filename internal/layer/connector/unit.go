@@ -55,7 +55,7 @@ func markOf(ctx context.Context) mark {
 }
 
 // inUnit reports whether v, the value of unitKey in a context, names a
-// unit: the statement loop's test on every statement, nil first.
+// unit: the layer's test on every statement, nil first.
 func inUnit(v any) bool {
 	switch v := v.(type) {
 	case nil:
