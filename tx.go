@@ -28,6 +28,10 @@ var errNilFunc = errors.New("crl: the function to run is nil")
 // transaction is one of its own, retried by its own loop, and an
 // enclosing unit returns its error after one run when it gave up. Either
 // way a statement runs at most 1 + retryCount times.
+//
+// Given a context under WithoutRetry, RunInTx runs fn once and records
+// nothing. Attempt reads which run this is on the context the
+// transaction is begun with, which fn cannot reach (see Attempt).
 func RunInTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) error) error {
 	rt, ok := RuntimeOf(db)
 	if !ok {
@@ -36,25 +40,30 @@ func RunInTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sql.
 	if fn == nil {
 		return errNilFunc
 	}
+	if connector.NoRetry(ctx) {
+		_, err := runTx(ctx, nil, db, opts, fn)
+		return err
+	}
 	if u := connector.UnitOf(ctx); u != nil {
 		_, err := runTx(ctx, u, db, opts, fn)
 		return err
 	}
+	// The loop's events carry the unit too: hooks read its attempt there.
 	u := &connector.Unit{}
-	return rt.Retrier().DoTx(ctx, func(ctx context.Context) (string, error) {
-		u.Reset()
-		return runTx(ctx, u, db, opts, fn)
+	return rt.Retrier().DoTx(connector.WithUnit(ctx, u), func(ctx context.Context) (string, error) {
+		u.Start()
+		return runTx(connector.WithUnit(ctx, u), u, db, opts, fn)
 	})
 }
 
-// runTx runs one attempt of RunInTx, its statements recorded in u.
+// runTx runs one attempt of RunInTx, begun with ctx, its statements
+// recorded in u (nil: in none, under WithoutRetry).
 func runTx(ctx context.Context, u *connector.Unit, db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) error) (string, error) {
-	tx, err := db.BeginTx(connector.WithUnit(ctx, u), opts)
+	tx, err := db.BeginTx(ctx, opts)
 	if err != nil {
 		return "", err
 	}
-	failed := func() string { q, _ := u.Failed(); return q }
-	return adapter.Run("crl", failed, func() error { return fn(tx) }, tx.Rollback, tx.Commit)
+	return adapter.Run("crl", u.FailedQuery, func() error { return fn(tx) }, tx.Rollback, tx.Commit)
 }
 
 // Retry runs fn, a unit of work — a transaction of a library whose
@@ -75,24 +84,27 @@ func runTx(ctx context.Context, u *connector.Unit, db *sql.DB, opts *sql.TxOptio
 // context that carries none, Retry's own loop retries fn, and the
 // enclosing unit returns its error after one run when it gave up: a
 // statement runs at most 1 + retryCount times.
+//
+// Attempt(ctx) inside fn says which run this is (1, 2, …). Given a context
+// under WithoutRetry, Retry runs fn once with it.
 func Retry(ctx context.Context, fn func(ctx context.Context) error) error {
 	if fn == nil {
 		return errNilFunc
 	}
-	if connector.UnitOf(ctx) != nil {
+	if connector.NoRetry(ctx) || connector.UnitOf(ctx) != nil {
 		return fn(ctx)
 	}
 	u := &connector.Unit{}
-	err := fn(connector.WithUnit(ctx, u))
+	uctx := connector.WithUnit(ctx, u) // the loop's events carry the unit too: hooks read its attempt there
+	u.Start()
+	err := fn(uctx)
 	r := u.Retrier()
 	if r == nil {
 		return err
 	}
-	failed, _ := u.Failed()
-	return r.Resume(ctx, failed, err, func(ctx context.Context) (string, error) {
-		u.Reset()
+	return r.Resume(uctx, u.FailedQuery(), err, func(ctx context.Context) (string, error) {
+		u.Start()
 		err := fn(connector.WithUnit(ctx, u))
-		q, _ := u.Failed()
-		return q, err
+		return u.FailedQuery(), err
 	})
 }

@@ -157,7 +157,7 @@ func (r *Runtime) startWith(merged Config) error {
 		return err
 	}
 	r.start = startOnlyOf(merged)
-	o := core.Options{Clock: r.clock, Observer: r.observer}
+	o := core.Options{Clock: r.clock, Observer: r.observer, NoRetry: connector.NoRetry}
 	if !merged.NoBudget {
 		if o.Budget, err = core.NewBudget(merged.Budget); err != nil {
 			return err

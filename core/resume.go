@@ -31,7 +31,7 @@ func (r *Retrier) Resume(ctx context.Context, failedQuery string, firstErr error
 	}
 	var pm permit
 	if firstErr != nil && r.breaker != nil {
-		if d := r.policy.Load().decide(KindTransaction, failedQuery, 1, firstErr, false); d.Reason == nil {
+		if d := r.policy.Load().decide(KindTransaction, failedQuery, 1, firstErr, false); d.Reason == nil && !r.optedOut(ctx) {
 			var err error
 			if pm, err = r.breaker.allow(); err != nil {
 				e := &RetryError{Attempts: 1, Reason: ErrCircuitOpen, Err: firstErr,
@@ -50,15 +50,16 @@ func (r *Retrier) Resume(ctx context.Context, failedQuery string, firstErr error
 // Unretried tells the Retrier of a statement's error that came where it
 // cannot be retried: after the query's first row was handed to the
 // caller, who may have read it. The error is not retried; when a rule
-// would have retried it, the budget is charged for it as for a retryable
-// failure that was not retried, and the observer gets a GaveUp whose
-// Reason is ErrAfterFirstRow. The caller returns err as it is.
+// would have retried it and the caller did not opt out (Options.NoRetry),
+// the budget is charged for it as for a retryable failure that was not
+// retried, and the observer gets a GaveUp whose Reason is
+// ErrAfterFirstRow. The caller returns err as it is.
 func (r *Retrier) Unretried(ctx context.Context, query string, err error) {
 	if err == nil {
 		return
 	}
 	d := r.policy.Load().decide(KindStatement, query, 1, err, false)
-	if d.Reason != nil {
+	if d.Reason != nil || r.optedOut(ctx) {
 		r.budget.settle(&d)
 		return
 	}

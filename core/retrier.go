@@ -29,6 +29,12 @@ type Options struct {
 	// cheap when there is nothing to do: it does not take a statement's
 	// first attempt off the direct path.
 	Refresh func()
+	// NoRetry, when set, reports whether the caller of an operation run
+	// with ctx opted out of retries (crl.WithoutRetry): a failure that a
+	// rule would retry is then returned as if no rule named it, unchanged,
+	// neither a GaveUp nor charged to the budget. It is asked only then,
+	// never on the success path. Nil means no caller opts out.
+	NoRetry func(ctx context.Context) bool
 }
 
 // Retrier runs statements, transactions and connection attempts under a
@@ -44,8 +50,9 @@ type Retrier struct {
 	breaker  *Breaker
 	random   func() float64
 	refresh  func()
-	timed    bool   // the observer reads the time of operations (WantsElapsed)
-	opBase   uint64 // random base of the Op numbers of events
+	noRetry  func(ctx context.Context) bool // Options.NoRetry
+	timed    bool                           // the observer reads the time of operations (WantsElapsed)
+	opBase   uint64                         // random base of the Op numbers of events
 	opSeq    atomic.Uint64
 }
 
@@ -55,7 +62,7 @@ func NewRetrier(p Policy, o Options) (*Retrier, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	r := &Retrier{clock: o.Clock, observer: o.Observer, budget: o.Budget, breaker: o.Breaker, random: o.Random, refresh: o.Refresh}
+	r := &Retrier{clock: o.Clock, observer: o.Observer, budget: o.Budget, breaker: o.Breaker, random: o.Random, refresh: o.Refresh, noRetry: o.NoRetry}
 	if r.clock == nil {
 		r.clock = systemClock{}
 	}
@@ -301,6 +308,9 @@ func (r *Retrier) run(o *operation, p *Policy, pm permit, call attemptFunc, l li
 			return nil
 		}
 		d := p.decide(o.kind, o.query, n, failed, timedOut)
+		if d.Reason == nil && r.optedOut(o.ctx) {
+			d = decision{Reason: ErrNotRetryable}
+		}
 		if d.Reason != nil {
 			err = r.stop(o, n, failed, d)
 			settled, failure = true, d.dbFailure
@@ -312,6 +322,13 @@ func (r *Retrier) run(o *operation, p *Policy, pm permit, call attemptFunc, l li
 		}
 		timedOut, failed = r.attempt(o, p, call, l)
 	}
+}
+
+// optedOut reports whether the caller of an operation run with ctx opted
+// out of retries (Options.NoRetry): a retry a rule allows is then none,
+// as for an error that no rule names. Asked only when a rule would retry.
+func (r *Retrier) optedOut(ctx context.Context) bool {
+	return r.noRetry != nil && r.noRetry(ctx)
 }
 
 // stop ends a statement or transaction loop with d's reason after attempt

@@ -403,3 +403,48 @@ func TestRetryGeneric(t *testing.T) {
 	assert.NoError(t, err, "Retry")
 	assert.Equal(t, 42, v, "Retry")
 }
+
+type optOutKey struct{}
+
+// Options.NoRetry: a failure of an operation whose caller opted out is
+// returned unchanged after one attempt, as an error no rule names (no
+// event, no budget charge), by the statement and transaction loops and
+// for an error after the first row; it is asked only when a rule would
+// retry, never on the success path.
+func TestOptionsNoRetry(t *testing.T) {
+	asked := 0
+	budget, err := core.NewBudget(core.BudgetSettings{})
+	require.NoError(t, err)
+	obs := &coretest.Observer{}
+	r, clock := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:3,1}")}, core.Options{
+		Observer: obs, Budget: budget,
+		NoRetry: func(ctx context.Context) bool { asked++; return ctx.Value(optOutKey{}) != nil },
+	})
+	optedOut := context.WithValue(context.Background(), optOutKey{}, true)
+	deadlock := serverError{1205}
+	before := budget.Available()
+
+	calls := 0
+	err = r.Do(optedOut, "UPDATE t SET x = 1", failing(&calls, repeat(deadlock, 5)...))
+	assert.Equal(t, error(deadlock), err, "the error itself")
+	assert.Equal(t, 1, calls, "Do: attempts")
+	runs := 0
+	err = r.DoTx(optedOut, func(context.Context) (string, error) { runs++; return "UPDATE t SET x = 1", deadlock })
+	assert.Equal(t, error(deadlock), err, "the error itself")
+	assert.Equal(t, 1, runs, "DoTx: attempts")
+	r.Unretried(optedOut, "SELECT x FROM t", deadlock)
+	assert.Equal(t, coretest.Events{}, obs.Snapshot(), "no retry, no give-up")
+	assert.Empty(t, clock.Sleeps(), "waits")
+	assert.Equal(t, before, budget.Available(), "the budget is not charged")
+	assert.Equal(t, 3, asked, "asked once per failure a rule would retry")
+
+	asked, calls = 0, 0
+	require.NoError(t, r.Do(optedOut, "UPDATE t SET x = 1", failing(&calls)))
+	calls = 0
+	assert.ErrorIs(t, r.Do(optedOut, "UPDATE t SET x = 1", failing(&calls, serverError{547})), serverError{547})
+	assert.Zero(t, asked, "not asked on a success, nor for an error no rule names")
+
+	calls = 0
+	require.NoError(t, r.Do(context.Background(), "UPDATE t SET x = 1", failing(&calls, deadlock)))
+	assert.Equal(t, 2, calls, "another caller's statement is retried")
+}

@@ -15,8 +15,10 @@ import (
 //	db.Clauses(gormcrl.NoRetry).Create(&order)
 //
 // The operation runs once, as plain GORM runs it, and so do the statements
-// GORM runs for it (preloads, associations, hooks). The connection loop
-// still applies to new connections. NoRetry builds no SQL.
+// GORM runs for it (preloads, associations, hooks): NoRetry gives the
+// operation's context crl.WithoutRetry, and db.WithContext(ctx) with
+// such a context is the same as the clause. The connection loop still
+// applies to new connections. NoRetry builds no SQL.
 var NoRetry clause.Expression = noRetry{}
 
 // noRetryClause is the key NoRetry leaves in Statement.Clauses. Clauses are
@@ -42,21 +44,24 @@ func (noRetry) ModifyStatement(stmt *gorm.Statement) {
 	stmt.Clauses[noRetryClause] = clause.Clause{}
 }
 
-// noRetryKey marks a context whose statements are not retried: the
-// statements GORM runs on behalf of a NoRetry operation inherit it.
-type noRetryKey struct{}
-
 // propagateNoRetry reports whether stmt, or the operation it runs for,
-// carries NoRetry. A statement that carries the clause gets the mark in
-// its context (stmt.Context is replaced), so that the statements GORM runs
-// for it (preloads, associations, hooks) inherit it.
+// carries NoRetry, or whether its context was given crl.WithoutRetry
+// (db.WithContext): NoRetry is that mechanism for one operation. A
+// statement that carries the clause gets crl.WithoutRetry on its context
+// (stmt.Context is replaced), so that the driver layer runs its
+// statements once, and the statements GORM runs for it (preloads,
+// associations, hooks) inherit it.
 func propagateNoRetry(stmt *gorm.Statement) bool {
-	if _, ok := stmt.Clauses[noRetryClause]; ok {
-		if stmt.Context.Value(noRetryKey{}) == nil {
-			// The unit makes crl's driver layer run each statement once.
-			stmt.Context = connector.WithUnit(context.WithValue(stmt.Context, noRetryKey{}, true), &connector.Unit{})
-		}
+	if stmt.Context != nil && connector.NoRetry(stmt.Context) {
 		return true
 	}
-	return stmt.Context != nil && stmt.Context.Value(noRetryKey{}) != nil
+	if _, ok := stmt.Clauses[noRetryClause]; ok {
+		ctx := stmt.Context
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		stmt.Context = connector.WithoutRetry(ctx)
+		return true
+	}
+	return false
 }

@@ -36,8 +36,9 @@ import (
 // (tx.Statement.Context, crl.Retry's), it runs fn once and the outer unit
 // is retried; whose context carries none, its own loop retries it and the
 // enclosing unit returns its error after one run when it gave up: a
-// statement runs at most 1 + retryCount times. With db.Clauses(NoRetry) it is
-// db.Transaction too. db must be over a pool crl opened (crl.Open,
+// statement runs at most 1 + retryCount times. With db.Clauses(NoRetry), or
+// a context given crl.WithoutRetry, it is db.Transaction too. Inside fn,
+// crl.Attempt(tx.Statement.Context) says which run this is (1, 2, …). db must be over a pool crl opened (crl.Open,
 // crl.OpenDB, Open, OpenDB) or have the plugin (db.Use(New(...)));
 // otherwise the error is ErrNoPlugin. Over a pool crl opened, fn's tx is
 // GORM's own transaction: tx.Statement.ConnPool is the *sql.Tx (or GORM's
@@ -79,9 +80,9 @@ func Transaction(db *gorm.DB, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions
 	if hasPlugin {
 		r = p.forPool(db.Statement.ConnPool).retrier()
 	}
-	u := &connector.Unit{}
-	return r.DoTx(ctx, func(ctx context.Context) (string, error) {
-		u.Reset()
+	u := &connector.Unit{} // in the loop's context too: its events carry the attempt
+	return r.DoTx(connector.WithUnit(ctx, u), func(ctx context.Context) (string, error) {
+		u.Start()
 		return runUnitTx(db.WithContext(connector.WithUnit(ctx, u)), u, fn, opts)
 	})
 }

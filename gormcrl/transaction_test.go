@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/crl-go/crl"
 	"github.com/crl-go/crl/gormcrl"
 	"github.com/crl-go/crl/mssqltest"
 )
@@ -158,4 +159,29 @@ func TestPrepareStmtUnitFilterSeesTheFailedStatement(t *testing.T) {
 	assert.Equal(t, int64(8), o.ID, "ID")
 	assert.Equal(t, 2, s.Count(insertOrder), "INSERTs")
 	wantTxs(t, "committed", s.Committed(), []string{insertOrder})
+}
+
+// Inside gormcrl.Transaction, crl.Attempt(tx.Statement.Context) is the
+// run: 1, then 2 after a deadlock; 0 outside.
+func TestTransactionAttempt(t *testing.T) {
+	for _, way := range []struct {
+		name string
+		open func(t *testing.T, s *mssqltest.Server) *gorm.DB
+	}{
+		{"crl.Open, no plugin", openOverCrl},
+		{"gormcrl.Open", func(t *testing.T, s *mssqltest.Server) *gorm.DB { db, _ := open(t, s, nil); return db }},
+	} {
+		t.Run(way.name, func(t *testing.T) {
+			s := mssqltest.NewServer(t)
+			db := way.open(t, s)
+			s.Handle(updateOrder, mssqltest.Error(1205), mssqltest.Affected(1))
+			var seen []int
+			require.NoError(t, gormcrl.Transaction(db, func(tx *gorm.DB) error {
+				seen = append(seen, crl.Attempt(tx.Statement.Context))
+				return tx.Exec(updateOrder, "cup", 7).Error
+			}))
+			assert.Equal(t, []int{1, 2}, seen)
+			assert.Zero(t, crl.Attempt(db.Statement.Context), "outside")
+		})
+	}
 }

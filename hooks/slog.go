@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 
+	"github.com/crl-go/crl"
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 )
@@ -19,8 +20,11 @@ import (
 // read only at start (config.ErrRestartRequired) at Warn, and a successful
 // one at Info. Every record of one operation has the same op attribute (the
 // event's Op), and is logged with the operation's context, so a handler
-// can add the caller's trace IDs. Statement texts are logged as they were
-// run, so keep values in parameters, not in the SQL.
+// can add the caller's trace IDs. A record of a unit that crl re-runs
+// (crl.RunInTx, crl.Retry, the adapters' helpers), or of an operation run
+// inside one of its runs, has unit_attempt: crl.Attempt of its context.
+// Statement texts are logged as they were run, so keep values in
+// parameters, not in the SQL.
 func Slog(logger *slog.Logger) core.Observer {
 	if logger == nil {
 		logger = slog.Default()
@@ -44,9 +48,10 @@ func orBackground(ctx context.Context) context.Context {
 }
 
 func (s slogObserver) RetryScheduled(e core.RetryScheduled) {
-	s.l.LogAttrs(orBackground(e.Context), slog.LevelInfo, "crl: retry scheduled", slog.Uint64("op", e.Op),
+	ctx := orBackground(e.Context)
+	s.l.LogAttrs(ctx, slog.LevelInfo, "crl: retry scheduled", withUnitAttempt(ctx, slog.Uint64("op", e.Op),
 		slog.String("kind", e.Kind.String()), slog.String("query", e.Query), slog.Int("attempt", e.Attempt),
-		slog.Duration("wait", e.Wait), slog.Duration("elapsed", e.Elapsed), slog.String("token", e.Token), slog.Any("error", e.Err))
+		slog.Duration("wait", e.Wait), slog.Duration("elapsed", e.Elapsed), slog.String("token", e.Token), slog.Any("error", e.Err))...)
 }
 
 func (s slogObserver) GaveUp(e core.GaveUp) {
@@ -54,15 +59,29 @@ func (s slogObserver) GaveUp(e core.GaveUp) {
 	if errors.Is(e.Reason, core.ErrCommitUnknown) {
 		level, msg = slog.LevelError, "crl: COMMIT outcome unknown; the transaction was not retried and may or may not have been applied"
 	}
-	s.l.LogAttrs(orBackground(e.Context), level, msg, slog.Uint64("op", e.Op),
+	ctx := orBackground(e.Context)
+	s.l.LogAttrs(ctx, level, msg, withUnitAttempt(ctx, slog.Uint64("op", e.Op),
 		slog.String("kind", e.Kind.String()), slog.String("query", e.Query), slog.Int("attempts", e.Attempts),
-		slog.String("reason", Reason(e.Reason)), slog.Any("error", e.Err))
+		slog.String("reason", Reason(e.Reason)), slog.Any("error", e.Err))...)
 }
 
 func (s slogObserver) Succeeded(e core.Succeeded) {
-	s.l.LogAttrs(orBackground(e.Context), slog.LevelInfo, "crl: succeeded after retries", slog.Uint64("op", e.Op),
+	ctx := orBackground(e.Context)
+	s.l.LogAttrs(ctx, slog.LevelInfo, "crl: succeeded after retries", withUnitAttempt(ctx, slog.Uint64("op", e.Op),
 		slog.String("kind", e.Kind.String()), slog.String("query", e.Query), slog.Int("attempts", e.Attempts),
-		slog.Duration("elapsed", e.Elapsed))
+		slog.Duration("elapsed", e.Elapsed))...)
+}
+
+// withUnitAttempt returns attrs with unit_attempt, the run of the unit
+// that crl re-runs whose context the event carries (crl.Attempt: 1, 2,
+// …), when there is one: the lines of a transaction helper's or
+// crl.Retry's loop, and of the operations run inside one of its runs (a
+// connection opened for it, an adapter's statement loop).
+func withUnitAttempt(ctx context.Context, attrs ...slog.Attr) []slog.Attr {
+	if n := crl.Attempt(ctx); n > 0 {
+		attrs = append(attrs, slog.Int("unit_attempt", n))
+	}
+	return attrs
 }
 
 func (s slogObserver) RulesReloaded(e core.RulesReloaded) {

@@ -402,8 +402,14 @@ func (db *DB) MustBegin() *Tx { return db.MustBeginTx(context.Background(), nil)
 // unknown is never retried: the error matches core.ErrCommitUnknown.
 // Nested in another unit it does what crl.RunInTx does: once with a
 // context that carries the unit, its own loop otherwise, a statement run
-// at most 1 + retryCount times.
+// at most 1 + retryCount times. With a context given crl.WithoutRetry it
+// runs fn once; crl.Attempt reads the run on the context the transaction
+// is begun with (see crl.Attempt).
 func (db *DB) RunInTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *Tx) error) error {
+	if connector.NoRetry(ctx) {
+		_, err := db.runTxOnce(ctx, opts, fn)
+		return err
+	}
 	if !db.layered {
 		return db.retrier.DoTx(ctx, func(ctx context.Context) (string, error) {
 			tx, err := db.BeginTxx(ctx, opts)
@@ -419,22 +425,31 @@ func (db *DB) RunInTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *Tx) 
 		_, err := db.runUnitTx(ctx, u, opts, fn) // an enclosing unit is the one retried
 		return err
 	}
-	u := &connector.Unit{}
-	return db.retrier.DoTx(ctx, func(ctx context.Context) (string, error) {
-		u.Reset()
-		return db.runUnitTx(ctx, u, opts, fn)
+	u := &connector.Unit{} // in the loop's context too: its events carry the attempt
+	return db.retrier.DoTx(connector.WithUnit(ctx, u), func(ctx context.Context) (string, error) {
+		u.Start()
+		return db.runUnitTx(connector.WithUnit(ctx, u), u, opts, fn)
 	})
 }
 
-// runUnitTx is one attempt of RunInTx over a pool crl opened, its
-// statements recorded in u.
+// runUnitTx is one attempt of RunInTx over a pool crl opened, begun with
+// ctx, its statements recorded in u.
 func (db *DB) runUnitTx(ctx context.Context, u *connector.Unit, opts *sql.TxOptions, fn func(tx *Tx) error) (string, error) {
-	tx, err := db.BeginTxx(connector.WithUnit(ctx, u), opts)
+	tx, err := db.BeginTxx(ctx, opts)
 	if err != nil {
 		return "", err
 	}
-	failed := func() string { q, _ := u.Failed(); return q }
-	return adapter.Run("sqlxcrl", failed, func() error { return fn(tx) }, tx.Rollback, tx.Commit)
+	return adapter.Run("sqlxcrl", u.FailedQuery, func() error { return fn(tx) }, tx.Rollback, tx.Commit)
+}
+
+// runTxOnce is RunInTx under crl.WithoutRetry: one attempt, nothing
+// recorded.
+func (db *DB) runTxOnce(ctx context.Context, opts *sql.TxOptions, fn func(tx *Tx) error) (string, error) {
+	tx, err := db.BeginTxx(ctx, opts)
+	if err != nil {
+		return "", err
+	}
+	return tx.run(fn)
 }
 
 // errorRowx returns a *sqlx.Row whose Scan and Err return err: the row of

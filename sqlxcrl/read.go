@@ -45,12 +45,16 @@ func retryRow[R interface{ Err() error }](ctx context.Context, r *core.Retrier, 
 // once and its failure, a read's included, is recorded for RunInTx's
 // filter. Over a pool crl opened (layered), each attempt runs in a unit of
 // its own, so that the driver layer runs its statement once instead of
-// retrying it again under the whole read's loop.
+// retrying it again under the whole read's loop. Under crl.WithoutRetry
+// it runs once.
 func read(ctx context.Context, r *core.Retrier, layered bool, rec *adapter.Recorder, query string, dest any, fn func(context.Context) error) error {
 	if rec != nil {
 		err := fn(ctx)
 		rec.Statement(query, err)
 		return err
+	}
+	if connector.NoRetry(ctx) {
+		return fn(ctx) // the driver layer runs it once, and its observer sees it
 	}
 	if layered && connector.UnitOf(ctx) == nil {
 		ctx = connector.WithUnit(ctx, &connector.Unit{})

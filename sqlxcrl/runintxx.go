@@ -22,7 +22,9 @@ import (
 // be safe to run again, and must neither commit nor roll back the
 // transaction. Nested in another unit it does what crl.RunInTx does: once
 // with a context that carries the unit, its own loop otherwise, a
-// statement run at most 1 + retryCount times.
+// statement run at most 1 + retryCount times. With a context given
+// crl.WithoutRetry it runs fn once; crl.Attempt reads the run on the
+// context the transaction is begun with (see crl.Attempt).
 func RunInTxx(ctx context.Context, db *sqlx.DB, opts *sql.TxOptions, fn func(*sqlx.Tx) error) error {
 	if db == nil {
 		return ErrNilPool
@@ -34,26 +36,30 @@ func RunInTxx(ctx context.Context, db *sqlx.DB, opts *sql.TxOptions, fn func(*sq
 	if fn == nil {
 		return errNilFunc
 	}
+	if connector.NoRetry(ctx) {
+		_, err := runTxx(ctx, nil, db, opts, fn)
+		return err
+	}
 	if u := connector.UnitOf(ctx); u != nil {
 		_, err := runTxx(ctx, u, db, opts, fn)
 		return err
 	}
-	u := &connector.Unit{}
-	return rt.Retrier().DoTx(ctx, func(ctx context.Context) (string, error) {
-		u.Reset()
-		return runTxx(ctx, u, db, opts, fn)
+	u := &connector.Unit{} // in the loop's context too: its events carry the attempt
+	return rt.Retrier().DoTx(connector.WithUnit(ctx, u), func(ctx context.Context) (string, error) {
+		u.Start()
+		return runTxx(connector.WithUnit(ctx, u), u, db, opts, fn)
 	})
 }
 
 // errNilFunc is the error of RunInTxx given no function.
 var errNilFunc = errors.New("sqlxcrl: the function to run is nil")
 
-// runTxx runs one attempt of RunInTxx, its statements recorded in u.
+// runTxx runs one attempt of RunInTxx, begun with ctx, its statements
+// recorded in u (nil: in none, under crl.WithoutRetry).
 func runTxx(ctx context.Context, u *connector.Unit, db *sqlx.DB, opts *sql.TxOptions, fn func(*sqlx.Tx) error) (string, error) {
-	tx, err := db.BeginTxx(connector.WithUnit(ctx, u), opts)
+	tx, err := db.BeginTxx(ctx, opts)
 	if err != nil {
 		return "", err
 	}
-	failed := func() string { q, _ := u.Failed(); return q }
-	return adapter.Run("sqlxcrl", failed, func() error { return fn(tx) }, tx.Rollback, tx.Commit)
+	return adapter.Run("sqlxcrl", u.FailedQuery, func() error { return fn(tx) }, tx.Rollback, tx.Commit)
 }

@@ -39,7 +39,9 @@
 // and span events: crl.operation.id (the events' Op), crl.retry.attempt
 // (the attempt that failed, 1-based), crl.retry.wait (seconds),
 // crl.retry.token (the token whose rule fired), crl.attempts, crl.elapsed
-// (seconds), crl.give_up.reason (hooks.Reason).
+// (seconds), crl.give_up.reason (hooks.Reason), and crl.unit.attempt
+// (UnitAttemptKey: which run of a unit crl re-runs, crl.Attempt of the
+// event's context) where the context carries one.
 //
 // # Traces
 //
@@ -104,6 +106,7 @@ import (
 	"go.opentelemetry.io/otel/semconv/v1.43.0/dbconv"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/crl-go/crl"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/hooks"
 	crlfamily "github.com/crl-go/crl/internal/tables/family"
@@ -372,7 +375,7 @@ func (o *Observer) RetryScheduled(e core.RetryScheduled) {
 		o.retries[e.Kind].Add(1)
 		o.waitH.Record(ctxOf(e.Context), e.Wait.Seconds(), metric.WithAttributeSet(o.kindSets[e.Kind]))
 	}
-	attrs := o.attrs(e.Kind, e.Op, e.Query,
+	attrs := o.attrs(e.Context, e.Kind, e.Op, e.Query,
 		attribute.Int("crl.retry.attempt", e.Attempt),
 		attribute.Float64("crl.retry.wait", e.Wait.Seconds()))
 	if e.Kind == core.KindConnection { // a connection retry carries no token
@@ -392,7 +395,7 @@ func (o *Observer) Succeeded(e core.Succeeded) {
 	if int(e.Kind) < len(o.kindSets) {
 		o.recoveredN.Add(ctxOf(e.Context), 1, metric.WithAttributeSet(o.kindSets[e.Kind]))
 	}
-	attrs := o.attrs(e.Kind, e.Op, e.Query,
+	attrs := o.attrs(e.Context, e.Kind, e.Op, e.Query,
 		attribute.Int("crl.attempts", e.Attempts),
 		attribute.Float64("crl.elapsed", e.Elapsed.Seconds()))
 	if span, ok := o.callerSpan(e.Context, e.Op); ok {
@@ -411,7 +414,7 @@ func (o *Observer) GaveUp(e core.GaveUp) {
 	reason := hooks.Reason(e.Reason)
 	o.giveUpN.Add(ctxOf(e.Context), 1, metric.WithAttributes(appendError(o.metricAttrs(e.Kind,
 		attribute.String("crl.give_up.reason", reason)), e.Err, "")...))
-	attrs := o.attrs(e.Kind, e.Op, e.Query,
+	attrs := o.attrs(e.Context, e.Kind, e.Op, e.Query,
 		attribute.Int("crl.attempts", e.Attempts),
 		attribute.String("crl.give_up.reason", reason))
 	attrs = appendError(attrs, e.Err, "")
@@ -454,7 +457,7 @@ func (o *Observer) OperationEnded(e core.OperationEnded) {
 	}
 	exc := panicAttributes(e.Panic)
 	if span, ok := o.callerSpan(e.Context, e.Op); ok {
-		span.AddEvent("crl.panicked", trace.WithAttributes(append(o.attrs(e.Kind, e.Op, e.Query), exc...)...))
+		span.AddEvent("crl.panicked", trace.WithAttributes(append(o.attrs(e.Context, e.Kind, e.Op, e.Query), exc...)...))
 		return
 	}
 	span, ok := o.take(e.Op)
@@ -587,8 +590,11 @@ func (o *Observer) take(op uint64) (trace.Span, bool) {
 	return v.(trace.Span), true
 }
 
-func (o *Observer) attrs(k core.Kind, op uint64, query string, extra ...attribute.KeyValue) []attribute.KeyValue {
-	a := make([]attribute.KeyValue, 0, len(o.base)+len(extra)+5)
+// attrs are the attributes of a span or span event of an operation's
+// event: the base ones, its kind, Op and statement, the unit's attempt
+// that ctx carries, and extra.
+func (o *Observer) attrs(ctx context.Context, k core.Kind, op uint64, query string, extra ...attribute.KeyValue) []attribute.KeyValue {
+	a := make([]attribute.KeyValue, 0, len(o.base)+len(extra)+6)
 	a = append(a, o.base...)
 	a = append(a, KindKey.String(k.String()), attribute.String("crl.operation.id", strconv.FormatUint(op, 10)))
 	if k == core.KindStatement {
@@ -599,8 +605,20 @@ func (o *Observer) attrs(k core.Kind, op uint64, query string, extra ...attribut
 	if o.query && query != "" {
 		a = append(a, semconv.DBQueryTextKey.String(query))
 	}
+	if ctx != nil {
+		if n := crl.Attempt(ctx); n > 0 {
+			a = append(a, UnitAttemptKey.Int(n))
+		}
+	}
 	return append(a, extra...)
 }
+
+// UnitAttemptKey is the attribute of a span or span event of a unit that
+// crl re-runs (crl.RunInTx, crl.Retry, the adapters' helpers), or of an
+// operation run inside one of its runs: crl.Attempt of the event's
+// context, 1 for the first run, 2 for the first re-run, …. It is on
+// spans and span events only, never on measurements.
+const UnitAttemptKey = attribute.Key("crl.unit.attempt")
 
 func spanName(k core.Kind) string { return "crl.retry " + k.String() }
 

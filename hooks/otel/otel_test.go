@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/microsoft/go-mssqldb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
@@ -18,10 +19,12 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/crl-go/crl"
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/core/coretest"
 	crlotel "github.com/crl-go/crl/hooks/otel"
+	"github.com/crl-go/crl/mssqltest"
 )
 
 type deadlock struct{}
@@ -324,4 +327,51 @@ func TestDoSuccessWithTheHookAllocatesNothing(t *testing.T) {
 	stmt := func(context.Context) error { return nil }
 	allocs := testing.AllocsPerRun(1000, func() { _ = s.retrier.Do(ctx, "select 1", stmt) })
 	assert.Zero(t, allocs)
+}
+
+// The span of a unit crl re-runs carries crl.unit.attempt, crl.Attempt of
+// the event's context: 1 on the retry's event after run 1, 2 on the span
+// that run 2's success ends; and so do the events on a caller's span. A
+// statement retried on its own, in no unit, has none.
+func TestSpanUnitAttempt(t *testing.T) {
+	const update = "UPDATE accounts SET balance = balance - 10 WHERE id = 1"
+	s := newSetup(t, crlotel.Options{Driver: "sqlserver"})
+	srv := mssqltest.NewServer(t)
+	db, err := crl.Open("sqlserver", srv.DSN()+"&retryExec={1205:3,1}", config.WithClock(s.clock), config.WithObserver(s.obs))
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, db.Close()) })
+	unit := func(ctx context.Context) error {
+		srv.Handle(update, mssqltest.Error(1205), mssqltest.Affected(1))
+		return crl.Retry(ctx, func(ctx context.Context) error {
+			_, err := db.ExecContext(ctx, update)
+			return err
+		})
+	}
+
+	require.NoError(t, unit(context.Background()))
+	ended := s.spans.Ended()
+	require.Len(t, ended, 1)
+	assert.Equal(t, "crl.retry transaction", ended[0].Name())
+	assert.EqualValues(t, 2, attrs(ended[0].Attributes())[crlotel.UnitAttemptKey].AsInt64(), "the span, ended by run 2's success")
+	require.Len(t, ended[0].Events(), 1)
+	assert.EqualValues(t, 1, attrs(ended[0].Events()[0].Attributes)[crlotel.UnitAttemptKey].AsInt64(), "the retry after run 1")
+
+	ctx, span := s.tp.Tracer("app").Start(context.Background(), "transfer")
+	require.NoError(t, unit(ctx))
+	span.End()
+	ended = s.spans.Ended()
+	require.Len(t, ended, 2)
+	var got []int64
+	for _, e := range ended[1].Events() {
+		got = append(got, attrs(e.Attributes)[crlotel.UnitAttemptKey].AsInt64())
+	}
+	assert.Equal(t, []int64{1, 2}, got, "crl.retry and crl.succeeded on the caller's span")
+
+	srv.Handle(update, mssqltest.Error(1205), mssqltest.Affected(1))
+	_, err = db.Exec(update)
+	require.NoError(t, err)
+	ended = s.spans.Ended()
+	require.Len(t, ended, 3)
+	_, has := attrs(ended[2].Attributes())[crlotel.UnitAttemptKey]
+	assert.False(t, has, "a statement in no unit")
 }

@@ -68,9 +68,12 @@ func (cn *conn) driverConn() driver.Conn { return cn.inner }
 // alone reports whether a statement run with ctx runs once, recorded,
 // instead of under the statement loop: inside a transaction that BeginTx
 // began, or in a unit. A transaction begun as statement text counts too
-// (textControl, asked first).
+// (textControl, asked first). Under WithoutRetry and in no unit it runs
+// under the loop, which asks NoRetry after a failure and retries nothing
+// (config gives the Retrier NoRetry), so that it is an operation the
+// observer sees. One ctx.Value.
 func (cn *conn) alone(ctx context.Context) bool {
-	return cn.tx != nil || ctx.Value(unitKey{}) != nil // only a *Unit is stored under the key
+	return cn.tx != nil || inUnit(ctx.Value(unitKey{}))
 }
 
 // record records the outcome of a statement run alone: in the unit of

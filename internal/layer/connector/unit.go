@@ -3,13 +3,15 @@ package connector
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/internal/text/sqlscan"
 )
 
 // Unit records what one unit of work ran in the driver layer: the pool
-// it ran on (its Retrier) and the statement whose error ended it. A unit
+// it ran on (its Retrier), the statement whose error ended it, and which
+// run of the unit this is (Attempt). A unit
 // is a transaction attempt (crl.RunInTx and the adapters' helpers put one
 // in the context they begin the transaction with), a run of crl.Retry's
 // function, or an attempt that an adapter runs under its own loop
@@ -21,19 +23,87 @@ type Unit struct {
 	retrier   *core.Retrier
 	failed    string
 	failedErr error
+	attempt   atomic.Int32
 }
 
+// unitKey is the one context key of the driver layer: its value is a
+// *Unit, or a withoutRetry. One key, so that the layer learns both from
+// one ctx.Value per statement (conn.alone).
 type unitKey struct{}
 
-// WithUnit returns ctx carrying u.
+// withoutRetry is the value of unitKey in a context given WithoutRetry:
+// the unit the context carried before, if any, stays readable (UnitOf,
+// Attempt). A struct of one pointer, so storing it allocates nothing.
+type withoutRetry struct{ unit *Unit }
+
+// mark is what a context says to the driver layer: the unit it carries
+// (nil when none), and whether retries are off (WithoutRetry).
+type mark struct {
+	unit    *Unit
+	noRetry bool
+}
+
+// markOf reads ctx's mark with one lookup.
+func markOf(ctx context.Context) mark {
+	switch v := ctx.Value(unitKey{}).(type) {
+	case *Unit:
+		return mark{unit: v}
+	case withoutRetry:
+		return mark{unit: v.unit, noRetry: true}
+	}
+	return mark{}
+}
+
+// inUnit reports whether v, the value of unitKey in a context, names a
+// unit: the layer's test on every statement, nil first.
+func inUnit(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return false
+	case withoutRetry:
+		return v.unit != nil
+	}
+	return true // otherwise a *Unit
+}
+
+// WithUnit returns ctx carrying u, in place of what it carried: given a
+// context without retries (WithoutRetry), the mark is gone, so a helper
+// asks NoRetry before it makes a unit (a unit of such a context runs once
+// and needs none).
 func WithUnit(ctx context.Context, u *Unit) context.Context {
 	return context.WithValue(ctx, unitKey{}, u)
 }
 
 // UnitOf returns the Unit ctx carries, nil when none.
-func UnitOf(ctx context.Context) *Unit {
-	u, _ := ctx.Value(unitKey{}).(*Unit)
-	return u
+func UnitOf(ctx context.Context) *Unit { return markOf(ctx).unit }
+
+// WithoutRetry returns ctx under which nothing is retried: the driver
+// layer runs each statement once (outside a transaction and a unit under
+// the statement loop, whose Retrier asks NoRetry after a failure, so that
+// the observer sees it), and the helpers run their units once. The unit
+// ctx carries, if any, stays readable: its statements are still recorded
+// in it.
+func WithoutRetry(ctx context.Context) context.Context {
+	m := markOf(ctx)
+	if m.noRetry {
+		return ctx
+	}
+	return context.WithValue(ctx, unitKey{}, withoutRetry{unit: m.unit})
+}
+
+// NoRetry reports whether ctx was given WithoutRetry (or derives from one
+// that was).
+func NoRetry(ctx context.Context) bool { return markOf(ctx).noRetry }
+
+// Attempt returns the run of the unit ctx carries that is running: 1 for
+// the first, 2 for the first re-run, …; 0 when ctx carries no unit, or
+// one that is not re-run as a whole (an adapter's attempt of one
+// statement).
+func Attempt(ctx context.Context) int {
+	if u := markOf(ctx).unit; u != nil {
+		return int(u.attempt.Load())
+	}
+	return 0
 }
 
 // ran notes that a statement of the unit ran on the pool of r.
@@ -87,10 +157,22 @@ func (u *Unit) Failed() (query string, err error) {
 	return u.failed, u.failedErr
 }
 
-// Reset forgets the failure recorded, for the unit's next attempt; the
-// pool is kept.
-func (u *Unit) Reset() {
+// FailedQuery returns the statement whose error ended the unit, "" when
+// none did or u is nil (a unit run without retries records nothing).
+func (u *Unit) FailedQuery() string {
+	if u == nil {
+		return ""
+	}
+	q, _ := u.Failed()
+	return q
+}
+
+// Start begins the unit's next run, which Attempt then reports (1 for the
+// first): the failure recorded is forgotten; the pool is kept. Only a
+// helper that re-runs the unit as a whole starts it.
+func (u *Unit) Start() {
 	u.mu.Lock()
 	u.failed, u.failedErr = "", nil
 	u.mu.Unlock()
+	u.attempt.Add(1)
 }
