@@ -119,7 +119,7 @@ func TestParseDSN(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, out, err := ParseDSN(tt.driver, tt.dsn)
 			require.NoError(t, err, "ParseDSN")
-			got.set = 0
+			got.set, got.exec, got.conn = 0, nil, nil
 			assert.Equal(t, tt.want, got, "settings")
 			assert.Equal(t, tt.out, out, "driver DSN")
 		})
