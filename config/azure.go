@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/crl-go/crl/internal/tables/mssqldsn"
+	"github.com/crl-go/crl/internal/text/dsnlex"
 )
 
 // The JDBC driver's defaults of connectRetryCount for Azure endpoints,
@@ -31,14 +32,10 @@ var azureEndpoints = [...]string{
 }
 
 // azureConnectRetryCount returns the JDBC driver's default connectRetryCount
-// for the server that dsn names, or 0 when the server is not an Azure
-// endpoint or the driver is not go-mssqldb. driverDSN is the DSN as the
-// driver gets it (our keys removed).
-func azureConnectRetryCount(driverName, driverDSN string) int {
-	if !isSQLServerDriver(driverName) {
-		return 0
-	}
-	host := strings.ToLower(sqlServerHost(driverDSN))
+// for a SQL Server whose host name is host, or 0 when it is not an Azure
+// endpoint.
+func azureConnectRetryCount(host string) int {
+	host = strings.ToLower(host)
 	if host == "" {
 		return 0
 	}
@@ -58,28 +55,25 @@ func azureConnectRetryCount(driverName, driverDSN string) int {
 	return 0
 }
 
-// sqlServerHost returns the host name of a go-mssqldb DSN (URL, ADO or
-// odbc: form), without a protocol prefix (tcp:), a port (,1433 or :1433)
-// or an instance name (\SQLEXPRESS), or "" when there is none. An ADO or
-// ODBC DSN is read by the one ADO reader (readADO), which splits it as
-// go-mssqldb does: a ';' inside a quoted or braced value does not end it.
-func sqlServerHost(dsn string) string {
-	if strings.HasPrefix(dsn, "sqlserver://") {
-		u, err := url.Parse(dsn)
+// sqlServerHost returns the host name of a go-mssqldb DSN of form f,
+// without a protocol prefix (tcp:), a port (,1433 or :1433) or an
+// instance name (\SQLEXPRESS), or "" when there is none. An ADO or ODBC
+// DSN's server is read from its pairs, which the lexer split as
+// go-mssqldb does: a ';' inside a quoted or braced value does not end one.
+// A URL's host is read from driverDSN, the DSN without crl's keys.
+func sqlServerHost(f dsnlex.Form, pairs []dsnlex.Pair, driverDSN string) string {
+	if f == dsnlex.FormURL {
+		u, err := url.Parse(driverDSN)
 		if err != nil {
 			return ""
 		}
 		return u.Hostname()
 	}
-	odbc := strings.HasPrefix(dsn, "odbc:")
-	_, driver, _, err := readADO(strings.TrimPrefix(dsn, "odbc:"), odbc)
-	if err != nil {
-		return ""
-	}
+	odbc := f == dsnlex.FormODBC
 	var server string
-	for _, p := range driver {
-		if mssqldsn.IsServerKey(p.key, odbc) {
-			server = p.value // the last one wins, as in the driver
+	for _, p := range pairs {
+		if p.Eq && mssqldsn.IsServerKey(strings.ToLower(p.Key), odbc) {
+			server = p.Value // the last one wins, as in the driver
 		}
 	}
 	if i := strings.IndexByte(server, ':'); i >= 0 && !strings.Contains(server[:i], ".") {

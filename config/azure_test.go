@@ -31,10 +31,17 @@ func TestAzureDefaultReadsTheServerAsTheDriverDoes(t *testing.T) {
 		// go-mssqldb maps data source, address… to server in the ADO form only.
 		{"mssql", "odbc:data source=myserver.database.windows.net;database=d", 0},
 	} {
-		_, driverDSN, err := ParseDSN(tc.driver, tc.dsn)
-		require.NoError(t, err, tc.dsn)
-		assert.Equal(t, tc.want, azureConnectRetryCount(tc.driver, driverDSN), tc.dsn)
+		assert.Equal(t, tc.want, azureConnectRetryCount(server(t, tc.driver, tc.dsn)), tc.dsn)
 	}
+}
+
+// server returns the server that the DSN reader finds in dsn, a DSN of
+// driver (sqlServerHost).
+func server(t *testing.T, driver, dsn string) string {
+	t.Helper()
+	d, err := readDSN(driver, dsn)
+	require.NoError(t, err, dsn)
+	return d.server
 }
 
 // sqlServerHost agrees with go-mssqldb's own reading of the DSN.
@@ -58,7 +65,7 @@ func TestSQLServerHostIsTheDriversHost(t *testing.T) {
 		}
 		cfg, err := msdsn.Parse(dsn)
 		require.NoError(t, err, dsn)
-		host := sqlServerHost(dsn)
+		host := server(t, "sqlserver", dsn)
 		if host == "" {
 			host = "localhost" // the driver's default
 		}
@@ -76,13 +83,13 @@ func TestAzureDefaultKnowsEveryServerKey(t *testing.T) {
 		require.NoError(t, err, k)
 		assert.Equal(t, "good.example.com", cfg.Host, "go-mssqldb takes %s for the server", k)
 		dsn := "user id=sa;" + strings.ToUpper(k) + "=myserver.database.windows.net;database=d"
-		assert.Equal(t, 2, azureConnectRetryCount("sqlserver", dsn), dsn)
+		assert.Equal(t, 2, azureConnectRetryCount(server(t, "sqlserver", dsn)), dsn)
 		odbc := "odbc:" + k + "=myserver.database.windows.net"
 		want := 0
 		if k == "server" {
 			want = 2
 		}
-		assert.Equal(t, want, azureConnectRetryCount("mssql", odbc), odbc)
+		assert.Equal(t, want, azureConnectRetryCount(server(t, "mssql", odbc)), odbc)
 	}
 }
 

@@ -23,11 +23,14 @@ const DefaultRetryRefresh = 30 * time.Second
 // defaults. The fields take the values of core.Policy, so "off" is never
 // the ambiguous zero.
 type Config struct {
-	// RetryExec is the retryExec rules. "" is not set (no rules unless a
-	// lower source has some); "{}" is explicitly no rules.
+	// RetryExec is the retryExec rules, as written. "" is not set (no
+	// rules unless a lower source has some); "{}" is explicitly no rules.
+	// A reader or an option that sets it keeps the rules it compiled
+	// beside it, for Policy.
 	RetryExec string
-	// RetryConn is the retryConn rules. "" is not set (the builtin list
-	// unless a lower source has rules); "{}" is explicitly the builtin list.
+	// RetryConn is the retryConn rules, as written. "" is not set (the
+	// builtin list unless a lower source has rules); "{}" is explicitly
+	// the builtin list. Its compiled rules are kept as RetryExec's are.
 	RetryConn string
 	// ConnectRetryCount is connectRetryCount, 1..255 (see
 	// core.Policy.ConnectRetryCount). Zero is not set: 1, or as in the JDBC
@@ -84,25 +87,29 @@ type Config struct {
 	// name. Only code sets it (WithDriverFamily).
 	DriverFamily string
 
-	set uint16 // bit i: settings[i] was given a value by an Option, a DSN or a file, even a zero one
+	set  uint16                          // bit i: settings[i] was given a value by an Option, a DSN or a file, even a zero one
+	exec *compiled[core.StatementRules]  // RetryExec as compiled by whoever set it; nil for a literal
+	conn *compiled[core.ConnectionRules] // RetryConn as compiled by whoever set it; nil for a literal
 }
 
 // CutoffQueryTimeout, as Config.ExecutionCutoff, means the cut-off is the
 // queryTimeout (executionCutoff=on).
 const CutoffQueryTimeout time.Duration = -1
 
-// Policy compiles the rules and returns the core.Policy of c, unset fields
-// taking the JDBC defaults, or an error naming the first field out of its
-// range (and for a rule, the offending token).
+// Policy returns the core.Policy of c, unset fields taking the JDBC
+// defaults, or an error naming the first field out of its range (and for
+// a rule, the offending token). Its rules are those compiled when the DSN,
+// the properties file or an option set them; only rules set in a Config
+// literal are compiled here.
 func (c Config) Policy() (core.Policy, error) {
 	if err := c.validate(""); err != nil {
 		return core.Policy{}, err
 	}
-	stmt, err := core.ParseStatementRules(c.RetryExec)
+	stmt, err := c.exec.of(c.RetryExec, core.ParseStatementRules)
 	if err != nil {
 		return core.Policy{}, &ValueError{Key: keyRetryExec, Value: c.RetryExec, Reason: err.Error(), Err: err}
 	}
-	conn, err := core.ParseConnectionRules(c.RetryConn)
+	conn, err := c.conn.of(c.RetryConn, core.ParseConnectionRules)
 	if err != nil {
 		return core.Policy{}, &ValueError{Key: keyRetryConn, Value: c.RetryConn, Reason: err.Error(), Err: err}
 	}
@@ -150,14 +157,16 @@ func WithConfig(c Config) Option {
 // "" or "{}" means no statement is retried, whatever the DSN or the file
 // say.
 func WithRetryExec(rules string) Option {
-	return option(keyRetryExec, func(c *Config) { c.RetryExec = rules })
+	exec := compile(rules, core.ParseStatementRules)
+	return option(keyRetryExec, func(c *Config) { c.RetryExec, c.exec = rules, exec })
 }
 
 // WithRetryConn sets the retryConn rules, such as "{+4060}" (added to the
 // builtin list) or "{4060}" (replacing it). "" or "{}" means the builtin
 // list, whatever the DSN or the file say.
 func WithRetryConn(rules string) Option {
-	return option(keyRetryConn, func(c *Config) { c.RetryConn = rules })
+	conn := compile(rules, core.ParseConnectionRules)
+	return option(keyRetryConn, func(c *Config) { c.RetryConn, c.conn = rules, conn })
 }
 
 // WithConnectRetryCount sets connectRetryCount, the extra connection

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"net/url"
 	"strconv"
 	"strings"
@@ -34,54 +35,86 @@ import (
 // A key given twice is an error, and so is a malformed or out-of-range
 // value; errors name the key and the value.
 func ParseDSN(driverName, dsn string) (Config, string, error) {
-	var (
-		params []param
-		out    string
-		err    error
-	)
-	switch family.Of(driverName) {
-	case family.SQLServer:
-		switch {
-		case strings.HasPrefix(dsn, "sqlserver://"):
-			params, out, err = stripURLQuery(dsn)
-		case strings.HasPrefix(dsn, "odbc:"):
-			params, out, err = stripADO(dsn[len("odbc:"):], true)
-			out = "odbc:" + out
-		default:
-			params, out, err = stripADO(dsn, false)
-		}
-	case family.MySQL:
-		params, out, err = stripMySQL(dsn)
-	case family.Postgres:
-		if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-			params, out, err = stripURLQuery(dsn)
-		} else {
-			params, out, err = stripKeywordValue(dsn)
-		}
-	default:
-		if k, ok := mentionsKey(dsn); ok {
-			return Config{}, "", &dsnError{reason: "driver " + strconv.Quote(driverName) +
-				" is not one whose DSN this package can read, and the DSN seems to set " + k +
-				"; for a wrapped driver, name its family with config.WithDriverFamily(\"sqlserver\"|\"mysql\"|\"postgres\"), or set it in code (config.With…) or in the properties file"}
-		}
-		return Config{}, dsn, nil
-	}
+	d, err := readDSN(driverName, dsn)
 	if err != nil {
 		return Config{}, "", err
 	}
-	if len(params) == 0 {
-		out = dsn // nothing of ours: the driver gets the DSN byte for byte
-	}
-	var c Config
-	for _, p := range params {
-		if c.set&(1<<p.setting) != 0 {
-			return Config{}, "", &dsnError{reason: settings[p.setting].key + " given twice (keys are case-insensitive)", err: ErrDuplicateKey}
+	return d.config, d.driverDSN, nil
+}
+
+// dsnRead is what one reading of a DSN gives.
+type dsnRead struct {
+	config    Config
+	driverDSN string // the DSN without crl's keys
+	server    string // of a SQL Server DSN, the host it names (sqlServerHost), for the Azure default
+}
+
+// readDSN is ParseDSN. The lexer reads the DSN's text once, into pairs
+// that each say where they stand; crl's are taken out of them, and the
+// driver's DSN is the rest, as written.
+func readDSN(driverName, dsn string) (dsnRead, error) {
+	fam := family.Of(driverName)
+	form, ok := dsnForm(fam, dsn)
+	if !ok {
+		if k, ok := mentionsKey(dsn); ok {
+			return dsnRead{}, &dsnError{reason: "driver " + strconv.Quote(driverName) +
+				" is not one whose DSN this package can read, and the DSN seems to set " + k +
+				"; for a wrapped driver, name its family with config.WithDriverFamily(\"sqlserver\"|\"mysql\"|\"postgres\"), or set it in code (config.With…) or in the properties file"}
 		}
-		if err := c.setValue(p.setting, p.value, "DSN"); err != nil {
-			return Config{}, "", err
+		return dsnRead{driverDSN: dsn}, nil
+	}
+	pairs, lexErr := dsnlex.Pairs(dsn, form, isOurKey)
+	r := dsnReader{s: dsn, form: form, ours: make([]bool, len(pairs))}
+	for i := range pairs {
+		if err := r.take(i, &pairs[i]); err != nil {
+			return dsnRead{}, err
 		}
 	}
-	return c, out, nil
+	if lexErr != nil {
+		return dsnRead{}, malformedValue(dsn, form, lexErr)
+	}
+	c, err := r.config()
+	if err != nil {
+		return dsnRead{}, err
+	}
+	d := dsnRead{config: c, driverDSN: r.driverDSN(pairs)}
+	if fam == family.SQLServer {
+		d.server = sqlServerHost(form, pairs, d.driverDSN)
+	}
+	return d, nil
+}
+
+// dsnForm returns the form in which a DSN of family f is read: for SQL
+// Server the URL sqlserver://, odbc: or ADO; for MySQL its own; for
+// PostgreSQL the URL postgres:// or postgresql://, or key=value. It
+// reports false for any other family, whose DSN this package does not
+// read.
+func dsnForm(f family.Family, dsn string) (dsnlex.Form, bool) {
+	switch f {
+	case family.SQLServer:
+		switch {
+		case strings.HasPrefix(dsn, "sqlserver://"):
+			return dsnlex.FormURL, true
+		case strings.HasPrefix(dsn, "odbc:"):
+			return dsnlex.FormODBC, true
+		}
+		return dsnlex.FormADO, true
+	case family.MySQL:
+		return dsnlex.FormMySQL, true
+	case family.Postgres:
+		if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+			return dsnlex.FormURL, true
+		}
+		return dsnlex.FormKeyValue, true
+	}
+	return 0, false
+}
+
+// isOurKey reports a key of ours, for the lexer: its value is read as
+// crl's (see ParseDSN), not as the driver's.
+func isOurKey(key string) bool {
+	_, ok := lookupKey(key)
+	return ok
 }
 
 // param is one retry setting found in a DSN.
@@ -90,91 +123,58 @@ type param struct {
 	value   string
 }
 
-// stripADO reads an ADO connection string (odbc: the ODBC form, without its
-// prefix). The driver's parts are split exactly as go-mssqldb splits them
-// (a double quote toggles quoting; in the ODBC form a value in braces runs
-// to its closing brace, }} escaping one) and kept as written. Our values
-// may be wrapped in braces (balanced, so {{1205:3};{1222:2}} works) or in
-// double quotes ("" escaping one).
-func stripADO(s string, odbc bool) ([]param, string, error) {
-	params, _, out, err := readADO(s, odbc)
-	return params, out, err
-}
-
-// driverParam is one key=value part of an ADO or ODBC connection string
-// that is the driver's: its key lower-cased and trimmed, and its value as
-// go-mssqldb reads it (see adoDriverValue).
-type driverParam struct{ key, value string }
-
-// readADO is stripADO that also returns the driver's parts, in order, so
-// that what config reads of the driver's settings (the server, for the
-// Azure default) is split as the driver splits it, by this one reader.
-func readADO(s string, odbc bool) ([]param, []driverParam, string, error) {
-	r := adoReader{s: s, odbc: odbc}
-	for i := 0; i < len(s); {
-		var err error
-		if i, err = r.part(i); err != nil {
-			return nil, nil, "", err
-		}
-	}
-	return r.params, r.driver, strings.Join(r.kept, ";"), nil
-}
-
-// adoReader is the state of readADO.
-type adoReader struct {
+// dsnReader takes crl's settings out of the pairs of a DSN.
+type dsnReader struct {
 	s        string
-	odbc     bool
+	form     dsnlex.Form
 	params   []param
-	driver   []driverParam
-	kept     []string
-	afterOur string // the key of the last part that was not blank, when it was ours
+	ours     []bool // by pair: it is ours, and left out of the driver's DSN
+	afterOur string // ADO: the key of the last part that was not blank, when it was ours
 	bareOur  bool   // and its value was bare (cut at the first ';')
 }
 
-// part reads the part that starts at start and returns the index after
-// the ';' that ends it.
-func (r *adoReader) part(start int) (int, error) {
-	s := r.s
-	i, inQuote := dsnlex.ADOKeyEnd(s, start, r.odbc)
-	if i >= len(s) || s[i] == ';' {
-		return i + 1, r.keyless(s[start:i])
+// take reads pair i, p.
+func (r *dsnReader) take(i int, p *dsnlex.Pair) error {
+	switch r.form {
+	case dsnlex.FormADO, dsnlex.FormODBC:
+		return r.adoPart(i, p)
+	case dsnlex.FormURL, dsnlex.FormMySQL:
+		return r.queryPart(i, p)
 	}
-	key := s[start:i]
-	k, ours := lookupKey(key)
-	if nk, near := nearKey(key); near {
-		return 0, nearKeyError(key, nk)
-	}
-	r.afterOur = ""
-	if !ours {
-		end := dsnlex.ADODriverValueEnd(s, i+1, r.odbc, inQuote)
-		r.kept = append(r.kept, s[start:end])
-		r.driver = append(r.driver, driverParam{strings.ToLower(strings.TrimSpace(key)), dsnlex.ADODriverValue(s[i+1:end], r.odbc)})
-		return end + 1, nil
-	}
-	name := settings[k].key
-	v := dsnlex.ADOValue(s, i+1)
-	switch v.Fault {
-	case dsnlex.Unclosed:
-		if s[v.At] == '"' {
-			return 0, &dsnError{err: ErrMalformed, reason: name + ": the double quote is not closed"}
-		}
-		return 0, &dsnError{err: ErrMalformed, reason: name + ": the brace opened at " +
-			quotePiece(s[v.At:], redact.FormADO) + " is not closed, expected a value such as {1205:3;1222:2}"}
-	case dsnlex.Trailing:
-		return 0, &dsnError{err: ErrMalformed, reason: name + ": " + quotePiece(s[v.At:], redact.FormADO) +
-			" follows the closing brace or quote, expected ';'"}
-	}
-	r.afterOur, r.bareOur = name, v.Bare
-	r.params = append(r.params, param{k, v.Text})
-	return v.End + 1, nil
+	return r.keywordPart(i, p)
 }
 
-// keyless keeps a part without '='. A part without a key right after one
-// of ours (blank parts between do not count) is the rest of our value:
-// the driver would ignore it, and the rule in it would be lost.
-func (r *adoReader) keyless(part string) error {
-	r.kept = append(r.kept, part)
-	t := strings.TrimSpace(part)
+// add notes the value of settings[k], the setting of pair i.
+func (r *dsnReader) add(i, k int, value string) {
+	r.params = append(r.params, param{k, value})
+	r.ours[i] = true
+}
+
+// adoPart reads a part of an ADO or ODBC connection string. Our values
+// may be wrapped in braces (balanced, so {{1205:3};{1222:2}} works) or in
+// double quotes ("" escaping one); the lexer read them so.
+func (r *dsnReader) adoPart(i int, p *dsnlex.Pair) error {
+	if !p.Eq {
+		return r.keyless(p.Key)
+	}
+	r.afterOur = ""
+	k, ours := lookupKey(p.Key)
+	if !ours {
+		if nk, near := nearKey(p.Key); near {
+			return nearKeyError(p.Key, nk)
+		}
+		return nil
+	}
+	r.afterOur, r.bareOur = settings[k].key, p.Bare
+	r.add(i, k, p.Value)
+	return nil
+}
+
+// keyless checks a part without '=', t (trimmed). A part without a key
+// right after one of ours (blank parts between do not count) is the rest
+// of our value: the driver would ignore it, and the rule in it would be
+// lost.
+func (r *dsnReader) keyless(t string) error {
 	if t == "" {
 		return nil
 	}
@@ -194,6 +194,154 @@ func (r *adoReader) keyless(part string) error {
 	return nil
 }
 
+// queryPart reads a pair of a URL query or a MySQL DSN's parameters. Our
+// values are percent-decoded as a path is, so a literal '+' stays '+'. A
+// MySQL parameter of ours without '=' is left to the driver.
+func (r *dsnReader) queryPart(i int, p *dsnlex.Pair) error {
+	name, err := url.PathUnescape(p.Key)
+	if err != nil {
+		return nil // not ours; the driver judges it
+	}
+	k, ours := lookupKey(name)
+	if nk, near := nearKey(name); near && p.Eq {
+		return nearKeyError(name, nk)
+	}
+	if !ours || r.form == dsnlex.FormMySQL && !p.Eq {
+		return nil
+	}
+	v, err := url.PathUnescape(p.Value)
+	if err != nil {
+		return &ValueError{Source: "DSN", Key: settings[k].key, Value: p.Value, Err: err,
+			Reason: "not valid percent-encoding, expected %XX escapes such as %2B for '+'"}
+	}
+	r.add(i, k, v)
+	return nil
+}
+
+// keywordPart reads a pair of a libpq key=value DSN. A key with white
+// space inside is text before a key, the driver's to judge.
+func (r *dsnReader) keywordPart(i int, p *dsnlex.Pair) error {
+	if !p.Eq || strings.ContainsAny(p.Key, spaces) {
+		return nil
+	}
+	k, ours := lookupKey(p.Key)
+	if !ours {
+		if nk, near := nearKey(p.Key); near {
+			return nearKeyError(p.Key, nk)
+		}
+		return nil
+	}
+	r.add(i, k, p.Value)
+	return nil
+}
+
+// config sets the settings read, each at most once.
+func (r *dsnReader) config() (Config, error) {
+	var c Config
+	for _, p := range r.params {
+		if c.set&(1<<p.setting) != 0 {
+			return Config{}, &dsnError{reason: settings[p.setting].key + " given twice (keys are case-insensitive)", err: ErrDuplicateKey}
+		}
+		if err := c.setValue(p.setting, p.value, "DSN"); err != nil {
+			return Config{}, err
+		}
+	}
+	return c, nil
+}
+
+// driverDSN returns the DSN without our pairs, the driver's left byte for
+// byte as written; with none of ours, the DSN itself. ADO and ODBC parts
+// are joined by ';', key=value pairs by a space; a query keeps its '?'
+// while it has a pair.
+func (r *dsnReader) driverDSN(pairs []dsnlex.Pair) string {
+	if len(r.params) == 0 {
+		return r.s
+	}
+	switch r.form {
+	case dsnlex.FormADO, dsnlex.FormODBC:
+		return r.s[:pairs[0].Start] + r.kept(pairs, ";")
+	case dsnlex.FormURL:
+		out := r.s[:pairs[0].Start-1] // up to the '?'
+		if r.keptAny() {
+			out += "?" + r.kept(pairs, "&")
+		}
+		return out + r.s[pairs[len(pairs)-1].End:]
+	case dsnlex.FormMySQL:
+		return r.mysqlDSN(pairs)
+	}
+	return r.kept(pairs, " ")
+}
+
+// kept joins the text of the pairs that are not ours with sep.
+func (r *dsnReader) kept(pairs []dsnlex.Pair, sep string) string {
+	var b strings.Builder
+	first := true
+	for i, p := range pairs {
+		if r.ours[i] {
+			continue
+		}
+		if !first {
+			b.WriteString(sep)
+		}
+		b.WriteString(r.s[p.Start:p.End])
+		first = false
+	}
+	return b.String()
+}
+
+// keptAny reports a pair that is not ours.
+func (r *dsnReader) keptAny() bool {
+	for _, o := range r.ours {
+		if !o {
+			return true
+		}
+	}
+	return false
+}
+
+// mysqlDSN returns a MySQL DSN without our parameters. A parameter goes
+// with the separator before it, but where that is the '?' it goes with
+// the one after it instead, and the next parameter kept takes the '?'.
+func (r *dsnReader) mysqlDSN(pairs []dsnlex.Pair) string {
+	var b strings.Builder
+	b.WriteString(r.s[:pairs[0].Start-1])
+	question := false // a '?' of a parameter left out waits for the next one kept
+	for i, p := range pairs {
+		sep := r.s[p.Start-1]
+		if question {
+			sep = '?'
+		}
+		question = r.ours[i] && sep == '?'
+		if !r.ours[i] {
+			b.WriteByte(sep)
+			b.WriteString(r.s[p.Start:p.End])
+		}
+	}
+	return b.String()
+}
+
+// malformedValue is the error of a value of ours that the lexer could not
+// read.
+func malformedValue(s string, form dsnlex.Form, err error) error {
+	var e *dsnlex.Error
+	if !errors.As(err, &e) {
+		return &dsnError{err: ErrMalformed, reason: err.Error()}
+	}
+	k, _ := lookupKey(e.Key)
+	name := settings[k].key
+	switch {
+	case !e.Unclosed:
+		return &dsnError{err: ErrMalformed, reason: name + ": " + quotePiece(s[e.At:], form) +
+			" follows the closing brace or quote, expected ';'"}
+	case s[e.At] == '{':
+		return &dsnError{err: ErrMalformed, reason: name + ": the brace opened at " +
+			quotePiece(s[e.At:], form) + " is not closed, expected a value such as {1205:3;1222:2}"}
+	case s[e.At] == '"':
+		return &dsnError{err: ErrMalformed, reason: name + ": the double quote is not closed"}
+	}
+	return &dsnError{err: ErrMalformed, reason: name + ": the quote is not closed"}
+}
+
 // quotePiece quotes the start of a piece of a DSN of form f for an
 // error, its secrets hidden first: the piece runs to the DSN's end, and a
 // password may follow the value at fault.
@@ -205,144 +353,8 @@ func quotePiece(s string, f redact.Form) string {
 	return strconv.Quote(s)
 }
 
-// stripURLQuery reads the query of a URL DSN (sqlserver://, postgres://,
-// postgresql://): the text after the first '?' up to a '#', pairs split on
-// '&' only (never ';', which rules use).
-func stripURLQuery(s string) ([]param, string, error) {
-	base, query, frag, ok := dsnlex.Query(s)
-	if !ok {
-		return nil, s, nil
-	}
-	var (
-		params []param
-		kept   []string
-	)
-	for _, pair := range strings.Split(query, "&") {
-		p, ours, err := ourQueryParam(pair)
-		if err != nil {
-			return nil, "", err
-		}
-		if ours {
-			params = append(params, p)
-		} else {
-			kept = append(kept, pair)
-		}
-	}
-	out := base
-	if len(kept) > 0 {
-		out += "?" + strings.Join(kept, "&")
-	}
-	return params, out + frag, nil
-}
-
-// ourQueryParam reads one key=value pair of a URL query, reporting whether
-// the key is ours. Our values are percent-decoded as a path is, so a
-// literal '+' stays '+'.
-func ourQueryParam(pair string) (param, bool, error) {
-	rawKey, rawValue, _ := strings.Cut(pair, "=")
-	name, err := url.PathUnescape(rawKey)
-	if err != nil {
-		return param{}, false, nil // not ours; the driver judges it
-	}
-	k, ours := lookupKey(name)
-	if nk, near := nearKey(name); near && strings.Contains(pair, "=") {
-		return param{}, false, nearKeyError(name, nk)
-	}
-	if !ours {
-		return param{}, false, nil
-	}
-	v, err := url.PathUnescape(rawValue)
-	if err != nil {
-		return param{}, false, &ValueError{Source: "DSN", Key: settings[k].key, Value: rawValue, Err: err,
-			Reason: "not valid percent-encoding, expected %XX escapes such as %2B for '+'"}
-	}
-	return param{k, v}, true, nil
-}
-
-// stripMySQL reads a go-sql-driver/mysql DSN,
-// [user[:password]@][net[(addr)]]/dbname[?param1=value1&paramN=valueN].
-// Our parameters are found by name after a '?' or '&', so that their
-// values may hold a '/' (a path), which the driver itself cannot parse.
-func stripMySQL(s string) ([]param, string, error) {
-	var params []param
-	for pos := 0; pos < len(s); {
-		i, end, ok := dsnlex.NextMySQLParam(s, pos)
-		if !ok {
-			break
-		}
-		p, ours, err := ourQueryParam(s[i+1 : end])
-		if err != nil {
-			return nil, "", err
-		}
-		if !ours || !strings.Contains(s[i+1:end], "=") {
-			pos = i + 1
-			continue
-		}
-		params = append(params, p)
-		switch {
-		case s[i] == '&':
-			s = s[:i] + s[end:]
-		case end < len(s): // '?' ours '&' rest: keep the '?'
-			s = s[:i+1] + s[end+1:]
-		default:
-			s = s[:i]
-		}
-		pos = i
-	}
-	return params, s, nil
-}
-
-// stripKeywordValue reads a libpq key=value DSN, as pgx does: values may be
-// 'quoted' with backslash escapes, or bare up to white space; our values
-// may also be wrapped in braces. The driver's pairs are kept as written,
-// joined by one space.
-func stripKeywordValue(s string) ([]param, string, error) {
-	var (
-		params []param
-		kept   []string
-	)
-	for i := dsnlex.SkipSpace(s, 0); i < len(s); {
-		p, ok := dsnlex.NextPair(s, i, bracedKey)
-		if !ok { // malformed; the driver reports it
-			kept = append(kept, s[i:])
-			break
-		}
-		k, ours := lookupKey(p.Key)
-		if strings.ContainsAny(p.Key, spaces) {
-			ours = false
-		} else if nk, near := nearKey(p.Key); near {
-			return nil, "", nearKeyError(p.Key, nk)
-		}
-		if p.Value.Fault != dsnlex.NoFault {
-			if !ours { // malformed; the driver reports it
-				kept = append(kept, s[p.Start:])
-				return params, strings.Join(kept, " "), nil
-			}
-			what := "the quote is not closed"
-			if s[p.Value.At] == '{' {
-				what = "the brace opened at " + quotePiece(s[p.Value.At:], redact.FormKeyValue) + " is not closed"
-			}
-			return nil, "", &dsnError{err: ErrMalformed, reason: settings[k].key + ": " + what}
-		}
-		if ours {
-			params = append(params, param{k, p.Value.Text})
-		} else {
-			kept = append(kept, s[p.Start:p.Value.End])
-		}
-		i = dsnlex.SkipSpace(s, p.Value.End)
-	}
-	return params, strings.Join(kept, " "), nil
-}
-
 // spaces are the white space bytes of a key=value DSN.
 const spaces = " \t\r\n\v\f"
-
-// bracedKey reports whether the value of key, in a key=value DSN, may be
-// in braces: it is one of ours.
-func bracedKey(key string) bool {
-	_, ours := lookupKey(key)
-	return ours && !strings.ContainsAny(key, spaces)
-}
 
 // mentionsKey reports whether s seems to set one of our keys: the name,
 // case-insensitively, followed by optional white space and '='.
@@ -355,8 +367,7 @@ func mentionsKey(s string) (string, bool) {
 			if i < 0 {
 				break
 			}
-			j := dsnlex.SkipSpace(lower, from+i+len(name))
-			if j < len(lower) && lower[j] == '=' {
+			if rest := strings.TrimLeft(lower[from+i+len(name):], spaces); strings.HasPrefix(rest, "=") {
 				return key, true
 			}
 			from += i + 1

@@ -119,7 +119,7 @@ func TestParseDSN(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, out, err := ParseDSN(tt.driver, tt.dsn)
 			require.NoError(t, err, "ParseDSN")
-			got.set = 0
+			got.set, got.exec, got.conn = 0, nil, nil
 			assert.Equal(t, tt.want, got, "settings")
 			assert.Equal(t, tt.out, out, "driver DSN")
 		})
@@ -382,4 +382,46 @@ func TestNearMissKeys(t *testing.T) {
 	_, err := ParseProperties("p", []byte("retryExce=1205:3\n"))
 	require.ErrorIs(t, err, ErrUnknownKey)
 	assert.Contains(t, err.Error(), "did you mean retryExec")
+}
+
+// TestParseDSNKeepsTheDriversText: the DSN for the driver is rebuilt from
+// where the lexer found each pair, with no second reading: the driver's
+// pairs are left as written, a query keeps its '?' while it has a pair
+// (a MySQL parameter taken out after the '?' hands it on), and a MySQL
+// key of ours without '=' is the driver's.
+func TestParseDSNKeepsTheDriversText(t *testing.T) {
+	for _, tc := range []struct{ driver, dsn, out string }{
+		{"mysql", "u@tcp(h)/db?retryExec={1205:1,1}&retryConn={+4060}&loc=UTC", "u@tcp(h)/db?loc=UTC"},
+		{"mysql", "u@tcp(h)/db?loc=UTC&retryExec={1205:1,1}&parseTime=true", "u@tcp(h)/db?loc=UTC&parseTime=true"},
+		{"mysql", "u:p?w@tcp(h)/db?retryExec={1205:1,1}?loc=UTC", "u:p?w@tcp(h)/db?loc=UTC"},
+		{"mysql", "u@tcp(h)/db?retryExec&loc=UTC", "u@tcp(h)/db?retryExec&loc=UTC"},
+		{"sqlserver", "sqlserver://h?retryExec={1205:1,1}&&database=d", "sqlserver://h?&database=d"},
+		{"sqlserver", "sqlserver://h?retryExec#f", "sqlserver://h#f"},
+		{"sqlserver", "server=h;retryExec={1205:3};", "server=h"},
+		{"sqlserver", "odbc:retryExec={1205:3};server=h", "odbc:server=h"},
+		{"pgx", "host=h   retryExec={1205:1,1}   port=5 ", "host=h port=5"},
+		{"pgx", "host=h retryExec={1205:1,1} password='a b", "host=h password='a b"},
+	} {
+		_, out, err := ParseDSN(tc.driver, tc.dsn)
+		require.NoError(t, err, tc.dsn)
+		assert.Equal(t, tc.out, out, tc.dsn)
+	}
+}
+
+// TestParseDSNMalformedValueQuotesItRedacted: a value of ours that the
+// lexer cannot read is an error naming the key and quoting the start of
+// the value, with what follows it redacted.
+func TestParseDSNMalformedValueQuotesItRedacted(t *testing.T) {
+	for _, tc := range []struct{ driver, dsn, want string }{
+		{"sqlserver", "server=h;retryExec={1205:3;password=S3cret", `retryExec: the brace opened at "{1205:3;password=xxx…" is not closed, expected a value such as {1205:3;1222:2}`},
+		{"sqlserver", "odbc:server=h;retryExec={1205:3}pwd=S3cret;x=1", `retryExec: "pwd=xxxxx;x=1" follows the closing brace or quote, expected ';'`},
+		{"sqlserver", `server=h;retryConn="+4060`, "retryConn: the double quote is not closed"},
+		{"pgx", "host=h retryExec={1205:3 password=S3cret", `retryExec: the brace opened at "{1205:3 password=xxx…" is not closed, expected a value such as {1205:3;1222:2}`},
+		{"pgx", "host=h RETRYEXEC='{1205:3}", "retryExec: the quote is not closed"},
+	} {
+		_, _, err := ParseDSN(tc.driver, tc.dsn)
+		require.ErrorIs(t, err, ErrMalformed, tc.dsn)
+		assert.Equal(t, "config: DSN: "+tc.want, err.Error(), tc.dsn)
+		assert.NotContains(t, err.Error(), "S3cret", tc.dsn)
+	}
 }

@@ -51,6 +51,9 @@ func ParseProperties(name string, data []byte) (Config, error) {
 		return Config{}, err
 	}
 	for i, values := range addsUp {
+		if len(values) == 1 {
+			continue // set, and compiled, by its line
+		}
 		if err := c.setValue(i, joinRules(values), ""); err != nil {
 			return Config{}, &FileError{Path: name, Err: err}
 		}

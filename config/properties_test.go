@@ -43,7 +43,7 @@ func TestParseProperties(t *testing.T) {
 		Jitter:               core.JitterFull,
 	}
 	got := c
-	got.set = 0
+	got.set, got.exec, got.conn = 0, nil, nil
 	require.Equal(t, want, got)
 	p, err := c.Policy()
 	require.NoError(t, err)

@@ -107,13 +107,13 @@ func NewRuntime(driverName, dsn string, opts ...Option) (*Runtime, string, error
 // newRuntime is NewRuntime for the options code, valid, and the name of
 // the driver whose DSN forms dsn is read in.
 func newRuntime(driverName string, code Config, dsn string) (*Runtime, string, error) {
-	fromDSN, driverDSN, err := ParseDSN(driverName, dsn)
+	d, err := readDSN(driverName, dsn)
 	if err != nil {
 		return nil, "", err
 	}
 	r := &Runtime{driverName: driverName, code: code, family: family.Of(driverName),
-		fixed: code.over(fromDSN), clock: code.Clock, observer: code.Observer}
-	if n := azureConnectRetryCount(driverName, driverDSN); n > 0 {
+		fixed: code.over(d.config), clock: code.Clock, observer: code.Observer}
+	if n := azureConnectRetryCount(d.server); n > 0 {
 		r.defaults = Config{ConnectRetryCount: n}
 	}
 	path, err := findProperties(r.fixed.PropertiesPath, driverName)
@@ -128,7 +128,7 @@ func newRuntime(driverName string, code Config, dsn string) (*Runtime, string, e
 	if err := r.startWith(r.fixed.over(file).over(r.defaults)); err != nil {
 		return nil, "", err
 	}
-	return r, driverDSN, nil
+	return r, d.driverDSN, nil
 }
 
 // readFirst reads the properties file at r.path, if any, when the

@@ -575,3 +575,29 @@ func chdir(t *testing.T, dir string) {
 	require.NoError(t, os.Chdir(dir))
 	t.Cleanup(func() { _ = os.Chdir(old) })
 }
+
+// BenchmarkNewRuntime measures opening a handle's settings from a DSN of
+// each form (and a properties file): a pool is opened once, but reading
+// its DSN must stay cheap.
+func BenchmarkNewRuntime(b *testing.B) {
+	file := filepath.Join(b.TempDir(), DefaultPropertiesFile)
+	if err := os.WriteFile(file, []byte("retryExec={1205,1222:3,100ms*2}\nretryConn={+4060}\nqueryTimeout=30\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct{ name, driver, dsn string }{
+		{"ADO", "sqlserver", "server=db.example,1433;user id=sa;password=secret;database=shop;retryExec={1205:3;1222:2,1+1};retryConn={+4060};connectRetryCount=3;encrypt=disable"},
+		{"URL", "sqlserver", "sqlserver://sa:secret@db.example:1433/inst?database=shop&retryExec={1205:3;1222:2}&retryConn=%2B4060&encrypt=disable"},
+		{"MySQL", "mysql", "app:secret@tcp(db.example:3306)/shop?parseTime=true&retryExec={1213:3,100ms}&queryTimeout=5&loc=UTC"},
+		{"KeyValue", "pgx", "host=db.example user=app password='se cret' dbname=shop retryExec={40001,40P01:3;1222:2} retryBudget={max=50, earn=0.2}"},
+		{"File", "mysql", "app@tcp(db.example:3306)/shop?retryProperties=" + file},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				if _, _, err := NewRuntime(bc.driver, bc.dsn); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

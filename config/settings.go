@@ -63,15 +63,13 @@ const (
 // settings is the table of settings, in the order of Keys; validate
 // checks them in this order.
 var settings = [...]setting{
-	single(func(c *Config) *string { return &c.RetryExec }, setting{
+	ruleList(func(c *Config) (*string, **compiled[core.StatementRules]) { return &c.RetryExec, &c.exec }, core.ParseStatementRules, setting{
 		key: keyRetryExec, inFile: true, addsUp: true,
 		values: "rule list, see [rules](rules.md)",
-		parse:  rulesParser(core.ParseStatementRules, func(c *Config) *string { return &c.RetryExec }),
 	}),
-	single(func(c *Config) *string { return &c.RetryConn }, setting{
+	ruleList(func(c *Config) (*string, **compiled[core.ConnectionRules]) { return &c.RetryConn, &c.conn }, core.ParseConnectionRules, setting{
 		key: keyRetryConn, inFile: true, addsUp: true,
 		values: "`{[+]errors}` rules",
-		parse:  rulesParser(core.ParseConnectionRules, func(c *Config) *string { return &c.RetryConn }),
 	}),
 	single(func(c *Config) *int { return &c.ConnectRetryCount }, setting{
 		key: keyConnectRetryCount, inFile: true,
@@ -208,15 +206,54 @@ func single[T comparable](p func(*Config) *T, s setting) setting {
 	return s
 }
 
-// rulesParser reads a rule list, kept as written once it parses.
-func rulesParser[R any](parse func(string) (R, error), p func(*Config) *string) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		if _, err := parse(v); err != nil {
-			return err
+// ruleList fills in isSet, take and parse of s for a rule list: the text
+// and the compiled rules that p points to, which go together. A list that
+// parses is kept as written, with its rules.
+func ruleList[R any](p func(*Config) (*string, **compiled[R]), parse func(string) (R, error), s setting) setting {
+	s.isSet = func(c *Config) bool {
+		text, _ := p(c)
+		return *text != ""
+	}
+	s.take = func(dst, src *Config) {
+		dstText, dstRules := p(dst)
+		srcText, srcRules := p(src)
+		*dstText, *dstRules = *srcText, *srcRules
+	}
+	s.parse = func(c *Config, v string) error {
+		rules := compile(v, parse)
+		if rules.err != nil {
+			return rules.err
 		}
-		*p(c) = v
+		text, dst := p(c)
+		*text, *dst = v, rules
 		return nil
 	}
+	return s
+}
+
+// compiled is a rule list as written and as compiled (or the error that
+// compiling it gave). Config shows the text (crl explain, errors) and
+// Policy hands the rules to core, so that a list read from the DSN, the
+// properties file or an option is parsed once. It is immutable.
+type compiled[R any] struct {
+	text  string
+	rules R
+	err   error
+}
+
+// compile compiles the rule list text with parse.
+func compile[R any](text string, parse func(string) (R, error)) *compiled[R] {
+	rules, err := parse(text)
+	return &compiled[R]{text: text, rules: rules, err: err}
+}
+
+// of returns the rules of text: c's when c holds text, else text parsed
+// now (a Config built as a literal has no compiled rules).
+func (c *compiled[R]) of(text string, parse func(string) (R, error)) (R, error) {
+	if c != nil && c.text == text {
+		return c.rules, c.err
+	}
+	return parse(text)
 }
 
 // timeParser reads a time with limits.ParseTime (a bare number is seconds,

@@ -125,12 +125,12 @@ func readPostgresDSN(driverName, dsn string) (endpoint, error) {
 		return e, nil
 	}
 	var e endpoint
-	for i := dsnlex.SkipSpace(dsn, 0); i < len(dsn); i = dsnlex.SkipSpace(dsn, i) {
-		p, ok := dsnlex.NextPair(dsn, i, nil)
-		if !ok {
+	pairs, _ := dsnlex.Pairs(dsn, dsnlex.FormKeyValue, nil) // none is crl's: no error
+	for _, p := range pairs {
+		if !p.Eq {
 			break
 		}
-		switch v := p.Value.Text; p.Key {
+		switch v := p.Value; p.Key {
 		case "host":
 			e.host, _, _ = strings.Cut(v, ",")
 		case "port":
@@ -139,7 +139,6 @@ func readPostgresDSN(driverName, dsn string) (endpoint, error) {
 		case "dbname":
 			e.database = v
 		}
-		i = p.Value.End
 	}
 	return e, nil
 }

@@ -4,6 +4,12 @@
 // each keeps its own decisions (which keys are crl's, what is a secret,
 // which attributes to report) over that one reading.
 //
+// It reads a DSN two ways. Pairs reads it exactly, as its driver does,
+// each part with where it stands, so that config takes crl's keys out and
+// hands the driver the rest as written. Password, Values and URLs read it
+// widely, each value running at least as far as any driver would read
+// it, so that what redact hides is never less than a driver takes.
+//
 // The forms are a URL (scheme://user:pass@host/path?key=value&…),
 // go-mssqldb's ADO string (key=value;key="value";…) and its ODBC form
 // (odbc:key={value};…), go-sql-driver/mysql's user:pass@tcp(host)/db?…,
@@ -32,9 +38,9 @@ const (
 func Guess(s string) Form {
 	t := strings.TrimSpace(s)
 	switch {
-	case SchemeEnd(t) > 0:
+	case schemeEnd(t) > 0:
 		return FormURL
-	case len(t) >= 5 && strings.EqualFold(t[:5], "odbc:"):
+	case hasODBCPrefix(t):
 		return FormODBC
 	case startsWithKey(t):
 		if hasBareSemicolon(t) {
@@ -45,24 +51,28 @@ func Guess(s string) Form {
 	return FormMySQL
 }
 
-// SchemeEnd returns the index just after "://" when s starts with a URL
+// hasODBCPrefix reports the odbc: prefix of go-mssqldb's ODBC form, in
+// any case.
+func hasODBCPrefix(s string) bool { return len(s) >= 5 && strings.EqualFold(s[:5], "odbc:") }
+
+// schemeEnd returns the index just after "://" when s starts with a URL
 // scheme (jdbc:sqlserver:// included), else 0.
-func SchemeEnd(s string) int {
+func schemeEnd(s string) int {
 	i := strings.Index(s, "://")
 	if i <= 0 {
 		return 0
 	}
 	for j := 0; j < i; j++ {
-		if !IsSchemeChar(s[j]) {
+		if !isSchemeChar(s[j]) {
 			return 0
 		}
 	}
 	return i + 3
 }
 
-// KnownScheme reports a scheme of the URL DSNs of the drivers crl runs
+// knownScheme reports a scheme of the URL DSNs of the drivers crl runs
 // on, where text before "://" is a scheme and not a MySQL user name.
-func KnownScheme(scheme string) bool {
+func knownScheme(scheme string) bool {
 	switch strings.TrimPrefix(strings.ToLower(scheme), "jdbc:") {
 	case "sqlserver", "mysql", "mariadb", "postgres", "postgresql":
 		return true
@@ -70,13 +80,13 @@ func KnownScheme(scheme string) bool {
 	return false
 }
 
-// UserinfoEnd returns the index of the '@' that ends the userinfo of s
+// userinfoEnd returns the index of the '@' that ends the userinfo of s
 // (the text after a URL's "://", or a MySQL DSN), or -1. A password may
 // hold '@' and '/', so it is the last '@' before the first '/' after the
 // first '@' (for MySQL, as go-sql-driver/mysql reads it, before the last
 // '/'); where that finds an '@' of the query, it reaches further than
 // the userinfo, never less far.
-func UserinfoEnd(s string, mysql bool) int {
+func userinfoEnd(s string, mysql bool) int {
 	first := strings.IndexByte(s, '@')
 	if first < 0 {
 		return -1
@@ -100,7 +110,7 @@ func startsWithKey(s string) bool {
 		switch {
 		case c == '=':
 			return i > 0
-		case IsKeyChar(c) || c == ' ' || c == '\t':
+		case isKeyChar(c) || c == ' ' || c == '\t':
 		default:
 			return false
 		}
@@ -116,31 +126,31 @@ func hasBareSemicolon(s string) bool {
 		case ';':
 			return true
 		case '\'', '"', '{':
-			i = AtomEnd(s, i) - 1
+			i = atomEnd(s, i) - 1
 		}
 	}
 	return false
 }
 
-// KeyBefore returns the key that ends at the '=' at eq: the key
+// keyBefore returns the key that ends at the '=' at eq: the key
 // characters before it, white space between them and '=' skipped, not
 // reaching back before from.
-func KeyBefore(s string, from, eq int) string {
+func keyBefore(s string, from, eq int) string {
 	end := eq
-	for end > from && IsSpace(s[end-1]) {
+	for end > from && isSpace(s[end-1]) {
 		end--
 	}
 	start := end
-	for start > from && IsKeyChar(s[start-1]) {
+	for start > from && isKeyChar(s[start-1]) {
 		start--
 	}
 	return s[start:end]
 }
 
-// AtomEnd returns the index after the quoted or braced part that starts
+// atomEnd returns the index after the quoted or braced part that starts
 // at s[i] ('…' with backslash escapes, "…" with "" escapes, {…} with }}
 // escapes), or len(s) when it is not closed.
-func AtomEnd(s string, i int) int {
+func atomEnd(s string, i int) int {
 	open := s[i]
 	closing := open
 	if open == '{' {
@@ -161,45 +171,13 @@ func AtomEnd(s string, i int) int {
 	return len(s)
 }
 
-// ClosingBrace returns the index of the brace that closes the one at
-// s[open], counting nested braces (crl's rule lists: {{1205:3};{1222:2}}).
-func ClosingBrace(s string, open int) (int, bool) {
-	depth := 0
-	for j := open; j < len(s); j++ {
-		switch s[j] {
-		case '{':
-			depth++
-		case '}':
-			depth--
-			if depth == 0 {
-				return j, true
-			}
-		}
-	}
-	return 0, false
-}
-
-// SkipSpace returns the index of the first byte at or after i that is not
-// white space.
-func SkipSpace(s string, i int) int {
-	for i < len(s) && IsSpace(s[i]) {
-		i++
-	}
-	return i
-}
-
-// IsSpace reports ASCII white space, as libpq and pgx read it.
-func IsSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f'
-}
-
-// IsAlnum reports an ASCII letter or digit.
-func IsAlnum(c byte) bool {
+// isAlnum reports an ASCII letter or digit.
+func isAlnum(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
-// IsKeyChar reports a byte of a key name.
-func IsKeyChar(c byte) bool { return IsAlnum(c) || c == '_' || c == '-' || c == '.' }
+// isKeyChar reports a byte of a key name.
+func isKeyChar(c byte) bool { return isAlnum(c) || c == '_' || c == '-' || c == '.' }
 
-// IsSchemeChar reports a byte of a URL scheme (jdbc:sqlserver included).
-func IsSchemeChar(c byte) bool { return IsAlnum(c) || c == '+' || c == '.' || c == '-' || c == ':' }
+// isSchemeChar reports a byte of a URL scheme (jdbc:sqlserver included).
+func isSchemeChar(c byte) bool { return isAlnum(c) || c == '+' || c == '.' || c == '-' || c == ':' }

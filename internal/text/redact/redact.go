@@ -77,19 +77,9 @@ func redact(s string, f Form) (string, []string) {
 		f = dsnlex.Guess(s)
 	}
 	m := masker{s: s}
-	pairsFrom := 0
-	switch f {
-	case FormURL:
-		pairsFrom = m.urlUserinfo()
-	case FormMySQL:
-		if at := dsnlex.UserinfoEnd(s, true); at >= 0 {
-			if colon := strings.IndexByte(s[:at], ':'); colon >= 0 {
-				m.mask(colon+1, at)
-			}
-			pairsFrom = at
-		}
-	}
-	m.secretValues(pairsFrom, f)
+	start, end, pairsFrom := dsnlex.Password(s, f)
+	m.mask(start, end)
+	dsnlex.Values(s, pairsFrom, f, secretKey, m.mask)
 	if m.from == 0 {
 		return s, nil
 	}
@@ -114,60 +104,6 @@ func (m *masker) mask(start, end int) {
 	m.b.WriteString(m.s[m.from:start])
 	m.b.WriteString(Mask)
 	m.from = end
-}
-
-// urlUserinfo masks the password of a URL's userinfo and returns the
-// index of the '@' that ends it (0 when there is none).
-func (m *masker) urlUserinfo() int {
-	s := m.s
-	lead := len(s) - len(strings.TrimLeft(s, " \t\r\n"))
-	end := dsnlex.SchemeEnd(s[lead:])
-	if end == 0 {
-		return 0
-	}
-	rest := lead + end
-	at := dsnlex.UserinfoEnd(s[rest:], false)
-	if at < 0 {
-		return 0
-	}
-	urlAt := rest + at // the '@' that ends the userinfo, as a URL reads it
-	if dsnlex.KnownScheme(s[lead : lead+end-3]) {
-		if colon := strings.IndexByte(s[rest:urlAt], ':'); colon >= 0 {
-			m.mask(rest+colon+1, urlAt)
-		}
-		return urlAt
-	}
-	// app://x:y@db/shop may also be a MySQL DSN of user app whose password
-	// is "//x:y" (go-sql-driver/mysql reads up to the last '@' before the
-	// last '/'): hide all that either reading calls a password, from the
-	// first '/' on.
-	last := urlAt
-	if myAt := dsnlex.UserinfoEnd(s[lead:], true); myAt >= 0 {
-		last = max(last, lead+myAt)
-	}
-	m.mask(lead+end-2, last)
-	return last
-}
-
-// secretValues masks, from index i on, the value of every key that names
-// a secret, each running as far as dsnlex.ValueEnd reads it in form f.
-func (m *masker) secretValues(i int, f Form) {
-	s := m.s
-	for i < len(s) {
-		eq := strings.IndexByte(s[i:], '=')
-		if eq < 0 {
-			return
-		}
-		eq += i
-		if !secretKey(dsnlex.KeyBefore(s, i, eq)) {
-			i = eq + 1
-			continue
-		}
-		start := dsnlex.SkipSpace(s, eq+1)
-		end := dsnlex.ValueEnd(s, start, f)
-		m.mask(start, end)
-		i = max(end, eq+1)
-	}
 }
 
 // secretKeySuffixes end the names of the keys whose values are secrets,

@@ -15,27 +15,11 @@ func Text(s string) string {
 		b    strings.Builder
 		from int // the part of s not yet written
 	)
-	for i := 0; i < len(s); {
-		sep := strings.Index(s[i:], "://")
-		if sep < 0 {
-			break
-		}
-		sep += i
-		start := sep
-		for start > from && dsnlex.IsSchemeChar(s[start-1]) {
-			start--
-		}
-		end := sep + 3
-		for end < len(s) && !dsnlex.IsSpace(s[end]) {
-			end++
-		}
-		if start < sep { // a scheme: a URL, read as one
-			b.WriteString(In(s[from:start], FormKeyValue))
-			b.WriteString(In(s[start:end], FormURL))
-			from = end
-		}
-		i = end
-	}
+	dsnlex.URLs(s, func(start, end int) {
+		b.WriteString(In(s[from:start], FormKeyValue))
+		b.WriteString(In(s[start:end], FormURL))
+		from = end
+	})
 	b.WriteString(In(s[from:], FormKeyValue))
 	if out := b.String(); out != s {
 		return out
