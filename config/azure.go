@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/crl-go/crl/internal/tables/family"
 	"github.com/crl-go/crl/internal/tables/mssqldsn"
 )
 
@@ -35,7 +36,7 @@ var azureEndpoints = [...]string{
 // endpoint or the driver is not go-mssqldb. driverDSN is the DSN as the
 // driver gets it (our keys removed).
 func azureConnectRetryCount(driverName, driverDSN string) int {
-	if !isSQLServerDriver(driverName) {
+	if !family.Of(driverName).Profile().AzureDefaults {
 		return 0
 	}
 	host := strings.ToLower(sqlServerHost(driverDSN))

@@ -39,8 +39,8 @@ func ParseDSN(driverName, dsn string) (Config, string, error) {
 		out    string
 		err    error
 	)
-	switch family.Of(driverName) {
-	case family.SQLServer:
+	switch family.Of(driverName).Profile().DSN {
+	case family.DSNURLOrADO:
 		switch {
 		case strings.HasPrefix(dsn, "sqlserver://"):
 			params, out, err = stripURLQuery(dsn)
@@ -50,9 +50,9 @@ func ParseDSN(driverName, dsn string) (Config, string, error) {
 		default:
 			params, out, err = stripADO(dsn, false)
 		}
-	case family.MySQL:
+	case family.DSNMySQL:
 		params, out, err = stripMySQL(dsn)
-	case family.Postgres:
+	case family.DSNURLOrKeyValue:
 		if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
 			params, out, err = stripURLQuery(dsn)
 		} else {

@@ -11,7 +11,11 @@
 // Positions are byte indexes into the text read.
 package dsnlex
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/crl-go/crl/internal/tables/family"
+)
 
 // Form is how a DSN is written; it decides where a value ends.
 type Form int
@@ -61,14 +65,9 @@ func SchemeEnd(s string) int {
 }
 
 // KnownScheme reports a scheme of the URL DSNs of the drivers crl runs
-// on, where text before "://" is a scheme and not a MySQL user name.
-func KnownScheme(scheme string) bool {
-	switch strings.TrimPrefix(strings.ToLower(scheme), "jdbc:") {
-	case "sqlserver", "mysql", "mariadb", "postgres", "postgresql":
-		return true
-	}
-	return false
-}
+// on (family.Profile.Schemes, with or without jdbc:), where text before
+// "://" is a scheme and not a MySQL user name.
+func KnownScheme(scheme string) bool { return family.OfScheme(scheme) != family.Other }
 
 // UserinfoEnd returns the index of the '@' that ends the userinfo of s
 // (the text after a URL's "://", or a MySQL DSN), or -1. A password may
