@@ -78,7 +78,7 @@ func readDSN(driverName, dsn string) (dsnRead, error) {
 		return dsnRead{}, err
 	}
 	d := dsnRead{config: c, driverDSN: r.driverDSN(pairs)}
-	if fam == family.SQLServer {
+	if fam.Profile().AzureDefaults {
 		d.server = sqlServerHost(form, pairs, d.driverDSN)
 	}
 	return d, nil
@@ -90,8 +90,8 @@ func readDSN(driverName, dsn string) (dsnRead, error) {
 // reports false for any other family, whose DSN this package does not
 // read.
 func dsnForm(f family.Family, dsn string) (dsnlex.Form, bool) {
-	switch f {
-	case family.SQLServer:
+	switch f.Profile().DSN {
+	case family.DSNURLOrADO:
 		switch {
 		case strings.HasPrefix(dsn, "sqlserver://"):
 			return dsnlex.FormURL, true
@@ -99,9 +99,9 @@ func dsnForm(f family.Family, dsn string) (dsnlex.Form, bool) {
 			return dsnlex.FormODBC, true
 		}
 		return dsnlex.FormADO, true
-	case family.MySQL:
+	case family.DSNMySQL:
 		return dsnlex.FormMySQL, true
-	case family.Postgres:
+	case family.DSNURLOrKeyValue:
 		if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
 			return dsnlex.FormURL, true
 		}

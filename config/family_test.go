@@ -7,9 +7,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/crl-go/crl/internal/tables/family"
+	"github.com/crl-go/crl/internal/testsupport/familyprobe"
 )
 
-// The DSN reader and the properties-file lookup accept exactly the names
+// The DSN reader and the Azure defaults accept exactly the names
 // of the one table of driver families, in any case.
 func TestFamiliesOfTheDSNReader(t *testing.T) {
 	dsnOf := map[family.Family]string{
@@ -18,7 +19,7 @@ func TestFamiliesOfTheDSNReader(t *testing.T) {
 		family.Postgres:  "postgres://h/d?retryExec={1205:1,0}",
 		family.Other:     "sqlserver://h?retryExec={1205:1,0}",
 	}
-	for name, want := range family.Probes() {
+	for name, want := range familyprobe.Names() {
 		c, _, err := ParseDSN(name, dsnOf[want])
 		if want == family.Other {
 			assert.Error(t, err, "%q is no family's: its DSN is not read", name)
@@ -26,6 +27,14 @@ func TestFamiliesOfTheDSNReader(t *testing.T) {
 			require.NoError(t, err, "%q", name)
 			assert.NotEmpty(t, c.RetryExec, "%q: retryExec read", name)
 		}
-		assert.Equal(t, want == family.SQLServer, isSQLServerDriver(name), "%q: properties lookup", name)
+		azure := 0
+		if want == family.SQLServer {
+			azure = azureSQLConnectRetryCount
+		}
+		var server string
+		if d, err := readDSN(name, "server=db.database.windows.net"); err == nil {
+			server = d.server
+		}
+		assert.Equal(t, azure, azureConnectRetryCount(server), "%q: Azure's default", name)
 	}
 }

@@ -226,7 +226,7 @@ func findProperties(given, driverName string) (string, error) {
 		}
 		return abs, nil
 	}
-	if !isSQLServerDriver(driverName) {
+	if !family.Of(driverName).Profile().PropertiesFile {
 		return "", nil
 	}
 	candidates := []string{DefaultPropertiesFile}
@@ -246,6 +246,3 @@ func findProperties(given, driverName string) (string, error) {
 	}
 	return "", nil
 }
-
-// isSQLServerDriver reports a go-mssqldb driver name (internal/tables/family).
-func isSQLServerDriver(driverName string) bool { return family.Of(driverName) == family.SQLServer }

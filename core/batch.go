@@ -40,7 +40,7 @@ type batchShape struct {
 	statements int    // statements in the text (empty ones between ';' not counted)
 	reads      int    // how many of them only read
 	procedure  bool   // the text is one procedure call
-	keyword    string // the text's first keyword, as the query filter reads it (firstKeyword)
+	keyword    string // the text's first keyword, as the query filter reads it (FirstKeyword)
 }
 
 // shapeOf scans query twice, once with the quoting of SQL Server and

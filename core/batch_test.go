@@ -54,7 +54,7 @@ func TestShapeOf(t *testing.T) {
 	}
 	for _, tc := range cases {
 		got := shapeOf(tc.query)
-		assert.Equal(t, batchShape{tc.statements, tc.reads, tc.procedure, firstKeyword(tc.query)}, got, "%q", tc.query)
+		assert.Equal(t, batchShape{tc.statements, tc.reads, tc.procedure, FirstKeyword(tc.query)}, got, "%q", tc.query)
 	}
 }
 

@@ -200,20 +200,33 @@ func factsOf(err error, attemptTimedOut bool) errorFacts {
 	f.number, f.hasNumber = serverNumber(err)
 	switch {
 	case f.hasNumber:
-		f.family = familySQLServer
+		f.family = familyOfNumbered
 	case w.isMySQL:
-		f.number, f.hasNumber, f.family = w.mysql, true, familyMySQL
+		f.number, f.hasNumber, f.family = w.mysql, true, familyOfMySQL
 	default:
 		f.number, f.hasNumber = socketNumber(err)
 	}
 	if w.state != "" {
 		f.state, _ = stateToken(w.state)
 		if f.family == familyNone && !f.hasNumber {
-			f.family = familyPostgres
+			f.family = familyOfState
 		}
 	}
-	f.timeout = attemptTimedOut || w.isMySQL && mysqlCutoff(w.mysql) || w.state == stateQueryCanceled || w.timeout
+	f.timeout = attemptTimedOut || w.timeout || w.cutoff(f.state)
 	return f
+}
+
+// cutoff reports a server's execution cut-off in the chain: its MySQL
+// number or its SQLSTATE (state) is one of the family's CutoffErrors
+// (MySQL 3024, MariaDB 1969, PostgreSQL 57014), whichever error of the
+// chain carries it.
+func (w *chainFacts) cutoff(state token) bool {
+	if w.isMySQL {
+		if t, ok := numberToken(w.mysql); ok && cutoffs[familyToken{familyOfMySQL, t}] {
+			return true
+		}
+	}
+	return state != 0 && cutoffs[familyToken{familyOfState, state}]
 }
 
 // chainFacts is what one walk over an error chain finds for factsOf.
@@ -242,14 +255,6 @@ func (f *chainFacts) visit(e error) bool {
 func IsTimeout(err error) bool {
 	return err != nil && factsOf(err, false).timeout
 }
-
-// stateQueryCanceled is PostgreSQL's SQLSTATE for a statement stopped by
-// statement_timeout (or cancelled).
-const stateQueryCanceled = "57014"
-
-// mysqlCutoff reports MySQL's 3024 (max_execution_time) and MariaDB's 1969
-// (max_statement_time).
-func mysqlCutoff(n int32) bool { return n == 3024 || n == 1969 }
 
 // timedOut reports context.DeadlineExceeded, ETIMEDOUT and net.Error time-outs.
 func timedOut(err error) bool {

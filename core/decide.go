@@ -149,7 +149,8 @@ func (p *Policy) decideLogin(s connectState, err error, remaining, firstTry time
 }
 
 // loginRetries reports whether the login loop may try again after err
-// (facts): for SQL Server, JDBC's login(): every failure isFatalError does
+// (facts): for SQL Server (family.Profile.JDBCLogin), JDBC's login():
+// every failure isFatalError does
 // not name, a server error that no rule names included (the wire
 // comparison with the JDBC driver holds crl to it). MySQL and PostgreSQL
 // have no JDBC login() to follow, and a server error in their login is
@@ -161,7 +162,7 @@ func (p *Policy) loginRetries(err error, facts errorFacts) bool {
 	if loginFatal(err) {
 		return false
 	}
-	if isServerError(err) && facts.family != familySQLServer {
+	if isServerError(err) && !facts.family.Profile().JDBCLogin {
 		return p.Connection.retryable(facts, true)
 	}
 	return true

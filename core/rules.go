@@ -53,7 +53,7 @@ func (r *Rule) matches(query string) bool {
 	if len(r.filter) == 0 {
 		return true
 	}
-	kw := firstKeyword(query)
+	kw := FirstKeyword(query)
 	for _, w := range r.filter {
 		if equalFoldASCII(kw, w) {
 			return true
@@ -562,13 +562,14 @@ func (c ConnectionRules) Retryable(errorNumber int32) bool {
 }
 
 // retryable decides for a classified connection error. The builtin list
-// applies only to an error a SQL Server sent (fromServer): as in JDBC, whose
+// applies only to an error a SQL Server sent (fromServer, and its family's
+// family.Profile.TransientList): as in JDBC, whose
 // connection loop looks only at server errors, a network failure mapped to
 // 10053 or 10054 is retried only when the rules name it; and the list's
 // numbers are SQL Server's, so a MySQL error that happens to share one
 // (MySQL numbers its errors apart) is not in it.
 func (c ConnectionRules) retryable(cl errorFacts, fromServer bool) bool {
-	if fromServer && cl.family == familySQLServer && cl.hasNumber && !c.replace && isTransient(cl.number) {
+	if fromServer && cl.family.Profile().TransientList && cl.hasNumber && !c.replace && isTransient(cl.number) {
 		return true
 	}
 	return c.names(cl) // the listed numbers, whoever sent the error

@@ -19,7 +19,7 @@ func FuzzOneScanner(f *testing.F) {
 		f.Add(q)
 	}
 	f.Fuzz(func(t *testing.T, q string) {
-		kw := firstKeyword(q)
+		kw := FirstKeyword(q)
 		require.Equal(t, kw, scanBatch(q, false).keyword, "%q: the first keyword the batch guard sees (expected: the filter's)", q)
 		scanBatch(q, true)
 	})

@@ -223,11 +223,13 @@ func dsnForm(name, driverName string) string {
 
 // defaultDrivers are the database/sql drivers a dialector with that Name
 // opens when its DriverName is empty; the first registered one is used.
+// GORM's dialectors of crl's families are named as the family and open
+// its driver (postgres: pgx, as pgx's stdlib registers it).
 func defaultDrivers(name string) []string {
-	switch name {
-	case "postgres":
-		return []string{"pgx"} // the dialector's own pgx connector, as registered by pgx's stdlib
-	case "sqlite":
+	if f := family.Of(name); f != family.Other && f.String() == name {
+		return []string{f.Driver()}
+	}
+	if name == "sqlite" {
 		return []string{"sqlite", "sqlite3"} // pure-Go ones, then mattn/go-sqlite3
 	}
 	return []string{name}
@@ -255,8 +257,8 @@ func withConnectionLoop(d gorm.Dialector, opts []Option) (gorm.Dialector, *confi
 		if driverName, err = registeredDriver(name); err != nil {
 			return nil, nil, nil, err
 		}
-		if name == "postgres" {
-			if driverDSN, err = postgresDSN(f.holder, driverDSN); err != nil {
+		if simple := family.Of(name).Profile().SimpleProtocol; simple != "" {
+			if driverDSN, err = postgresDSN(f.holder, driverDSN, simple); err != nil {
 				return nil, nil, nil, err
 			}
 		}
@@ -312,19 +314,20 @@ func formatDSNConfig(holder reflect.Value) string {
 
 // postgresDSN carries the settings of gorm.io/driver/postgres's Config that
 // its own pgx pool takes from the Config rather than the DSN into the DSN
-// of pgx's registered driver: PreferSimpleProtocol becomes
-// default_query_exec_mode=simple_protocol. OptionOpenDB (options of pgx's
+// of pgx's registered driver: PreferSimpleProtocol becomes simple, the
+// driver's key=value for it (family.Profile.SimpleProtocol:
+// default_query_exec_mode=simple_protocol). OptionOpenDB (options of pgx's
 // stdlib) cannot be passed to a registered driver: it is an error rather
 // than silently dropped.
-func postgresDSN(holder reflect.Value, dsn string) (string, error) {
+func postgresDSN(holder reflect.Value, dsn, simple string) (string, error) {
 	if o, ok := directField(holder, "OptionOpenDB"); ok && o.Kind() == reflect.Slice && o.Len() > 0 {
 		return "", fmt.Errorf("gormcrl: Open: postgres.Config.OptionOpenDB cannot be applied to the retrying pool (crl opens pgx's registered driver); open the pool yourself and use db.Use(gormcrl.New(...)), or drop OptionOpenDB")
 	}
-	simple, ok := directField(holder, "PreferSimpleProtocol")
-	if !ok || simple.Kind() != reflect.Bool || !simple.Bool() {
+	flag, ok := directField(holder, "PreferSimpleProtocol")
+	if !ok || flag.Kind() != reflect.Bool || !flag.Bool() {
 		return dsn, nil
 	}
-	const key = "default_query_exec_mode"
+	key, _, _ := strings.Cut(simple, "=")
 	if strings.Contains(strings.ToLower(dsn), key) {
 		return "", fmt.Errorf("gormcrl: Open: postgres.Config.PreferSimpleProtocol and the DSN's %s are both set; keep one", key)
 	}
@@ -334,11 +337,11 @@ func postgresDSN(holder reflect.Value, dsn string) (string, error) {
 		if strings.Contains(dsn, "?") {
 			sep = "&"
 		}
-		return dsn + sep + key + "=simple_protocol", nil
+		return dsn + sep + simple, nil
 	case strings.TrimSpace(dsn) == "":
-		return key + "=simple_protocol", nil
+		return simple, nil
 	}
-	return dsn + " " + key + "=simple_protocol", nil
+	return dsn + " " + simple, nil
 }
 
 // dialectorDSN returns how to read the DSN of d (a form that

@@ -1,9 +1,15 @@
 package hooks_test
 
 import (
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/crl-go/crl/internal/testsupport/usermodule"
 )
@@ -50,5 +56,25 @@ func TestUserModuleGraphHasNoMetricsLibrary(t *testing.T) {
 		"the user's go directive is not raised above the crl module's")
 	if testing.Verbose() {
 		t.Logf("go list -m all:\n%s", modules)
+	}
+}
+
+// The hook modules are modules of their own: they use crl's exported API
+// only (config.SystemName, core.FirstKeyword, …), never a package under
+// crl's internal/, whose names are nobody's contract. Test files included.
+func TestHookModulesImportNoInternalPackage(t *testing.T) {
+	for _, module := range []string{"otel", "prometheus"} {
+		files, err := filepath.Glob(filepath.Join(module, "*.go"))
+		require.NoError(t, err)
+		require.NotEmpty(t, files, "hooks/%s", module)
+		for _, name := range files {
+			f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.ImportsOnly)
+			require.NoError(t, err)
+			for _, im := range f.Imports {
+				path, err := strconv.Unquote(im.Path.Value)
+				require.NoError(t, err)
+				assert.False(t, strings.HasPrefix(path, "github.com/crl-go/crl/internal/"), "%s imports %s", name, path)
+			}
+		}
 	}
 }

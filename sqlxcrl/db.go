@@ -61,12 +61,12 @@ func Open(driverName, dsn string, opts ...Option) (*DB, error) {
 }
 
 // bindName is the driver name whose bind type (?, $1, @p1) sqlx uses for
-// a handle: driverName, or for a wrapped name that sqlx does not know
-// (sqlserver-otelsql-0) and config.WithDriverFamily names, that family's
-// driver.
+// a handle: driverName, or for a name that sqlx does not know (azuresql,
+// or sqlserver-otelsql-0 that config.WithDriverFamily names) of a family
+// crl knows, the family's (family.Profile.BindDriver).
 func bindName(driverName string, rt *config.Runtime) string {
 	if f, ok := family.Parse(rt.DriverFamily()); ok && sqlx.BindType(driverName) == sqlx.UNKNOWN {
-		return f.Driver()
+		return f.Profile().BindDriver
 	}
 	return driverName
 }

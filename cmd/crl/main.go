@@ -383,9 +383,10 @@ func maxFor(settings core.BudgetSettings, driver, tok string, count int, maxToke
 
 // connSummary tells the errors the connection loop retries for a server
 // of family fam: the builtin list holds SQL Server's login errors, so for
-// any other family only the errors retryConn names.
+// a family it does not apply to (family.Profile.TransientList) only the
+// errors retryConn names.
 func connSummary(c core.ConnectionRules, fam family.Family) string {
-	if fam != family.SQLServer {
+	if !fam.Profile().TransientList {
 		if c.String() == "" {
 			return "none named (the builtin list holds SQL Server's login errors, no " + fam.String() + " error; name them in retryConn, such as " + connExample(fam) + ")"
 		}
@@ -401,12 +402,13 @@ func connSummary(c core.ConnectionRules, fam family.Family) string {
 }
 
 // connExample is a retryConn value for a server of family fam: its
-// errors of too many connections.
+// error of too many connections (family.Profile.TooManyConnections), or
+// a placeholder for a family that has none to show.
 func connExample(fam family.Family) string {
-	if fam == family.Postgres {
-		return "{+53300}"
+	if tok := fam.Profile().TooManyConnections; tok != "" {
+		return "{+" + tok + "}"
 	}
-	return "{+1040}"
+	return "{+<error number>}"
 }
 
 // explain prints the wait table of the statement rules and the connection

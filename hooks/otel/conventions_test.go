@@ -199,6 +199,9 @@ func TestSystemAndEndpointFromTheHandle(t *testing.T) {
 		{"mariadb", "mysql", "root@tcp(maria.example)/shop", "mariadb",
 			map[attribute.Key]attribute.Value{"db.system.name": attribute.StringValue("mariadb"),
 				"db.namespace": attribute.StringValue("shop"), "server.address": attribute.StringValue("maria.example"), "server.port": attribute.IntValue(3306)}},
+		{"mariadb driver name", "mariadb", "root@tcp(maria.example:3307)/shop", "",
+			map[attribute.Key]attribute.Value{"db.system.name": attribute.StringValue("mysql"),
+				"db.namespace": attribute.StringValue("shop"), "server.address": attribute.StringValue("maria.example"), "server.port": attribute.IntValue(3307)}},
 		{"unknown", "", "", "",
 			map[attribute.Key]attribute.Value{"db.system.name": attribute.StringValue("other_sql")}},
 	}
@@ -247,6 +250,12 @@ func TestOperationEndedClosesAnOpenSpan(t *testing.T) {
 func TestABadURLDoesNotQuoteThePassword(t *testing.T) {
 	_, err := crlotel.New(crlotel.Options{Driver: "pgx", DSN: "postgres://app:s3cret@host:bad port/db"})
 	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "s3cret")
+}
+
+func TestABadKeywordValueDSNDoesNotQuoteThePassword(t *testing.T) {
+	_, err := crlotel.New(crlotel.Options{Driver: "postgres", DSN: "host=db port=bad password=s3cret"})
+	require.ErrorContains(t, err, `otel: DSN of driver "postgres"`)
 	assert.NotContains(t, err.Error(), "s3cret")
 }
 

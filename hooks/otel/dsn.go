@@ -9,39 +9,32 @@ import (
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/microsoft/go-mssqldb/msdsn"
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 
 	"github.com/crl-go/crl/config"
-	crlfamily "github.com/crl-go/crl/internal/tables/family"
-	"github.com/crl-go/crl/internal/text/dsnlex"
 )
 
-// family is what the hook knows of a database/sql driver name: the
-// db.system.name its handles get and how its DSN is read. It is crl's one
-// table of driver families (internal/tables/family).
-type family = crlfamily.Family
-
-const (
-	familySQLServer = crlfamily.SQLServer
-	familyMySQL     = crlfamily.MySQL
-	familyPostgres  = crlfamily.Postgres
-)
-
-// system is the db.system.name of the family's handles. MySQL's driver
-// serves MariaDB too, which it cannot tell apart: Options.DBSystem says
-// mariadb.
-func system(f family) attribute.KeyValue {
-	switch f {
-	case familySQLServer:
-		return semconv.DBSystemNameMicrosoftSQLServer
-	case familyMySQL:
-		return semconv.DBSystemNameMySQL
-	case familyPostgres:
-		return semconv.DBSystemNamePostgreSQL
+// system is the db.system.name of a driver's handles, by crl's table of
+// driver families (config.SystemName); ok is false for a driver crl does
+// not know, whose handles are other_sql. MySQL's driver serves MariaDB
+// too, which it cannot tell apart: Options.DBSystem says mariadb.
+func system(driverName string) (_ attribute.KeyValue, ok bool) {
+	if s := config.SystemName(driverName); s != "" {
+		return semconv.DBSystemNameKey.String(s), true
 	}
-	return semconv.DBSystemNameOtherSQL
+	return semconv.DBSystemNameOtherSQL, false
+}
+
+// endpointReaders read the endpoint of a driver's DSN, crl's keys
+// removed, with the driver's own parser, by the db.system.name of the
+// driver's handles. A system without one gets no endpoint attributes.
+var endpointReaders = map[string]func(dsn string) (endpoint, error){
+	semconv.DBSystemNameMicrosoftSQLServer.Value.AsString(): readSQLServerDSN,
+	semconv.DBSystemNameMySQL.Value.AsString():              readMySQLDSN,
+	semconv.DBSystemNamePostgreSQL.Value.AsString():         readPostgresDSN,
 }
 
 // endpoint is what a DSN says of where the handle connects.
@@ -72,73 +65,73 @@ func (e endpoint) attributes() []attribute.KeyValue {
 	return a
 }
 
-// readDSN reads the endpoint from dsn, a DSN of driverName as crl's
-// adapters take it: crl's own keys are removed first (config.ParseDSN),
-// then the driver's own parser reads it where the driver exports one.
-// Neither the user nor the password is kept.
-func readDSN(f family, driverName, dsn string) (endpoint, error) {
+// readDSN reads the endpoint from dsn, a DSN of driverName (whose handles
+// are sys) as crl's adapters take it: crl's own keys are removed first
+// (config.ParseDSN), then the driver's own parser reads it. Neither the
+// user nor the password is kept.
+func readDSN(sys attribute.KeyValue, driverName, dsn string) (endpoint, error) {
+	read, ok := endpointReaders[sys.Value.AsString()]
+	if !ok {
+		return endpoint{}, nil
+	}
 	_, driverDSN, err := config.ParseDSN(driverName, dsn)
 	if err != nil {
 		return endpoint{}, dsnError(driverName, err)
 	}
-	switch f {
-	case familySQLServer:
-		c, err := msdsn.Parse(driverDSN)
-		if err != nil {
-			return endpoint{}, dsnError(driverName, err)
-		}
-		return endpoint{host: c.Host, port: int(c.Port), instance: c.Instance, database: c.Database}, nil
-	case familyMySQL:
-		c, err := mysql.ParseDSN(driverDSN)
-		if err != nil {
-			return endpoint{}, dsnError(driverName, err)
-		}
-		e := endpoint{database: c.DBName}
-		if c.Net == "unix" {
-			e.host = c.Addr // the socket's path is the address
-			return e, nil
-		}
-		e.host, e.port = splitHostPort(c.Addr)
-		return e, nil
-	case familyPostgres:
-		return readPostgresDSN(driverName, driverDSN)
+	e, err := read(driverDSN)
+	if err != nil {
+		return endpoint{}, dsnError(driverName, err)
 	}
-	return endpoint{}, nil
+	return e, nil
 }
 
-// readPostgresDSN reads the URL forms (postgres://, postgresql://) and the
-// keyword/value form (host=… port=… dbname=…) that pgx and lib/pq take,
-// the latter read by crl's DSN lexer (internal/text/dsnlex) as pgx reads it.
-// Of several hosts, the first is the address.
-func readPostgresDSN(driverName, dsn string) (endpoint, error) {
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		u, err := url.Parse(dsn)
-		if err != nil {
-			return endpoint{}, dsnError(driverName, err)
-		}
-		host, _, _ := strings.Cut(u.Host, ",")
-		e := endpoint{database: strings.TrimPrefix(u.Path, "/")}
-		e.host, e.port = splitHostPort(host)
-		if h := u.Query().Get("host"); e.host == "" && h != "" {
-			e.host = h
-		}
+// readSQLServerDSN reads every form go-mssqldb takes (URL, ADO, odbc:).
+func readSQLServerDSN(dsn string) (endpoint, error) {
+	c, err := msdsn.Parse(dsn)
+	if err != nil {
+		return endpoint{}, err
+	}
+	return endpoint{host: c.Host, port: int(c.Port), instance: c.Instance, database: c.Database}, nil
+}
+
+// readMySQLDSN reads go-sql-driver/mysql's DSN; a Unix socket's path is
+// the address.
+func readMySQLDSN(dsn string) (endpoint, error) {
+	c, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return endpoint{}, err
+	}
+	e := endpoint{database: c.DBName}
+	if c.Net == "unix" {
+		e.host = c.Addr
 		return e, nil
 	}
-	var e endpoint
-	pairs, _ := dsnlex.Pairs(dsn, dsnlex.FormKeyValue, nil) // none is crl's: no error
-	for _, p := range pairs {
-		if !p.Eq {
-			break
+	e.host, e.port = splitHostPort(c.Addr)
+	return e, nil
+}
+
+// readPostgresDSN reads the URL forms (postgres://, postgresql://), each
+// part when the URL says it, and the keyword/value form (host=… port=…
+// dbname=…) that pgx and lib/pq take, read by pgx's own parser (which
+// fills in what the DSN leaves out as pgx would when it connects). Of
+// several hosts, the first is the address.
+func readPostgresDSN(dsn string) (endpoint, error) {
+	if !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://") {
+		c, err := pgconn.ParseConfig(dsn)
+		if err != nil {
+			return endpoint{}, err
 		}
-		switch v := p.Value; p.Key {
-		case "host":
-			e.host, _, _ = strings.Cut(v, ",")
-		case "port":
-			port, _, _ := strings.Cut(v, ",")
-			e.port, _ = strconv.Atoi(port)
-		case "dbname":
-			e.database = v
-		}
+		return endpoint{host: c.Host, port: int(c.Port), database: c.Database}, nil
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return endpoint{}, err
+	}
+	host, _, _ := strings.Cut(u.Host, ",")
+	e := endpoint{database: strings.TrimPrefix(u.Path, "/")}
+	e.host, e.port = splitHostPort(host)
+	if h := u.Query().Get("host"); e.host == "" && h != "" {
+		e.host = h
 	}
 	return e, nil
 }

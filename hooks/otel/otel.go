@@ -109,8 +109,6 @@ import (
 	"github.com/crl-go/crl"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/hooks"
-	crlfamily "github.com/crl-go/crl/internal/tables/family"
-	"github.com/crl-go/crl/internal/text/sqlscan"
 )
 
 // waitBuckets are the bucket boundaries (seconds) of crl.retry.wait: 0.01
@@ -131,9 +129,10 @@ type Options struct {
 	TracerProvider trace.TracerProvider
 	// MeterProvider makes the instruments. Nil means otel.GetMeterProvider().
 	MeterProvider metric.MeterProvider
-	// Driver is the database/sql driver name the handle was opened with:
-	// sqlserver, mssql or azuresql (db.system.name microsoft.sql_server),
-	// mysql (mysql), pgx, pgx/v5, postgres or postgresql (postgresql). Empty
+	// Driver is the database/sql driver name the handle was opened with,
+	// whose db.system.name config.SystemName gives: sqlserver, mssql or
+	// azuresql (microsoft.sql_server), mysql or mariadb (mysql), pgx,
+	// pgx/v5, postgres or postgresql (postgresql). Empty
 	// means the hook does not know: db.system.name is other_sql unless
 	// DBSystem says it. Another name is an error unless DBSystem is set.
 	Driver string
@@ -207,7 +206,7 @@ var verbs = [...]string{"SELECT", "INSERT", "UPDATE", "DELETE", "MERGE", "UPSERT
 // verbIndex is the index in verbs of query's first keyword, -1 when it is
 // none of them. It does not allocate.
 func verbIndex(query string) int {
-	w := sqlscan.FirstKeyword(query) // the keyword as crl's rules read it
+	w := core.FirstKeyword(query) // the keyword as crl's rules read it
 	for i, v := range verbs {
 		if len(v) == len(w) && strings.EqualFold(v, w) {
 			return i
@@ -233,17 +232,17 @@ func New(o Options) (*Observer, error) {
 	if o.MaxOpenSpans < 0 {
 		return nil, fmt.Errorf("otel: MaxOpenSpans %d: expected 0 (the default) or more", o.MaxOpenSpans)
 	}
-	fam := crlfamily.Of(o.Driver)
-	if fam == crlfamily.Other && o.Driver != "" && o.DBSystem == "" {
-		return nil, fmt.Errorf("otel: Driver %q: expected sqlserver, mssql, azuresql, mysql, pgx, pgx/v5, postgres or postgresql, or DBSystem set", o.Driver)
+	sys, known := system(o.Driver)
+	if !known && o.Driver != "" && o.DBSystem == "" {
+		return nil, fmt.Errorf("otel: Driver %q: expected a driver name crl knows (config.SystemName), or DBSystem set", o.Driver)
 	}
-	sys := system(fam)
+	driverSys := sys
 	if o.DBSystem != "" {
 		sys = semconv.DBSystemNameKey.String(o.DBSystem)
 	}
 	base := []attribute.KeyValue{sys}
-	if o.DSN != "" && fam != crlfamily.Other {
-		ep, err := readDSN(fam, o.Driver, o.DSN)
+	if o.DSN != "" && known {
+		ep, err := readDSN(driverSys, o.Driver, o.DSN)
 		if err != nil {
 			return nil, err
 		}

@@ -10,12 +10,12 @@ import (
 
 // commitIgnoresContext reports whether the driver family's Tx.Commit and
 // Tx.Rollback run without the transaction's context, so that a COMMIT
-// stalled on the wire outlives the caller's deadline: go-sql-driver/mysql's
-// do (database/sql gives a driver's Commit no context). go-mssqldb's and
-// pgx's run under the context given to BeginTx, and need nothing more.
-// The driver layer's transactions of such a family end under their
-// context (endUnderContext).
-func commitIgnoresContext(fam family.Family) bool { return fam == family.MySQL }
+// stalled on the wire outlives the caller's deadline
+// (family.Profile.CommitIgnoresContext: go-sql-driver/mysql's do;
+// database/sql gives a driver's Commit no context). The driver layer's
+// transactions of such a family end under their context
+// (endUnderContext).
+func commitIgnoresContext(fam family.Family) bool { return fam.Profile().CommitIgnoresContext }
 
 // endUnderContext runs COMMIT (commit) or ROLLBACK of t through the
 // driver's context-aware ExecContext under ctx, the transaction's

@@ -25,9 +25,9 @@ type Pool struct {
 	// Retrier runs the pool's statements and connections. It must not be
 	// nil.
 	Retrier *core.Retrier
-	// Family is the pool's database family: its transactions end under
-	// their context for MySQL/MariaDB, and it says how to set the
-	// execution cut-off.
+	// Family is the pool's database family: its Profile says whether
+	// its transactions end under their context, how its statement texts
+	// begin and end transactions, and how to set the execution cut-off.
 	Family family.Family
 	// Cutoff is the execution cut-off of every new connection; zero: none.
 	Cutoff time.Duration
@@ -40,7 +40,8 @@ type Pool struct {
 
 // Wrap returns inner with, outermost first, the driver layer and the
 // connection loop of p.Retrier (Connector), whose transactions end under
-// their context for p.Family MySQL/MariaDB, and the execution cut-off when
+// their context where p.Family's driver ends them without it, and the
+// execution cut-off when
 // p.Cutoff > 0 (an error for a family that has none).
 func Wrap(inner driver.Connector, p Pool) (*Connector, error) {
 	if p.Cutoff > 0 {

@@ -4,38 +4,41 @@ import (
 	"context"
 	"database/sql/driver"
 	"fmt"
-	"strconv"
+	"strings"
 	"time"
 
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/internal/tables/family"
 )
 
-// unknownSystemVariable is MySQL's and MariaDB's error 1193.
-const unknownSystemVariable = 1193
-
 // withCutoff wraps inner so that every new connection tells the server
-// to stop a statement that runs longer than cutoff: MariaDB's
-// max_statement_time, else MySQL's max_execution_time (which applies to
-// SELECT only); PostgreSQL's statement_timeout. For SQL Server it returns
-// inner unchanged: go-mssqldb cancels a statement on the server (ATTENTION)
-// when its context ends. Another driver is an error.
+// to stop a statement that runs longer than cutoff, with the first of
+// the family's cut-off statements that the server knows (MariaDB's
+// max_statement_time, else MySQL's max_execution_time, which applies to
+// SELECT only; PostgreSQL's statement_timeout). Where the driver stops
+// a statement on the server itself when its context ends (go-mssqldb's
+// ATTENTION), it returns inner unchanged. A family without a cut-off is an
+// error.
 func withCutoff(fam family.Family, inner driver.Connector, cutoff time.Duration) (driver.Connector, error) {
-	switch fam {
-	case family.SQLServer:
+	p := fam.Profile()
+	if p.CutoffByDriver {
 		return inner, nil
-	case family.MySQL:
-		secs := strconv.FormatFloat(cutoff.Seconds(), 'f', -1, 64)
-		ms := strconv.FormatInt(max(cutoff.Milliseconds(), 1), 10)
-		return &cutoffConnector{Connector: inner, statements: []string{
-			"SET SESSION max_statement_time = " + secs, // MariaDB
-			"SET SESSION max_execution_time = " + ms,   // MySQL, when MariaDB's is unknown
-		}}, nil
-	case family.Postgres:
-		ms := strconv.FormatInt(max(cutoff.Milliseconds(), 1), 10)
-		return &cutoffConnector{Connector: inner, statements: []string{"SET statement_timeout = " + ms}}, nil
 	}
-	return nil, fmt.Errorf("executionCutoff is not supported for this driver (family %s): expected one of the sqlserver, mysql or postgres family, or name the family with config.WithDriverFamily", fam)
+	if p.Cutoff == nil {
+		return nil, fmt.Errorf("executionCutoff is not supported for this driver (family %s): expected one of the %s family, or name the family with config.WithDriverFamily", fam, cutoffFamilies())
+	}
+	return &cutoffConnector{Connector: inner, statements: p.Cutoff(cutoff), unknown: p.CutoffUnknown}, nil
+}
+
+// cutoffFamilies names the families that have an execution cut-off.
+func cutoffFamilies() string {
+	var names []string
+	for _, f := range family.All() {
+		if p := f.Profile(); p.CutoffByDriver || p.Cutoff != nil {
+			names = append(names, f.String())
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // cutoffConnector runs the first of its statements that the server knows
@@ -43,6 +46,7 @@ func withCutoff(fam family.Family, inner driver.Connector, cutoff time.Duration)
 type cutoffConnector struct {
 	driver.Connector
 	statements []string
+	unknown    int32 // the error number of a statement the server does not know: try the next
 }
 
 func (c *cutoffConnector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -55,7 +59,7 @@ func (c *cutoffConnector) Connect(ctx context.Context) (driver.Conn, error) {
 		if err == nil {
 			return conn, nil
 		}
-		if n, ok := core.ErrorNumber(err); !ok || n != unknownSystemVariable || i == len(c.statements)-1 {
+		if n, ok := core.ErrorNumber(err); !ok || n != c.unknown || c.unknown == 0 || i == len(c.statements)-1 {
 			break
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/crl-go/crl/internal/tables/family"
+	"github.com/crl-go/crl/internal/testsupport/familyprobe"
 )
 
 type nopConnector struct{}
@@ -19,7 +20,7 @@ func (nopConnector) Driver() driver.Driver                        { return nil }
 // The execution cut-off knows exactly the names of the one table of
 // driver families, in any case (it did not know postgresql or POSTGRES).
 func TestFamiliesOfTheCutoff(t *testing.T) {
-	for name, want := range family.Probes() {
+	for name, want := range familyprobe.Names() {
 		_, err := withCutoff(family.Of(name), nopConnector{}, time.Second)
 		assert.Equal(t, want != family.Other, err == nil, "%q: %v", name, err)
 	}

@@ -44,22 +44,24 @@ type txDialect struct {
 	resetEnds bool
 }
 
-// txDialects is the table, one entry per family. A driver crl does not
-// know (Other) gets every way of beginning a transaction, nesting, and
-// only the ends every family reads alike (COMMIT, ROLLBACK).
+// txDialects is the reading of each transaction-text dialect, indexed by
+// family.TxText (the family table's Profile.TxText says which a family
+// speaks). A driver crl does not know (TxTextAny) gets every way of
+// beginning a transaction, nesting, and only the ends every family reads
+// alike (COMMIT, ROLLBACK).
 var txDialects = [...]txDialect{
-	family.Other:     {startTx: true, nests: true, autocommit: true, implicit: true, xa: true},
-	family.SQLServer: {anywhere: true, blockBegin: true, nests: true, implicit: true, resetEnds: true},
-	family.MySQL:     {mysql: true, startTx: true, autocommit: true, offCommits: true, xa: true},
-	family.Postgres:  {startTx: true, pgEnds: true},
+	family.TxTextAny:      {startTx: true, nests: true, autocommit: true, implicit: true, xa: true},
+	family.TxTextTSQL:     {anywhere: true, blockBegin: true, nests: true, implicit: true, resetEnds: true},
+	family.TxTextMySQL:    {mysql: true, startTx: true, autocommit: true, offCommits: true, xa: true},
+	family.TxTextPostgres: {startTx: true, pgEnds: true},
 }
 
 // dialectOf returns the dialect of fam.
 func dialectOf(fam family.Family) *txDialect {
-	if int(fam) < len(txDialects) {
-		return &txDialects[fam]
+	if d := fam.Profile().TxText; int(d) < len(txDialects) {
+		return &txDialects[d]
 	}
-	return &txDialects[family.Other]
+	return &txDialects[family.TxTextAny]
 }
 
 // txState is what the statement texts said of the session's transaction.

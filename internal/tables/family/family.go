@@ -1,13 +1,18 @@
-// Package family is crl's one table of driver families: which database a
-// database/sql driver name (or a GORM dialector's name) talks to. The DSN
-// reader, the properties-file lookup, the execution cut-off, gormcrl's
-// dialector detection, the CLI and the OpenTelemetry hook all ask it, so
-// a name one of them accepts every one of them accepts.
+// Package family is crl's one table of database families: which database
+// a database/sql driver name (or a GORM dialector's name) talks to, and
+// everything crl does differently for it (Profile). The DSN reader, the
+// properties-file lookup, the execution cut-off, COMMIT under its context,
+// the reading of transaction statements, error classification, sqlx's
+// bind type, the CLI and the OpenTelemetry hook's system name all read
+// their family's Profile, so a name one of them accepts every one of them
+// accepts, and adding a family is one entry of the table (profiles).
 package family
 
 import (
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Family is a database family.
@@ -19,23 +24,117 @@ const (
 	SQLServer               // go-mssqldb
 	MySQL                   // go-sql-driver/mysql, for MySQL and MariaDB
 	Postgres                // pgx, lib/pq
+	count
 )
 
-// names is the table: every driver name crl knows, lower-case, with its
-// family. GORM's dialectors are named as their drivers' family is
-// ("sqlserver", "mysql", "postgres"), so they are in it too, and so is
-// every spelling a user may give WithDriverFamily (mariadb).
-var names = map[string]Family{
-	"sqlserver":  SQLServer,
-	"mssql":      SQLServer,
-	"azuresql":   SQLServer,
-	"mysql":      MySQL,
-	"mariadb":    MySQL,
-	"pgx":        Postgres,
-	"pgx/v5":     Postgres,
-	"postgres":   Postgres,
-	"postgresql": Postgres,
+// profiles is the table, one entry per family, indexed by Family.
+var profiles = [count]Profile{
+	Other: {
+		Name: "other",
+		// A driver crl does not know gets every way of beginning a
+		// transaction, and only the ends every family reads alike.
+		TxText: TxTextAny,
+	},
+	SQLServer: {
+		Name:       "sqlserver",
+		Aliases:    []string{"sqlserver", "mssql", "azuresql"},
+		Driver:     "sqlserver",
+		DSN:        DSNURLOrADO,
+		Schemes:    []string{"sqlserver"},
+		BindDriver: "sqlserver",
+		SystemName: "microsoft.sql_server",
+		// go-mssqldb cancels a statement on the server (ATTENTION) when
+		// its context ends.
+		CutoffByDriver: true,
+		Errors:         NumberedErrors,
+		// Deadlock victim; snapshot isolation update conflict; In-Memory
+		// OLTP commit dependency, update conflict, repeatable-read and
+		// serializable validation failures.
+		Contention: []string{"1205", "3960", "41301", "41302", "41305", "41325"},
+		// Insufficient memory; lock resources exhausted; lock request
+		// time-out; memory grant time-out; Azure SQL resource limits
+		// (10928, 10929), service busy (40501) and too many requests or
+		// operations (49918–49920).
+		Overload:       []string{"701", "1204", "1222", "8645", "10928", "10929", "40501", "49918", "49919", "49920"},
+		JDBCLogin:      true,
+		TransientList:  true,
+		PropertiesFile: true,
+		AzureDefaults:  true,
+		TxText:         TxTextTSQL,
+	},
+	MySQL: {
+		Name:       "mysql",
+		Aliases:    []string{"mysql", "mariadb"},
+		Driver:     "mysql",
+		DSN:        DSNMySQL,
+		Schemes:    []string{"mysql", "mariadb"},
+		BindDriver: "mysql",
+		SystemName: "mysql",
+		// database/sql gives a driver's Commit no context, and
+		// go-sql-driver/mysql's does not take BeginTx's either.
+		CommitIgnoresContext: true,
+		Cutoff: func(d time.Duration) []string {
+			return []string{
+				"SET SESSION max_statement_time = " + strconv.FormatFloat(d.Seconds(), 'f', -1, 64), // MariaDB
+				"SET SESSION max_execution_time = " + millis(d),                                     // MySQL, SELECT only
+			}
+		},
+		CutoffUnknown: 1193, // unknown system variable: MySQL has no max_statement_time
+		CutoffErrors:  []string{"1969", "3024"},
+		Errors:        MySQLErrors,
+		// Deadlock (ER_LOCK_DEADLOCK); XA branch rolled back as a deadlock
+		// victim (ER_XA_RBDEADLOCK); a row changed since the
+		// transaction's snapshot (ER_CHECKREAD, MariaDB's snapshot
+		// isolation).
+		Contention: []string{"1213", "1614", "1020"},
+		// Out of memory (1037, 1038, 1041); too many connections (1040,
+		// and per user 1203, 1226); lock-wait time-out (1205); NOWAIT lock
+		// not available (3572); the execution cut-offs (MySQL 3024,
+		// MariaDB 1969), which are time-outs too.
+		Overload:           []string{"1037", "1038", "1040", "1041", "1203", "1205", "1226", "1969", "3024", "3572"},
+		TooManyConnections: "1040",
+		TxText:             TxTextMySQL,
+	},
+	Postgres: {
+		Name:       "postgres",
+		Aliases:    []string{"pgx", "pgx/v5", "postgres", "postgresql"},
+		Driver:     "pgx",
+		DSN:        DSNURLOrKeyValue,
+		Schemes:    []string{"postgres", "postgresql"},
+		BindDriver: "pgx",
+		SystemName: "postgresql",
+		Cutoff: func(d time.Duration) []string {
+			return []string{"SET statement_timeout = " + millis(d)}
+		},
+		CutoffErrors: []string{"57014"}, // query_canceled
+		Errors:       SQLStateErrors,
+		// Deadlock detected; serialization failure.
+		Contention: []string{"40P01", "40001"},
+		// Insufficient resources, out of memory, too many connections,
+		// configuration limit exceeded, lock not available, statement
+		// cancelled (statement_timeout, a time-out too).
+		Overload:           []string{"53000", "53200", "53300", "53400", "55P03", "57014"},
+		TooManyConnections: "53300",
+		SimpleProtocol:     "default_query_exec_mode=simple_protocol",
+		TxText:             TxTextPostgres,
+	},
 }
+
+// millis is d in whole milliseconds, at least 1 (0 would turn a cut-off
+// off).
+func millis(d time.Duration) string { return strconv.FormatInt(max(d.Milliseconds(), 1), 10) }
+
+// names maps every name of the table (Profile.Aliases), lower-case, to its
+// family. It is never written after package initialisation.
+var names = func() map[string]Family {
+	m := map[string]Family{}
+	for f := range profiles {
+		for _, n := range profiles[f].Aliases {
+			m[n] = Family(f)
+		}
+	}
+	return m
+}()
 
 // Of returns the family of a driver name, case-insensitively; Other for a
 // name the table does not have.
@@ -44,6 +143,15 @@ func Of(driverName string) Family {
 		return f
 	}
 	return names[strings.ToLower(driverName)]
+}
+
+// All returns every family but Other, in the table's order.
+func All() []Family {
+	out := make([]Family, 0, count-1)
+	for f := Other + 1; f < count; f++ {
+		out = append(out, f)
+	}
+	return out
 }
 
 // Names returns every name of the table, lower-case, in no order.
@@ -72,44 +180,54 @@ func Spellings() string {
 	return strings.Join(n, ", ")
 }
 
-// canonical is each family's own name and the driver name whose DSN forms
-// its DSNs are read in, indexed by Family.
-var canonical = [...]struct{ name, driver string }{
-	Other:     {"other", ""},
-	SQLServer: {"sqlserver", "sqlserver"},
-	MySQL:     {"mysql", "mysql"},
-	Postgres:  {"postgres", "pgx"},
+// Profile returns the family's entry of the table (Other's for a value
+// that is no family). It is shared: callers read it and never write it.
+func (f Family) Profile() *Profile {
+	if f < count {
+		return &profiles[f]
+	}
+	return &profiles[Other]
 }
 
 // String returns the family's name as Parse reads it ("other" for Other).
-func (f Family) String() string {
-	if int(f) < len(canonical) {
-		return canonical[f].name
-	}
-	return canonical[Other].name
-}
+func (f Family) String() string { return f.Profile().Name }
 
 // Driver returns the driver name whose DSN forms the family's DSNs are
 // read in: "sqlserver", "mysql" or "pgx" ("" for Other).
-func (f Family) Driver() string {
-	if int(f) < len(canonical) {
-		return canonical[f].driver
+func (f Family) Driver() string { return f.Profile().Driver }
+
+// OfScheme returns the family whose URL DSNs start with scheme://
+// (Profile.Schemes), case-insensitively and with or without jdbc:; Other
+// for a scheme the table does not have.
+func OfScheme(scheme string) Family {
+	s := strings.TrimPrefix(strings.ToLower(scheme), "jdbc:")
+	for f := range profiles {
+		for _, known := range profiles[f].Schemes {
+			if s == known {
+				return Family(f)
+			}
+		}
 	}
-	return ""
+	return Other
 }
 
-// Probes returns driver names for the consumers' tests: every name of the
-// table, spelt as users spell them (upper and mixed case), and names the
-// table does not have, each with its family.
-func Probes() map[string]Family {
-	out := map[string]Family{}
-	for n, f := range names {
-		out[n] = f
-		out[strings.ToUpper(n)] = f
-		out[strings.ToUpper(n[:1])+n[1:]] = f
+// OfErrors returns the family whose driver's errors have shape s
+// (Profile.Errors): each shape is one family's. Other for NoErrors.
+func OfErrors(s ErrorShape) Family {
+	if s < errorShapes {
+		return byErrors[s]
 	}
-	for _, n := range []string{"", "sqlite3", "sqlite", "oracle", "pgx/v4", "postgres-otel", "sqlserver-otel", "mysql8", "clickhouse"} {
-		out[n] = Other
+	return Other
+}
+
+// byErrors is OfErrors's table; it is never written after package
+// initialisation.
+var byErrors = func() [errorShapes]Family {
+	var out [errorShapes]Family
+	for f := range profiles {
+		if s := profiles[f].Errors; s != NoErrors {
+			out[s] = Family(f)
+		}
 	}
 	return out
-}
+}()

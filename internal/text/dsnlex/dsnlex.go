@@ -17,7 +17,11 @@
 // Positions are byte indexes into the text read.
 package dsnlex
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/crl-go/crl/internal/tables/family"
+)
 
 // Form is how a DSN is written; it decides where a value ends.
 type Form int
@@ -71,14 +75,9 @@ func schemeEnd(s string) int {
 }
 
 // knownScheme reports a scheme of the URL DSNs of the drivers crl runs
-// on, where text before "://" is a scheme and not a MySQL user name.
-func knownScheme(scheme string) bool {
-	switch strings.TrimPrefix(strings.ToLower(scheme), "jdbc:") {
-	case "sqlserver", "mysql", "mariadb", "postgres", "postgresql":
-		return true
-	}
-	return false
-}
+// on (family.Profile.Schemes, with or without jdbc:), where text before
+// "://" is a scheme and not a MySQL user name.
+func knownScheme(scheme string) bool { return family.OfScheme(scheme) != family.Other }
 
 // userinfoEnd returns the index of the '@' that ends the userinfo of s
 // (the text after a URL's "://", or a MySQL DSN), or -1. A password may
