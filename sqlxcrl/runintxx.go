@@ -17,10 +17,10 @@ import (
 // transaction when it failed with an error the rules retry, the rule's
 // query filter checked against the statement whose error ended it (the
 // driver layer records it, whichever of the *sqlx.Tx's methods ran it).
-// db must be over a pool crl opened (crl.Open, crl.OpenDB, a crl.Register
-// name, sqlxcrl.Open): else the error matches crl.ErrNotCrlPool. fn must
-// be safe to run again, and must neither commit nor roll back the
-// transaction. Nested in another unit it does what crl.RunInTx does: once
+// Over a pool crl did not open (sql.Open's), it runs fn once, exactly as
+// without crl, and returns its error as it is; there is no observer to
+// tell, such a pool having no Runtime. fn must be safe to run again, and
+// must neither commit nor roll back the transaction. Nested in another unit it does what crl.RunInTx does: once
 // with a context that carries the unit, its own loop otherwise, a
 // statement run at most 1 + retryCount times. With a context given
 // crl.WithoutRetry it runs fn once; crl.Attempt reads the run on the
@@ -29,14 +29,11 @@ func RunInTxx(ctx context.Context, db *sqlx.DB, opts *sql.TxOptions, fn func(*sq
 	if db == nil {
 		return ErrNilPool
 	}
-	rt, ok := crl.RuntimeOf(db.DB)
-	if !ok {
-		return crl.ErrNotCrlPool
-	}
 	if fn == nil {
 		return errNilFunc
 	}
-	if connector.NoRetry(ctx) {
+	rt, ok := crl.RuntimeOf(db.DB)
+	if !ok || connector.NoRetry(ctx) {
 		_, err := runTxx(ctx, nil, db, opts, fn)
 		return err
 	}
@@ -55,7 +52,7 @@ func RunInTxx(ctx context.Context, db *sqlx.DB, opts *sql.TxOptions, fn func(*sq
 var errNilFunc = errors.New("sqlxcrl: the function to run is nil")
 
 // runTxx runs one attempt of RunInTxx, begun with ctx, its statements
-// recorded in u (nil: in none, under crl.WithoutRetry).
+// recorded in u (nil: in none, run once).
 func runTxx(ctx context.Context, u *connector.Unit, db *sqlx.DB, opts *sql.TxOptions, fn func(*sqlx.Tx) error) (string, error) {
 	tx, err := db.BeginTxx(ctx, opts)
 	if err != nil {
