@@ -301,27 +301,5 @@ func (db *DB) MustBegin() *Tx { return db.MustBeginTx(context.Background(), nil)
 // once and returns its error as it is; crl.Attempt reads the run on the
 // context the transaction is begun with (see crl.Attempt).
 func (db *DB) RunInTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *Tx) error) error {
-	if db.retrier == nil || connector.NoRetry(ctx) {
-		_, err := db.runUnitTx(ctx, nil, opts, fn)
-		return err
-	}
-	if u := connector.UnitOf(ctx); u != nil {
-		_, err := db.runUnitTx(ctx, u, opts, fn) // an enclosing unit is the one retried
-		return err
-	}
-	u := &connector.Unit{} // in the loop's context too: its events carry the attempt
-	return db.retrier.DoTx(connector.WithUnit(ctx, u), func(ctx context.Context) (string, error) {
-		u.Start()
-		return db.runUnitTx(connector.WithUnit(ctx, u), u, opts, fn)
-	})
-}
-
-// runUnitTx is one attempt of RunInTx, begun with ctx, its statements
-// recorded by the driver layer in u (nil: in none, run once).
-func (db *DB) runUnitTx(ctx context.Context, u *connector.Unit, opts *sql.TxOptions, fn func(tx *Tx) error) (string, error) {
-	tx, err := db.BeginTxx(ctx, opts)
-	if err != nil {
-		return "", err
-	}
-	return adapter.Run("sqlxcrl", u.FailedQuery, func() error { return fn(tx) }, tx.Rollback, tx.Commit)
+	return runInTx(ctx, db.retrier, func(ctx context.Context) (*Tx, error) { return db.BeginTxx(ctx, opts) }, fn)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/crl-go/crl"
+	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/internal/layer/adapter"
 	"github.com/crl-go/crl/internal/layer/connector"
 )
@@ -29,32 +30,51 @@ func RunInTxx(ctx context.Context, db *sqlx.DB, opts *sql.TxOptions, fn func(*sq
 	if db == nil {
 		return ErrNilPool
 	}
+	var r *core.Retrier
+	if rt, ok := crl.RuntimeOf(db.DB); ok {
+		r = rt.Retrier()
+	}
+	return runInTx(ctx, r, func(ctx context.Context) (*sqlx.Tx, error) { return db.BeginTxx(ctx, opts) }, fn)
+}
+
+// errNilFunc is the error of RunInTxx and DB.RunInTx given no function.
+var errNilFunc = errors.New("sqlxcrl: the function to run is nil")
+
+// transaction is what runInTx ends: a *sqlx.Tx or a *Tx.
+type transaction interface {
+	Commit() error
+	Rollback() error
+}
+
+// runInTx is RunInTxx and DB.RunInTx: fn in a transaction that begin
+// begins, re-run whole under r's transaction loop, the statement that
+// ended each attempt recorded by the driver layer in the unit of the
+// context begin gets. It runs fn once when r is nil (a pool crl did not
+// open), under crl.WithoutRetry, and in a unit ctx already carries (the
+// enclosing unit is the one retried).
+func runInTx[T transaction](ctx context.Context, r *core.Retrier, begin func(context.Context) (T, error), fn func(T) error) error {
 	if fn == nil {
 		return errNilFunc
 	}
-	rt, ok := crl.RuntimeOf(db.DB)
-	if !ok || connector.NoRetry(ctx) {
-		_, err := runTxx(ctx, nil, db, opts, fn)
+	if r == nil || connector.NoRetry(ctx) {
+		_, err := runAttempt(ctx, nil, begin, fn)
 		return err
 	}
 	if u := connector.UnitOf(ctx); u != nil {
-		_, err := runTxx(ctx, u, db, opts, fn)
+		_, err := runAttempt(ctx, u, begin, fn)
 		return err
 	}
 	u := &connector.Unit{} // in the loop's context too: its events carry the attempt
-	return rt.Retrier().DoTx(connector.WithUnit(ctx, u), func(ctx context.Context) (string, error) {
+	return r.DoTx(connector.WithUnit(ctx, u), func(ctx context.Context) (string, error) {
 		u.Start()
-		return runTxx(connector.WithUnit(ctx, u), u, db, opts, fn)
+		return runAttempt(connector.WithUnit(ctx, u), u, begin, fn)
 	})
 }
 
-// errNilFunc is the error of RunInTxx given no function.
-var errNilFunc = errors.New("sqlxcrl: the function to run is nil")
-
-// runTxx runs one attempt of RunInTxx, begun with ctx, its statements
+// runAttempt runs one attempt of runInTx, begun with ctx, its statements
 // recorded in u (nil: in none, run once).
-func runTxx(ctx context.Context, u *connector.Unit, db *sqlx.DB, opts *sql.TxOptions, fn func(*sqlx.Tx) error) (string, error) {
-	tx, err := db.BeginTxx(ctx, opts)
+func runAttempt[T transaction](ctx context.Context, u *connector.Unit, begin func(context.Context) (T, error), fn func(T) error) (string, error) {
+	tx, err := begin(ctx)
 	if err != nil {
 		return "", err
 	}
