@@ -56,11 +56,7 @@ func (s *Stmt) Exec(args ...any) (sql.Result, error) {
 
 // MustExecContext is ExecContext that panics on error, like sqlx's.
 func (s *Stmt) MustExecContext(ctx context.Context, args ...any) sql.Result {
-	res, err := s.ExecContext(ctx, args...)
-	if err != nil {
-		panic(err)
-	}
-	return res
+	return must(s.ExecContext(ctx, args...))
 }
 
 // MustExec is MustExecContext with context.Background().
@@ -107,18 +103,12 @@ func (s *Stmt) QueryRow(args ...any) *sql.Row {
 	return s.QueryRowContext(context.Background(), args...)
 }
 
-func (s *Stmt) queryRowx(ctx context.Context, args []any) (*sqlx.Row, error) {
-	if s.err != nil {
-		return errorRowx(s.err), s.err
-	}
-	row := s.Stmt.QueryRowxContext(ctx, args...)
-	return row, row.Err()
-}
-
 // QueryRowxContext runs the statement as a one-row query.
 func (s *Stmt) QueryRowxContext(ctx context.Context, args ...any) *sqlx.Row {
-	row, _ := s.queryRowx(ctx, args)
-	return row
+	if s.err != nil {
+		return errorRowx(s.err)
+	}
+	return s.Stmt.QueryRowxContext(ctx, args...)
 }
 
 // QueryRowx is QueryRowxContext with context.Background().
@@ -199,11 +189,7 @@ func (n *NamedStmt) Exec(arg any) (sql.Result, error) {
 
 // MustExecContext is ExecContext that panics on error, like sqlx's.
 func (n *NamedStmt) MustExecContext(ctx context.Context, arg any) sql.Result {
-	res, err := n.ExecContext(ctx, arg)
-	if err != nil {
-		panic(err)
-	}
-	return res
+	return must(n.ExecContext(ctx, arg))
 }
 
 // MustExec is MustExecContext with context.Background().
@@ -235,18 +221,12 @@ func (n *NamedStmt) Queryx(arg any) (*sqlx.Rows, error) {
 	return n.QueryxContext(context.Background(), arg)
 }
 
-func (n *NamedStmt) queryRowx(ctx context.Context, arg any) (*sqlx.Row, error) {
-	if n.err != nil {
-		return errorRowx(n.err), n.err
-	}
-	row := n.NamedStmt.QueryRowxContext(ctx, arg)
-	return row, row.Err()
-}
-
-// QueryRowxContext binds arg and runs a one-row query.
+// QueryRowxContext runs the statement as a one-row query.
 func (n *NamedStmt) QueryRowxContext(ctx context.Context, arg any) *sqlx.Row {
-	row, _ := n.queryRowx(ctx, arg)
-	return row
+	if n.err != nil {
+		return errorRowx(n.err)
+	}
+	return n.NamedStmt.QueryRowxContext(ctx, arg)
 }
 
 // QueryRowx is QueryRowxContext with context.Background().
@@ -292,6 +272,15 @@ func (n *NamedStmt) SelectContext(ctx context.Context, dest any, arg any) error 
 // Select is SelectContext with context.Background().
 func (n *NamedStmt) Select(dest any, arg any) error {
 	return n.SelectContext(context.Background(), dest, arg)
+}
+
+// must is the result of a Must method: res, or a panic with err, like
+// sqlx's.
+func must(res sql.Result, err error) sql.Result {
+	if err != nil {
+		panic(err)
+	}
+	return res
 }
 
 // errorRowx returns a *sqlx.Row whose Scan and Err return err: the row of

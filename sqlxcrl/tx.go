@@ -135,12 +135,12 @@ type NamedStatement interface {
 }
 
 // NamedStmtContext returns the transaction's own version of a named
-// statement, as sqlx's does (with the transaction's Mapper). stmt is a *NamedStmt (what
-// DB.PrepareNamed returns) or a *sqlx.NamedStmt; for any other
-// implementation of NamedStatement, which cannot be moved into the
+// statement, as sqlx's does (with the transaction's Mapper). stmt is a
+// *NamedStmt (what DB.PrepareNamed returns) or a *sqlx.NamedStmt; for any
+// other implementation of NamedStatement, which cannot be moved into the
 // transaction, every execution of the returned statement fails with
-// ErrNotNamedStmt (sqlx's Tx.Stmtx panics on a statement it does not know;
-// sqlxcrl's do not).
+// ErrNotNamedStmt (sqlx's Tx.Stmtx panics on a statement it does not
+// know; sqlxcrl's do not).
 func (tx *Tx) NamedStmtContext(ctx context.Context, stmt NamedStatement) *NamedStmt {
 	var s *sqlx.NamedStmt
 	switch v := stmt.(type) {
