@@ -119,28 +119,21 @@ func MustConnect(driverName, dsn string, opts ...Option) *DB {
 }
 
 // NewDb wraps an existing *sql.DB, like sqlx.NewDb: a new handle with
-// sqlx's default Mapper, not unsafe.
+// sqlx's default Mapper, not unsafe. sqlx's idiom for a second handle over
+// a pool, sqlx.NewDb(db.DB, name), is sqlxcrl.NewDb(db.DB.DB, name).
 //
-// Over a pool crl opened (crl.Open, crl.OpenDB, a crl.Register name, a
-// sqlxcrl handle's db.DB.DB), its driver layer retries the statements
-// under the pool's rules; opts, when given, set the rules of RunInTx's
-// whole-transaction loop and of the whole reads (Get, Select). sqlx's
-// idiom for a second handle over a pool, sqlx.NewDb(db.DB, name), is
-// sqlxcrl.NewDb(db.DB.DB, name) with a *sqlxcrl.DB.
-//
-// Over a pool crl did not open (sql.Open's), nothing is retried: every
-// statement, read and RunInTx runs once, exactly as with sqlx alone, so
-// that a helper shared with such a handle (a SQLite one in tests) keeps
-// working. Such a pool has no Runtime, hence no observer to tell; Runtime
-// and Retrier return nil. Settings given for it in opts are refused with
-// ErrForeignPoolSettings: open the pool with crl.OpenDB (or Open, OpenDB
-// here) for its statements to run under them.
+// Over a pool crl opened, its driver layer retries the statements under
+// the pool's rules; opts, when given, set those of the handle's RunInTx
+// and whole reads. Over a pool crl did not open (sql.Open's), every
+// statement, whole read and RunInTx runs once, as with sqlx alone; such a
+// pool has no settings (Runtime and Retrier are nil), hence no observer to
+// tell, and opts given for it are refused with ErrForeignPoolSettings.
 //
 // NewDb cannot return an error (its signature is sqlx's) and does not
-// panic: when an option or the properties file is invalid, opts are given
-// for a pool crl did not open, or db is nil, every statement of the
-// returned DB, its Ping and RunInTx fail with the error that names the
-// problem, from the first use on. WrapDB returns that error instead.
+// panic: given an invalid option or properties file, opts for a pool crl
+// did not open, or a nil db, every use of the returned DB (statement,
+// Ping, RunInTx) fails with the error that names the problem. WrapDB
+// returns that error instead.
 func NewDb(db *sql.DB, driverName string, opts ...Option) *DB {
 	out, err := WrapDB(db, driverName, opts...)
 	if err != nil {
@@ -286,20 +279,11 @@ func (db *DB) MustBeginTx(ctx context.Context, opts *sql.TxOptions) *Tx {
 // MustBegin is MustBeginTx with context.Background() and default options.
 func (db *DB) MustBegin() *Tx { return db.MustBeginTx(context.Background(), nil) }
 
-// RunInTx runs fn in a transaction and commits it; over a pool crl
-// opened, when fn or the commit fails with an error that the statement
-// rules retry (the rule's filter checked against the statement whose
-// error ended the transaction, which the driver layer records), it waits
-// as the rule says and runs fn again on a fresh transaction. fn must do
-// nothing outside the transaction that it cannot repeat. The transaction
-// is rolled back when fn returns an error or panics (the panic goes on).
-// A COMMIT whose outcome is unknown is never retried: the error matches
-// core.ErrCommitUnknown. Nested in another unit it does what crl.RunInTx
-// does: once with a context that carries the unit, its own loop
-// otherwise, a statement run at most 1 + retryCount times. With a context
-// given crl.WithoutRetry, or over a pool crl did not open, it runs fn
-// once and returns its error as it is; crl.Attempt reads the run on the
-// context the transaction is begun with (see crl.Attempt).
+// RunInTx is RunInTxx on sqlxcrl's types: it runs fn in a transaction and
+// commits it, and over a pool crl opened runs it again on a fresh
+// transaction when it failed with an error the rules retry; over a pool
+// crl did not open, or with a context given crl.WithoutRetry, it runs fn
+// once and returns its error as it is (see RunInTxx).
 func (db *DB) RunInTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *Tx) error) error {
 	return runInTx(ctx, db.retrier, func(ctx context.Context) (*Tx, error) { return db.BeginTxx(ctx, opts) }, fn)
 }

@@ -17,15 +17,11 @@ import (
 // transaction of db and commits it, and runs it again on a fresh
 // transaction when it failed with an error the rules retry, the rule's
 // query filter checked against the statement whose error ended it (the
-// driver layer records it, whichever of the *sqlx.Tx's methods ran it).
-// Over a pool crl did not open (sql.Open's), it runs fn once, exactly as
-// without crl, and returns its error as it is; there is no observer to
-// tell, such a pool having no Runtime. fn must be safe to run again, and
-// must neither commit nor roll back the transaction. Nested in another unit it does what crl.RunInTx does: once
-// with a context that carries the unit, its own loop otherwise, a
-// statement run at most 1 + retryCount times. With a context given
-// crl.WithoutRetry it runs fn once; crl.Attempt reads the run on the
-// context the transaction is begun with (see crl.Attempt).
+// driver layer records it). Over a pool crl did not open (sql.Open's) it
+// runs fn once, exactly as without crl, and returns its error as it is.
+// fn must be safe to run again, and must neither commit nor roll back the
+// transaction. Nesting, crl.WithoutRetry and crl.Attempt work as for
+// crl.RunInTx.
 func RunInTxx(ctx context.Context, db *sqlx.DB, opts *sql.TxOptions, fn func(*sqlx.Tx) error) error {
 	if db == nil {
 		return ErrNilPool
