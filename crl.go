@@ -82,9 +82,10 @@ func RuntimeOf(db *sql.DB) (*config.Runtime, bool) {
 //	})
 func Unwrap(driverConn any) any { return connector.Unwrap(driverConn) }
 
-// ErrNotCrlPool is the error of RunInTx given a *sql.DB that crl did not
-// open: its driver records no statement, so its transactions cannot be
-// retried as crl's rules say.
+// ErrNotCrlPool is the error of crltest.Check and crltest.Inject given a
+// *sql.DB that crl did not open: its driver has no crl layer to inject a
+// fault into. RunInTx and the adapters' helpers do not return it: over
+// such a pool they run the unit once, as without crl.
 var ErrNotCrlPool = errors.New("crl: the *sql.DB was not opened by crl; open it with crl.Open, crl.OpenDB or a crl.Register driver name")
 
 // ErrClosureEndedTx is the error of RunInTx (and of the adapters'

@@ -284,9 +284,21 @@ func TestRunInTxOnAPoolCrlDidNotOpen(t *testing.T) {
 	assert.False(t, ok)
 	_, ok = crl.RuntimeOf(nil)
 	assert.False(t, ok)
-	err = crl.RunInTx(context.Background(), plain, nil, func(*sql.Tx) error { return nil })
-	assert.ErrorIs(t, err, crl.ErrNotCrlPool)
-	assert.ErrorContains(t, err, "crl.Open")
+	// Over such a pool the unit runs once, as without crl, and its error
+	// comes back as it is.
+	srv.Handle(update, mssqltest.Error(1205), mssqltest.Affected(1))
+	runs := 0
+	err = crl.RunInTx(context.Background(), plain, nil, func(tx *sql.Tx) error {
+		runs++
+		_, err := tx.Exec(update)
+		return err
+	})
+	var merr mssql.Error
+	require.ErrorAs(t, err, &merr, "the driver's own error")
+	assert.Equal(t, int32(1205), merr.Number)
+	assert.Equal(t, 1, runs, "runs")
+	assert.Equal(t, 1, srv.Count(update), "executions")
+	assert.Error(t, crl.RunInTx(context.Background(), nil, nil, func(*sql.Tx) error { return nil }), "a nil pool")
 }
 
 func TestRetryReRunsAUnitAroundALibrarysOwnTransaction(t *testing.T) {

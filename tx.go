@@ -12,6 +12,10 @@ import (
 // errNilFunc is the error of RunInTx and Retry given no function.
 var errNilFunc = errors.New("crl: the function to run is nil")
 
+// errNilPool is the error of RunInTx given a nil *sql.DB (whose BeginTx
+// would panic).
+var errNilPool = errors.New("crl: the *sql.DB is nil")
+
 // RunInTx runs fn in a transaction of db and commits it, and runs it
 // again on a fresh transaction when the transaction failed with an error
 // the rules retry, the rule's query filter checked against the statement
@@ -19,7 +23,12 @@ var errNilFunc = errors.New("crl: the function to run is nil")
 // closures that are not), and must neither commit nor roll back the
 // transaction: RunInTx commits when fn returns nil and rolls back when it
 // returns an error. A COMMIT whose outcome is unknown is never retried
-// (core.ErrCommitUnknown). db must be a pool crl opened (ErrNotCrlPool).
+// (core.ErrCommitUnknown).
+//
+// Over a pool crl did not open (sql.Open's), RunInTx runs fn once, exactly
+// as without crl, and returns its error as it is: a helper shared by a
+// handle crl opened and one it did not (a SQLite one in tests) works with
+// both. Such a pool has no Runtime, so there is no observer to tell.
 //
 // Nested in a unit that retries as a whole, RunInTx given a context that
 // carries the unit (Retry's, gormcrl.Transaction's tx.Statement.Context)
@@ -33,14 +42,14 @@ var errNilFunc = errors.New("crl: the function to run is nil")
 // nothing. Attempt reads which run this is on the context the
 // transaction is begun with, which fn cannot reach (see Attempt).
 func RunInTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) error) error {
-	rt, ok := RuntimeOf(db)
-	if !ok {
-		return ErrNotCrlPool
+	if db == nil {
+		return errNilPool
 	}
 	if fn == nil {
 		return errNilFunc
 	}
-	if connector.NoRetry(ctx) {
+	rt, ok := RuntimeOf(db)
+	if !ok || connector.NoRetry(ctx) {
 		_, err := runTx(ctx, nil, db, opts, fn)
 		return err
 	}
@@ -57,7 +66,7 @@ func RunInTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sql.
 }
 
 // runTx runs one attempt of RunInTx, begun with ctx, its statements
-// recorded in u (nil: in none, under WithoutRetry).
+// recorded in u (nil: in none, run once).
 func runTx(ctx context.Context, u *connector.Unit, db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) error) (string, error) {
 	tx, err := db.BeginTx(ctx, opts)
 	if err != nil {
@@ -74,8 +83,10 @@ func runTx(ctx context.Context, u *connector.Unit, db *sql.DB, opts *sql.TxOptio
 // pool fn's statements ran on (its rules, budget, breaker, observer) and
 // the statement whose error ended the unit, for every statement and
 // transaction run with that context or one derived from it; those
-// statements are not retried on their own. An error that no pool crl
-// opened recorded is returned as it is, after one run.
+// statements are not retried on their own. A unit whose statements ran
+// only on pools crl did not open runs once, exactly as without crl, and
+// its error is returned as it is (there is no observer to tell: such a
+// pool has no Runtime).
 //
 // fn must be safe to run again (crl vet finds closures that are not).
 // Given a context that carries a unit retried as a whole (Retry's own,

@@ -3,6 +3,9 @@ package crl_test
 import (
 	"context"
 	"database/sql"
+	"errors"
+	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/jmoiron/sqlx"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/crl-go/crl"
 	"github.com/crl-go/crl/config"
+	"github.com/crl-go/crl/conformance"
 	"github.com/crl-go/crl/core/coretest"
 	"github.com/crl-go/crl/gormcrl"
 	"github.com/crl-go/crl/mssqltest"
@@ -172,4 +176,73 @@ func TestNestedUnitsCommitOnceAfterRetries(t *testing.T) {
 			assert.Equal(t, want, srv.Committed(), "each transaction committed once")
 		})
 	}
+}
+
+// crl.RunInTx and crl.Retry over a pool sql.Open opened, on MariaDB and
+// PostgreSQL: each runs its unit once, commits what it did, and returns
+// the unit's error as it is (the driver's own value, or the caller's).
+func TestHelpersOverAForeignPool(t *testing.T) {
+	conformance.EachDatabase(t, func(t *testing.T, d conformance.Database) {
+		raw, err := sql.Open(d.Driver, d.DSN)
+		require.NoError(t, err)
+		t.Cleanup(func() { raw.Close() })
+		table := fmt.Sprintf("crlforeign_%d", rand.Uint32())
+		_, err = raw.Exec("CREATE TABLE " + table + " (id INT PRIMARY KEY)")
+		require.NoError(t, err)
+		t.Cleanup(func() { _, _ = raw.Exec("DROP TABLE IF EXISTS " + table) })
+		count := func(id int) (n int) {
+			require.NoError(t, raw.QueryRow(fmt.Sprintf("SELECT count(*) FROM %s WHERE id = %d", table, id)).Scan(&n))
+			return n
+		}
+		helpers := map[string]func(ctx context.Context, fn func(exec func(q string) error) error) error{
+			"crl.RunInTx": func(ctx context.Context, fn func(func(string) error) error) error {
+				return crl.RunInTx(ctx, raw, nil, func(tx *sql.Tx) error {
+					return fn(func(q string) error { _, err := tx.ExecContext(ctx, q); return err })
+				})
+			},
+			"crl.Retry": func(ctx context.Context, fn func(func(string) error) error) error {
+				return crl.Retry(ctx, func(ctx context.Context) error {
+					tx, err := raw.BeginTx(ctx, nil)
+					if err != nil {
+						return err
+					}
+					if err := fn(func(q string) error { _, err := tx.ExecContext(ctx, q); return err }); err != nil {
+						_ = tx.Rollback()
+						return err
+					}
+					return tx.Commit()
+				})
+			},
+		}
+		id := 0
+		for name, run := range helpers {
+			t.Run(name, func(t *testing.T) {
+				id += 10
+				ctx := context.Background()
+				insert := fmt.Sprintf("INSERT INTO %s (id) VALUES (%d)", table, id)
+				runs := 0
+				require.NoError(t, run(ctx, func(exec func(string) error) error { runs++; return exec(insert) }))
+				assert.Equal(t, 1, runs, "runs")
+				assert.Equal(t, 1, count(id), "committed")
+
+				var seen error
+				runs = 0
+				err := run(ctx, func(exec func(string) error) error { runs++; seen = exec(insert); return seen })
+				require.Error(t, seen, "a duplicate key")
+				assert.Same(t, seen, err, "the driver's error itself")
+				assert.Equal(t, 1, runs, "runs")
+
+				mine := errors.New("mine")
+				runs = 0
+				err = run(ctx, func(exec func(string) error) error {
+					runs++
+					require.NoError(t, exec(fmt.Sprintf("INSERT INTO %s (id) VALUES (%d)", table, id+1)))
+					return mine
+				})
+				assert.Same(t, mine, err, "the closure's error itself")
+				assert.Equal(t, 1, runs, "runs")
+				assert.Equal(t, 0, count(id+1), "rolled back")
+			})
+		}
+	})
 }

@@ -16,6 +16,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/gormcrl"
 	"github.com/crl-go/crl/sqlxcrl"
@@ -148,13 +149,15 @@ func memDB(tb testing.TB) *sql.DB {
 	return db
 }
 
-// sqlxPair returns plain sqlx and sqlxcrl on the in-memory driver.
+// sqlxPair returns plain sqlx and sqlxcrl on the in-memory driver, the
+// latter's pool opened through crl's driver layer.
 func sqlxPair(tb testing.TB) (*sqlx.DB, *sqlxcrl.DB) {
 	tb.Helper()
-	crl, err := sqlxcrl.WrapDB(memDB(tb), "mysql", sqlxcrl.WithRetryExec(rules))
+	crl, err := sqlxcrl.Open("crlmem", "", sqlxcrl.WithRetryExec(rules), config.WithDriverFamily("mysql"))
 	if err != nil {
 		tb.Fatal(err)
 	}
+	tb.Cleanup(func() { crl.Close() })
 	return sqlx.NewDb(memDB(tb), "mysql"), crl
 }
 

@@ -60,30 +60,30 @@ func TestNewDbOverTheEmbeddedHandle(t *testing.T) {
 
 // NewDb and WrapDB take a *sql.DB; a nil one is refused
 // (its statements would panic), by WrapDB with the error, by NewDb with a
-// DB whose every statement returns it.
+// DB whose every statement returns it. Over a pool crl did not open,
+// WrapDB without settings runs each statement once; with settings it is
+// refused, naming crl.OpenDB.
 func TestWrapDB(t *testing.T) {
 	srv := mssqltest.NewServer(t)
 	raw, err := sql.Open("sqlserver", srv.DSN())
 	require.NoError(t, err)
 	defer raw.Close()
 
-	for name, wrap := range map[string]func() (*sqlxcrl.DB, error){
-		"WrapDB(*sql.DB)": func() (*sqlxcrl.DB, error) {
-			return sqlxcrl.WrapDB(raw, "sqlserver", sqlxcrl.WithRetryExec("{1205:1,0}"))
-		},
-	} {
-		db, err := wrap()
-		require.NoError(t, err, name)
-		srv.Handle(update, mssqltest.Error(1205), mssqltest.Affected(1))
-		before := srv.Count(update)
-		_, err = db.Exec(update)
-		require.NoError(t, err, name)
-		assert.Equal(t, 2, srv.Count(update)-before, "%s: executions", name)
-	}
+	_, err = sqlxcrl.WrapDB(raw, "sqlserver", sqlxcrl.WithRetryExec("{1205:1,0}"))
+	assert.ErrorIs(t, err, sqlxcrl.ErrForeignPoolSettings)
+	assert.ErrorContains(t, err, "crl.OpenDB")
+
+	db, err := sqlxcrl.WrapDB(raw, "sqlserver")
+	require.NoError(t, err)
+	assert.Nil(t, db.Runtime(), "a pool crl did not open has no Runtime")
+	srv.Handle(update, mssqltest.Error(1205), mssqltest.Affected(1))
+	_, err = db.Exec(update)
+	mustNumber(t, err, 1205)
+	assert.Equal(t, 1, srv.Count(update), "executions: once, as with sqlx alone")
 
 	_, err = sqlxcrl.WrapDB(nil, "sqlserver")
 	assert.ErrorIs(t, err, sqlxcrl.ErrNilPool, "WrapDB(nil *sql.DB)")
-	db := sqlxcrl.NewDb(nil, "sqlserver")
+	db = sqlxcrl.NewDb(nil, "sqlserver")
 	_, err = db.Exec(update)
 	assert.ErrorIs(t, err, sqlxcrl.ErrNilPool, "Exec on NewDb(nil)")
 	assert.ErrorIs(t, db.Ping(), sqlxcrl.ErrNilPool, "Ping on NewDb(nil)")

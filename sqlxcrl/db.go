@@ -9,6 +9,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/crl-go/crl"
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/internal/layer/adapter"
@@ -16,24 +17,15 @@ import (
 	"github.com/crl-go/crl/internal/tables/family"
 )
 
-// DB is a *sqlx.DB whose statements run under the statement loop and whose
-// new connections run under the connection loop. It is safe for
-// concurrent use; its rules are its own.
+// DB is a *sqlx.DB over a pool. Over a pool crl opened, its driver layer
+// retries the statements and runs the connection loop for new
+// connections, and RunInTx retries whole transactions; over a pool crl did
+// not open, every statement and unit runs once, as with sqlx alone. It is
+// safe for concurrent use.
 type DB struct {
 	*sqlx.DB
-	retrier *core.Retrier
-	runtime *config.Runtime
-	layered bool // the pool is crl's: its driver layer runs the statement loop (see loop)
-}
-
-// loop returns the Retrier of the statement loop that DB's methods run
-// their statements under, nil over a pool crl opened: its driver layer
-// runs the loop, and a second one would retry each statement again.
-func (db *DB) loop() *core.Retrier {
-	if db.layered {
-		return nil
-	}
-	return db.retrier
+	retrier *core.Retrier   // nil over a pool crl did not open
+	runtime *config.Runtime // nil over a pool crl did not open
 }
 
 // Compile-time checks: *DB is still usable wherever sqlx takes a handle.
@@ -57,7 +49,7 @@ func Open(driverName, dsn string, opts ...Option) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlxcrl: %w", err)
 	}
-	return &DB{DB: sqlx.NewDb(sqlDB, bindName(driverName, rt)), retrier: rt.Retrier(), runtime: rt, layered: true}, nil
+	return &DB{DB: sqlx.NewDb(sqlDB, bindName(driverName, rt)), retrier: rt.Retrier(), runtime: rt}, nil
 }
 
 // bindName is the driver name whose bind type (?, $1, @p1) sqlx uses for
@@ -85,7 +77,7 @@ func OpenDB(c driver.Connector, driverName string, opts ...Option) (*DB, error) 
 	if err != nil {
 		return nil, fmt.Errorf("sqlxcrl: %w", err)
 	}
-	return &DB{DB: sqlx.NewDb(sql.OpenDB(wrapped), bindName(driverName, rt)), retrier: rt.Retrier(), runtime: rt, layered: true}, nil
+	return &DB{DB: sqlx.NewDb(sql.OpenDB(wrapped), bindName(driverName, rt)), retrier: rt.Retrier(), runtime: rt}, nil
 }
 
 // Connect is Open and Ping; the ping runs the connection loop.
@@ -127,138 +119,78 @@ func MustConnect(driverName, dsn string, opts ...Option) *DB {
 }
 
 // NewDb wraps an existing *sql.DB, like sqlx.NewDb: a new handle with
-// sqlx's default Mapper, not unsafe. Statements get the statement loop
-// with the settings from opts, the properties file and the defaults; those
-// of a DSN the pool was opened with are not carried (a *sql.DB does not
-// keep them): pass the same options. The connection loop applies only when
-// the pool's connector is crl's (a pool that sqlxcrl opened); NewDb does
-// not wrap it. Use Open or OpenDB for a new pool.
+// sqlx's default Mapper, not unsafe. sqlx's idiom for a second handle over
+// a pool, sqlx.NewDb(db.DB, name), is sqlxcrl.NewDb(db.DB.DB, name).
 //
-// sqlx's idiom for a second handle over a pool, sqlx.NewDb(db.DB, name),
-// is sqlxcrl.NewDb(db.DB.DB, name, opts...) with a *sqlxcrl.DB: its DB
-// field is the embedded *sqlx.DB, and NewDb takes the *sql.DB, as the
-// contract (DESIGN.md) fixes it.
+// Over a pool crl opened, its driver layer retries the statements under
+// the pool's rules; opts, when given, set those of the handle's RunInTx
+// and whole reads. Over a pool crl did not open (sql.Open's), every
+// statement, whole read and RunInTx runs once, as with sqlx alone; such a
+// pool has no settings (Runtime and Retrier are nil), hence no observer to
+// tell, and opts given for it are refused with ErrForeignPoolSettings.
 //
 // NewDb cannot return an error (its signature is sqlx's) and does not
-// panic: when an option or the properties file is invalid, or db is nil,
-// every statement of the returned DB, and its Ping, fails with the error
-// that names the problem. WrapDB returns that error instead.
+// panic: given an invalid option or properties file, opts for a pool crl
+// did not open, or a nil db, every use of the returned DB (statement,
+// Ping, RunInTx) fails with the error that names the problem. WrapDB
+// returns that error instead.
 func NewDb(db *sql.DB, driverName string, opts ...Option) *DB {
 	out, err := WrapDB(db, driverName, opts...)
 	if err != nil {
-		r, _ := core.NewRetrier(core.Policy{}, core.Options{})
-		return &DB{DB: sqlx.NewDb(sql.OpenDB(adapter.FailingConnector(err)), driverName), retrier: r}
+		return &DB{DB: sqlx.NewDb(sql.OpenDB(adapter.FailingConnector(err)), driverName)}
 	}
 	return out
 }
 
 // WrapDB is NewDb that returns the error of an invalid option or
-// properties file, or of a nil pool, instead of a DB whose every statement
-// fails with it.
+// properties file, of settings given for a pool crl did not open
+// (ErrForeignPoolSettings), or of a nil pool, instead of a DB whose every
+// statement fails with it.
 func WrapDB(db *sql.DB, driverName string, opts ...Option) (*DB, error) {
-	rt, _, err := config.NewRuntime(driverName, "", opts...)
-	if err != nil {
-		return nil, fmt.Errorf("sqlxcrl: %w", err)
+	var rt *config.Runtime
+	if len(opts) > 0 {
+		var err error
+		if rt, _, err = config.NewRuntime(driverName, "", opts...); err != nil {
+			return nil, fmt.Errorf("sqlxcrl: %w", err)
+		}
 	}
 	if db == nil {
 		return nil, ErrNilPool
 	}
-	if d, ok := db.Driver().(*connector.Driver); ok {
-		// A pool crl opened: its driver layer retries the statements
-		// under the pool's rules; without options the DB is the pool's.
-		if pool, ok := d.Owner().(*config.Runtime); ok && len(opts) == 0 {
-			rt = pool
-		}
-		return &DB{DB: sqlx.NewDb(db, bindName(driverName, rt)), retrier: rt.Retrier(), runtime: rt, layered: true}, nil
+	pool, crlPool := crl.RuntimeOf(db)
+	switch {
+	case !crlPool && rt != nil:
+		return nil, fmt.Errorf("%w (%d options given)", ErrForeignPoolSettings, len(opts))
+	case !crlPool:
+		return &DB{DB: sqlx.NewDb(db, driverName)}, nil
+	case rt == nil:
+		rt = pool
 	}
 	return &DB{DB: sqlx.NewDb(db, bindName(driverName, rt)), retrier: rt.Retrier(), runtime: rt}, nil
 }
+
+// ErrForeignPoolSettings is the error of WrapDB, and of every use of the
+// DB that NewDb returns, given settings for a *sql.DB that crl did not
+// open: its driver has no crl layer to apply them.
+var ErrForeignPoolSettings = errors.New("sqlxcrl: settings given for a *sql.DB that crl did not open, whose statements crl cannot retry; open the pool with crl.OpenDB (or sqlxcrl.Open, sqlxcrl.OpenDB) to apply them")
 
 // ErrNilPool is the error of NewDb and WrapDB given a nil *sql.DB (whose
 // statements would otherwise panic).
 var ErrNilPool = errors.New("sqlxcrl: the pool to wrap is nil")
 
-// Retrier returns the retry engine of this DB.
+// Retrier returns the retry engine of this DB's whole transactions and
+// whole reads (nil over a pool crl did not open, or when NewDb refused its
+// arguments).
 func (db *DB) Retrier() *core.Retrier { return db.retrier }
 
-// Runtime returns this DB's configuration at run time (nil when NewDb got
-// an invalid option).
+// Runtime returns this DB's configuration at run time (nil over a pool crl
+// did not open, or when NewDb refused its arguments).
 func (db *DB) Runtime() *config.Runtime { return db.runtime }
 
 // Unsafe returns a DB that, like sqlx's, silently ignores columns with no
 // destination field; it shares the retry engine.
 func (db *DB) Unsafe() *DB {
-	return &DB{DB: db.DB.Unsafe(), retrier: db.retrier, runtime: db.runtime, layered: db.layered}
-}
-
-// ExecContext runs a statement under the statement loop.
-func (db *DB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	return retry(ctx, db.loop(), query, func(ctx context.Context) (sql.Result, error) {
-		return db.DB.ExecContext(ctx, query, args...)
-	})
-}
-
-// Exec is ExecContext with context.Background().
-func (db *DB) Exec(query string, args ...any) (sql.Result, error) {
-	return db.ExecContext(context.Background(), query, args...)
-}
-
-// QueryContext runs a query under the statement loop; an error while the
-// rows are read is not retried.
-func (db *DB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return retryRows(ctx, db.loop(), query, func(ctx context.Context) (*sql.Rows, error) {
-		return db.DB.QueryContext(ctx, query, args...)
-	})
-}
-
-// Query is QueryContext with context.Background().
-func (db *DB) Query(query string, args ...any) (*sql.Rows, error) {
-	return db.QueryContext(context.Background(), query, args...)
-}
-
-// QueryxContext runs a query under the statement loop; an error while the
-// rows are read is not retried.
-func (db *DB) QueryxContext(ctx context.Context, query string, args ...any) (*sqlx.Rows, error) {
-	return retryRows(ctx, db.loop(), query, func(ctx context.Context) (*sqlx.Rows, error) {
-		return db.DB.QueryxContext(ctx, query, args...)
-	})
-}
-
-// Queryx is QueryxContext with context.Background().
-func (db *DB) Queryx(query string, args ...any) (*sqlx.Rows, error) {
-	return db.QueryxContext(context.Background(), query, args...)
-}
-
-// QueryRowContext runs a one-row query under the statement loop. After the
-// last retry the row carries the last driver error.
-func (db *DB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	row, _ := retryRow(ctx, db.loop(), query, func(ctx context.Context) *sql.Row {
-		return db.DB.QueryRowContext(ctx, query, args...)
-	}, adapter.ErrorRow)
-	return row
-}
-
-// QueryRow is QueryRowContext with context.Background().
-func (db *DB) QueryRow(query string, args ...any) *sql.Row {
-	return db.QueryRowContext(context.Background(), query, args...)
-}
-
-// QueryRowxContext runs a one-row query under the statement loop. After
-// the last retry the row carries the last driver error.
-func (db *DB) QueryRowxContext(ctx context.Context, query string, args ...any) *sqlx.Row {
-	row, _ := db.queryRowx(ctx, query, args)
-	return row
-}
-
-// QueryRowx is QueryRowxContext with context.Background().
-func (db *DB) QueryRowx(query string, args ...any) *sqlx.Row {
-	return db.QueryRowxContext(context.Background(), query, args...)
-}
-
-func (db *DB) queryRowx(ctx context.Context, query string, args []any) (*sqlx.Row, error) {
-	return retryRow(ctx, db.loop(), query, func(ctx context.Context) *sqlx.Row {
-		return db.DB.QueryRowxContext(ctx, query, args...)
-	}, errorRowx)
+	return &DB{DB: db.DB.Unsafe(), retrier: db.retrier, runtime: db.runtime}
 }
 
 // GetContext runs a one-row query and scans it into dest, like
@@ -266,7 +198,7 @@ func (db *DB) queryRowx(ctx context.Context, query string, args []any) (*sqlx.Ro
 // loop: an error met while the row is read is retried by the rules too.
 // sql.ErrNoRows is returned unchanged.
 func (db *DB) GetContext(ctx context.Context, dest any, query string, args ...any) error {
-	return read(ctx, db.retrier, db.layered, nil, query, dest, func(ctx context.Context) error {
+	return read(ctx, db.retrier, query, dest, func(ctx context.Context) error {
 		return sqlx.GetContext(ctx, db.DB, dest, query, args...)
 	})
 }
@@ -281,7 +213,7 @@ func (db *DB) Get(dest any, query string, args ...any) error {
 // statement loop: an error met while the rows are read is retried by the
 // rules too, after the rows of the failed attempt are dropped from dest.
 func (db *DB) SelectContext(ctx context.Context, dest any, query string, args ...any) error {
-	return read(ctx, db.retrier, db.layered, nil, query, dest, func(ctx context.Context) error {
+	return read(ctx, db.retrier, query, dest, func(ctx context.Context) error {
 		return sqlx.SelectContext(ctx, db.DB, dest, query, args...)
 	})
 }
@@ -291,59 +223,15 @@ func (db *DB) Select(dest any, query string, args ...any) error {
 	return db.SelectContext(context.Background(), dest, query, args...)
 }
 
-// NamedExecContext binds arg with the DB's Mapper, as sqlx's does, and
-// runs the statement under the statement loop.
-func (db *DB) NamedExecContext(ctx context.Context, query string, arg any) (sql.Result, error) {
-	// sqlx.NamedExecContext(ctx, db, …) would bind with sqlx's default
-	// mapper: its mapperFor knows only sqlx's own handles.
-	q, args, err := db.DB.BindNamed(query, arg)
-	if err != nil {
-		return nil, err
-	}
-	return db.ExecContext(ctx, q, args...)
-}
-
-// NamedExec is NamedExecContext with context.Background().
-func (db *DB) NamedExec(query string, arg any) (sql.Result, error) {
-	return db.NamedExecContext(context.Background(), query, arg)
-}
-
-// NamedQueryContext binds arg with the DB's Mapper, as sqlx's does, and
-// runs the query under the statement loop; the rows scan with the DB's
-// Mapper and Unsafe.
-func (db *DB) NamedQueryContext(ctx context.Context, query string, arg any) (*sqlx.Rows, error) {
-	q, args, err := db.DB.BindNamed(query, arg)
-	if err != nil {
-		return nil, err
-	}
-	return db.QueryxContext(ctx, q, args...)
-}
-
-// NamedQuery is NamedQueryContext with context.Background().
-func (db *DB) NamedQuery(query string, arg any) (*sqlx.Rows, error) {
-	return db.NamedQueryContext(context.Background(), query, arg)
-}
-
-// MustExecContext is ExecContext that panics on error, like sqlx's.
-func (db *DB) MustExecContext(ctx context.Context, query string, args ...any) sql.Result {
-	return sqlx.MustExecContext(ctx, db, query, args...)
-}
-
-// MustExec is MustExecContext with context.Background().
-func (db *DB) MustExec(query string, args ...any) sql.Result {
-	return db.MustExecContext(context.Background(), query, args...)
-}
-
-// PreparexContext prepares a statement (the PREPARE itself under the
-// statement loop) whose executions run under the statement loop.
+// PreparexContext prepares a statement whose whole reads (Get, Select)
+// are retried as DB's are; over a pool crl opened, its driver layer
+// retries the PREPARE and the other executions.
 func (db *DB) PreparexContext(ctx context.Context, query string) (*Stmt, error) {
-	s, err := retry(ctx, db.loop(), query, func(ctx context.Context) (*sqlx.Stmt, error) {
-		return db.DB.PreparexContext(ctx, query)
-	})
+	s, err := db.DB.PreparexContext(ctx, query)
 	if err != nil {
 		return nil, err
 	}
-	return &Stmt{Stmt: s, query: query, retrier: db.retrier, layered: db.layered}, nil
+	return &Stmt{Stmt: s, query: query, retrier: db.retrier}, nil
 }
 
 // Preparex is PreparexContext with context.Background().
@@ -351,16 +239,14 @@ func (db *DB) Preparex(query string) (*Stmt, error) {
 	return db.PreparexContext(context.Background(), query)
 }
 
-// PrepareNamedContext prepares a named statement whose executions run
-// under the statement loop.
+// PrepareNamedContext prepares a named statement whose whole reads are
+// retried as DB's are (see PreparexContext).
 func (db *DB) PrepareNamedContext(ctx context.Context, query string) (*NamedStmt, error) {
-	s, err := retry(ctx, db.loop(), query, func(ctx context.Context) (*sqlx.NamedStmt, error) {
-		return db.DB.PrepareNamedContext(ctx, query)
-	})
+	s, err := db.DB.PrepareNamedContext(ctx, query)
 	if err != nil {
 		return nil, err
 	}
-	return &NamedStmt{NamedStmt: s, retrier: db.retrier, layered: db.layered}, nil
+	return &NamedStmt{NamedStmt: s, retrier: db.retrier}, nil
 }
 
 // PrepareNamed is PrepareNamedContext with context.Background().
@@ -375,7 +261,7 @@ func (db *DB) BeginTxx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newTx(tx), nil
+	return &Tx{Tx: tx, unit: connector.UnitOf(ctx)}, nil
 }
 
 // Beginx is BeginTxx with context.Background() and default options.
@@ -393,69 +279,11 @@ func (db *DB) MustBeginTx(ctx context.Context, opts *sql.TxOptions) *Tx {
 // MustBegin is MustBeginTx with context.Background() and default options.
 func (db *DB) MustBegin() *Tx { return db.MustBeginTx(context.Background(), nil) }
 
-// RunInTx runs fn in a transaction and commits it; when fn or the commit
-// fails with an error that the statement rules retry (the rule's filter
-// checked against the statement that failed), it waits as the rule says
-// and runs fn again on a fresh transaction. fn must do nothing outside the
-// transaction that it cannot repeat. The transaction is rolled back when fn
-// returns an error or panics (the panic goes on). A COMMIT whose outcome is
-// unknown is never retried: the error matches core.ErrCommitUnknown.
-// Nested in another unit it does what crl.RunInTx does: once with a
-// context that carries the unit, its own loop otherwise, a statement run
-// at most 1 + retryCount times. With a context given crl.WithoutRetry it
-// runs fn once; crl.Attempt reads the run on the context the transaction
-// is begun with (see crl.Attempt).
+// RunInTx is RunInTxx on sqlxcrl's types: it runs fn in a transaction and
+// commits it, and over a pool crl opened runs it again on a fresh
+// transaction when it failed with an error the rules retry; over a pool
+// crl did not open, or with a context given crl.WithoutRetry, it runs fn
+// once and returns its error as it is (see RunInTxx).
 func (db *DB) RunInTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *Tx) error) error {
-	if connector.NoRetry(ctx) {
-		_, err := db.runTxOnce(ctx, opts, fn)
-		return err
-	}
-	if !db.layered {
-		return db.retrier.DoTx(ctx, func(ctx context.Context) (string, error) {
-			tx, err := db.BeginTxx(ctx, opts)
-			if err != nil {
-				return "", err
-			}
-			return tx.run(fn)
-		})
-	}
-	// Over a pool crl opened, the driver layer records every statement of
-	// the transaction, the embedded *sqlx.Tx's included, in the unit.
-	if u := connector.UnitOf(ctx); u != nil {
-		_, err := db.runUnitTx(ctx, u, opts, fn) // an enclosing unit is the one retried
-		return err
-	}
-	u := &connector.Unit{} // in the loop's context too: its events carry the attempt
-	return db.retrier.DoTx(connector.WithUnit(ctx, u), func(ctx context.Context) (string, error) {
-		u.Start()
-		return db.runUnitTx(connector.WithUnit(ctx, u), u, opts, fn)
-	})
-}
-
-// runUnitTx is one attempt of RunInTx over a pool crl opened, begun with
-// ctx, its statements recorded in u.
-func (db *DB) runUnitTx(ctx context.Context, u *connector.Unit, opts *sql.TxOptions, fn func(tx *Tx) error) (string, error) {
-	tx, err := db.BeginTxx(ctx, opts)
-	if err != nil {
-		return "", err
-	}
-	return adapter.Run("sqlxcrl", u.FailedQuery, func() error { return fn(tx) }, tx.Rollback, tx.Commit)
-}
-
-// runTxOnce is RunInTx under crl.WithoutRetry: one attempt, nothing
-// recorded.
-func (db *DB) runTxOnce(ctx context.Context, opts *sql.TxOptions, fn func(tx *Tx) error) (string, error) {
-	tx, err := db.BeginTxx(ctx, opts)
-	if err != nil {
-		return "", err
-	}
-	return tx.run(fn)
-}
-
-// errorRowx returns a *sqlx.Row whose Scan and Err return err: the row of
-// a one-row query that never ran (see adapter.ErrorDB).
-func errorRowx(err error) *sqlx.Row {
-	db := adapter.ErrorDB(err)
-	defer adapter.CloseErrorDB(db)
-	return sqlx.NewDb(db, "").QueryRowxContext(context.Background(), "")
+	return runInTx(ctx, db.retrier, func(ctx context.Context) (*Tx, error) { return db.BeginTxx(ctx, opts) }, fn)
 }

@@ -44,9 +44,19 @@ func TestSqlxOwnTypesOverACrlPool(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, runs)
 
+	// Over a pool crl did not open, the unit runs once, as without crl.
 	plain := sqlx.NewDb(mustOpenPlain(t, srv), "sqlserver")
-	err = sqlxcrl.RunInTxx(context.Background(), plain, nil, func(*sqlx.Tx) error { return nil })
-	assert.ErrorIs(t, err, crl.ErrNotCrlPool)
+	srv.Handle(update, mssqltest.Error(1205), mssqltest.Affected(1))
+	before := srv.Count(update)
+	runs = 0
+	err = sqlxcrl.RunInTxx(context.Background(), plain, nil, func(tx *sqlx.Tx) error {
+		runs++
+		_, err := tx.Exec(update)
+		return err
+	})
+	mustNumber(t, err, 1205)
+	assert.Equal(t, 1, runs, "runs over a sql.Open pool")
+	assert.Equal(t, 1, srv.Count(update)-before, "executions over a sql.Open pool")
 }
 
 // sqlx.Connect with a crl.Register name, its bind type told to sqlx.

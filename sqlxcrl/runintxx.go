@@ -8,6 +8,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/crl-go/crl"
+	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/internal/layer/adapter"
 	"github.com/crl-go/crl/internal/layer/connector"
 )
@@ -16,48 +17,60 @@ import (
 // transaction of db and commits it, and runs it again on a fresh
 // transaction when it failed with an error the rules retry, the rule's
 // query filter checked against the statement whose error ended it (the
-// driver layer records it, whichever of the *sqlx.Tx's methods ran it).
-// db must be over a pool crl opened (crl.Open, crl.OpenDB, a crl.Register
-// name, sqlxcrl.Open): else the error matches crl.ErrNotCrlPool. fn must
-// be safe to run again, and must neither commit nor roll back the
-// transaction. Nested in another unit it does what crl.RunInTx does: once
-// with a context that carries the unit, its own loop otherwise, a
-// statement run at most 1 + retryCount times. With a context given
-// crl.WithoutRetry it runs fn once; crl.Attempt reads the run on the
-// context the transaction is begun with (see crl.Attempt).
+// driver layer records it). Over a pool crl did not open (sql.Open's) it
+// runs fn once, exactly as without crl, and returns its error as it is.
+// fn must be safe to run again, and must neither commit nor roll back the
+// transaction. Nesting, crl.WithoutRetry and crl.Attempt work as for
+// crl.RunInTx.
 func RunInTxx(ctx context.Context, db *sqlx.DB, opts *sql.TxOptions, fn func(*sqlx.Tx) error) error {
 	if db == nil {
 		return ErrNilPool
 	}
-	rt, ok := crl.RuntimeOf(db.DB)
-	if !ok {
-		return crl.ErrNotCrlPool
+	var r *core.Retrier
+	if rt, ok := crl.RuntimeOf(db.DB); ok {
+		r = rt.Retrier()
 	}
+	return runInTx(ctx, r, func(ctx context.Context) (*sqlx.Tx, error) { return db.BeginTxx(ctx, opts) }, fn)
+}
+
+// errNilFunc is the error of RunInTxx and DB.RunInTx given no function.
+var errNilFunc = errors.New("sqlxcrl: the function to run is nil")
+
+// transaction is what runInTx ends: a *sqlx.Tx or a *Tx.
+type transaction interface {
+	Commit() error
+	Rollback() error
+}
+
+// runInTx is RunInTxx and DB.RunInTx: fn in a transaction that begin
+// begins, re-run whole under r's transaction loop, the statement that
+// ended each attempt recorded by the driver layer in the unit of the
+// context begin gets. It runs fn once when r is nil (a pool crl did not
+// open), under crl.WithoutRetry, and in a unit ctx already carries (the
+// enclosing unit is the one retried).
+func runInTx[T transaction](ctx context.Context, r *core.Retrier, begin func(context.Context) (T, error), fn func(T) error) error {
 	if fn == nil {
 		return errNilFunc
 	}
-	if connector.NoRetry(ctx) {
-		_, err := runTxx(ctx, nil, db, opts, fn)
+	if r == nil || connector.NoRetry(ctx) {
+		_, err := runAttempt(ctx, nil, begin, fn)
 		return err
 	}
 	if u := connector.UnitOf(ctx); u != nil {
-		_, err := runTxx(ctx, u, db, opts, fn)
+		_, err := runAttempt(ctx, u, begin, fn)
 		return err
 	}
 	u := &connector.Unit{} // in the loop's context too: its events carry the attempt
-	return rt.Retrier().DoTx(connector.WithUnit(ctx, u), func(ctx context.Context) (string, error) {
+	return r.DoTx(connector.WithUnit(ctx, u), func(ctx context.Context) (string, error) {
 		u.Start()
-		return runTxx(connector.WithUnit(ctx, u), u, db, opts, fn)
+		return runAttempt(connector.WithUnit(ctx, u), u, begin, fn)
 	})
 }
 
-// errNilFunc is the error of RunInTxx given no function.
-var errNilFunc = errors.New("sqlxcrl: the function to run is nil")
-
-// runTxx runs one attempt of RunInTxx, begun with ctx, its statements
-// recorded in u (nil: in none, under crl.WithoutRetry).
-func runTxx(ctx context.Context, u *connector.Unit, db *sqlx.DB, opts *sql.TxOptions, fn func(*sqlx.Tx) error) (string, error) {
-	tx, err := db.BeginTxx(ctx, opts)
+// runAttempt runs one attempt of runInTx, begun with ctx, its statements
+// recorded in u (nil: in none, run once).
+func runAttempt[T transaction](ctx context.Context, u *connector.Unit, begin func(context.Context) (T, error), fn func(T) error) (string, error) {
+	tx, err := begin(ctx)
 	if err != nil {
 		return "", err
 	}

@@ -212,7 +212,7 @@ func TestNoPerStatementRetryInTransaction(t *testing.T) {
 	_, err = tx.Exec(update)
 	mustNumber(t, err, 1205)
 	assert.Equal(t, 1, srv.Count(update), "a statement in a transaction runs once")
-	assert.Equal(t, update, tx.FailedQuery(), "FailedQuery")
+	assert.Empty(t, tx.FailedQuery(), "FailedQuery: begun outside RunInTx, the transaction is in no unit")
 	_ = tx.Rollback()
 	assert.Empty(t, srv.Committed(), "committed")
 }
@@ -382,16 +382,26 @@ func TestBadSettings(t *testing.T) {
 	assert.ErrorContains(t, db.QueryRowx("select 1").Scan(&n), "2AND2", "QueryRowx on a misconfigured DB")
 }
 
-func TestNewDbRetriesStatements(t *testing.T) {
+// Over a pool crl did not open, NewDb's statements run once, as with
+// sqlx alone; settings given for such a pool are refused from the first
+// statement on, with an error naming crl.OpenDB.
+func TestNewDbOverAForeignPool(t *testing.T) {
 	srv := mssqltest.NewServer(t)
 	raw, err := sql.Open("sqlserver", srv.DSN())
 	require.NoError(t, err)
 	defer raw.Close()
-	db := sqlxcrl.NewDb(raw, "sqlserver", sqlxcrl.WithRetryExec("{1205:1,0}"))
 	srv.Handle(update, mssqltest.Error(1205), mssqltest.Affected(1))
+
+	refused := sqlxcrl.NewDb(raw, "sqlserver", sqlxcrl.WithRetryExec("{1205:1,0}"))
+	_, err = refused.Exec(update)
+	assert.ErrorIs(t, err, sqlxcrl.ErrForeignPoolSettings)
+	assert.ErrorContains(t, err, "crl.OpenDB")
+	assert.Equal(t, 0, srv.Count(update), "a refused DB sends nothing")
+
+	db := sqlxcrl.NewDb(raw, "sqlserver")
 	_, err = db.Exec(update)
-	assert.NoError(t, err)
-	assert.Equal(t, 2, srv.Count(update), "executions")
+	mustNumber(t, err, 1205)
+	assert.Equal(t, 1, srv.Count(update), "executions")
 }
 
 // TestConfigErrorsNameThePackage: a bad setting is reported as gormcrl

@@ -10,26 +10,15 @@ import (
 	"github.com/crl-go/crl/internal/layer/adapter"
 )
 
-// Stmt is a prepared *sqlx.Stmt. A DB's (DB.Preparex) executions run
-// under the statement loop, with the prepared SQL text as the query for
-// the filter. A Tx's (Tx.Preparex, or Tx.Stmtx of a DB's) executions run
-// once, as every statement in a transaction, and a failure is recorded
-// for RunInTx's filter with the prepared text, as a failure of Tx.Exec is.
+// Stmt is a prepared *sqlx.Stmt. A DB's (DB.Preparex) executions are
+// retried by the driver layer of a pool crl opened, and its whole reads
+// (Get, Select) as DB's are. A Tx's (Tx.Preparex, or Tx.Stmtx of a DB's)
+// executions run once, as every statement in a transaction.
 type Stmt struct {
 	*sqlx.Stmt
 	query   string
-	retrier *core.Retrier     // a DB's
-	layered bool              // a DB's over a pool crl opened (see DB.loop)
-	rec     *adapter.Recorder // a Tx's: its executions are recorded, not retried
-	err     error             // Tx.Stmtx's refusal: every execution returns it (Stmt is nil)
-}
-
-// loop is DB.loop for the statement.
-func (s *Stmt) loop() *core.Retrier {
-	if s.layered {
-		return nil
-	}
-	return s.retrier
+	retrier *core.Retrier // a DB's over a pool crl opened: its whole reads' loop
+	err     error         // Tx.Stmtx's refusal: every execution returns it (Stmt is nil)
 }
 
 // QueryString returns the SQL text the statement was prepared with, the
@@ -41,7 +30,7 @@ func (s *Stmt) Unsafe() *Stmt {
 	if s.err != nil {
 		return s
 	}
-	return &Stmt{Stmt: s.Stmt.Unsafe(), query: s.query, retrier: s.retrier, layered: s.layered, rec: s.rec}
+	return &Stmt{Stmt: s.Stmt.Unsafe(), query: s.query, retrier: s.retrier}
 }
 
 // Close closes the statement (nothing, for one that Tx.Stmtx refused).
@@ -52,14 +41,12 @@ func (s *Stmt) Close() error {
 	return s.Stmt.Close()
 }
 
-// ExecContext executes the statement under the statement loop.
+// ExecContext executes the statement.
 func (s *Stmt) ExecContext(ctx context.Context, args ...any) (sql.Result, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
-	return execute(ctx, s.loop(), s.rec, s.query, func(ctx context.Context) (sql.Result, error) {
-		return s.Stmt.ExecContext(ctx, args...)
-	})
+	return s.Stmt.ExecContext(ctx, args...)
 }
 
 // Exec is ExecContext with context.Background().
@@ -69,11 +56,7 @@ func (s *Stmt) Exec(args ...any) (sql.Result, error) {
 
 // MustExecContext is ExecContext that panics on error, like sqlx's.
 func (s *Stmt) MustExecContext(ctx context.Context, args ...any) sql.Result {
-	res, err := s.ExecContext(ctx, args...)
-	if err != nil {
-		panic(err)
-	}
-	return res
+	return must(s.ExecContext(ctx, args...))
 }
 
 // MustExec is MustExecContext with context.Background().
@@ -81,14 +64,12 @@ func (s *Stmt) MustExec(args ...any) sql.Result {
 	return s.MustExecContext(context.Background(), args...)
 }
 
-// QueryContext runs the statement as a query under the statement loop.
+// QueryContext runs the statement as a query.
 func (s *Stmt) QueryContext(ctx context.Context, args ...any) (*sql.Rows, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
-	return queryRows(ctx, s.loop(), s.rec, s.query, func(ctx context.Context) (*sql.Rows, error) {
-		return s.Stmt.QueryContext(ctx, args...)
-	})
+	return s.Stmt.QueryContext(ctx, args...)
 }
 
 // Query is QueryContext with context.Background().
@@ -96,14 +77,12 @@ func (s *Stmt) Query(args ...any) (*sql.Rows, error) {
 	return s.QueryContext(context.Background(), args...)
 }
 
-// QueryxContext runs the statement as a query under the statement loop.
+// QueryxContext runs the statement as a query.
 func (s *Stmt) QueryxContext(ctx context.Context, args ...any) (*sqlx.Rows, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
-	return queryRowsx(ctx, s.loop(), s.rec, s.query, func(ctx context.Context) (*sqlx.Rows, error) {
-		return s.Stmt.QueryxContext(ctx, args...)
-	})
+	return s.Stmt.QueryxContext(ctx, args...)
 }
 
 // Queryx is QueryxContext with context.Background().
@@ -111,16 +90,12 @@ func (s *Stmt) Queryx(args ...any) (*sqlx.Rows, error) {
 	return s.QueryxContext(context.Background(), args...)
 }
 
-// QueryRowContext runs the statement as a one-row query under the
-// statement loop.
+// QueryRowContext runs the statement as a one-row query.
 func (s *Stmt) QueryRowContext(ctx context.Context, args ...any) *sql.Row {
 	if s.err != nil {
 		return adapter.ErrorRow(s.err)
 	}
-	row, _ := queryRow(ctx, s.loop(), s.rec, s.query, func(ctx context.Context) *sql.Row {
-		return s.Stmt.QueryRowContext(ctx, args...)
-	}, adapter.ErrorRow)
-	return row
+	return s.Stmt.QueryRowContext(ctx, args...)
 }
 
 // QueryRow is QueryRowContext with context.Background().
@@ -128,20 +103,12 @@ func (s *Stmt) QueryRow(args ...any) *sql.Row {
 	return s.QueryRowContext(context.Background(), args...)
 }
 
-func (s *Stmt) queryRowx(ctx context.Context, args []any) (*sqlx.Row, error) {
-	if s.err != nil {
-		return errorRowx(s.err), s.err
-	}
-	return queryRow(ctx, s.loop(), s.rec, s.query, func(ctx context.Context) *sqlx.Row {
-		return s.Stmt.QueryRowxContext(ctx, args...)
-	}, errorRowx)
-}
-
-// QueryRowxContext runs the statement as a one-row query under the
-// statement loop.
+// QueryRowxContext runs the statement as a one-row query.
 func (s *Stmt) QueryRowxContext(ctx context.Context, args ...any) *sqlx.Row {
-	row, _ := s.queryRowx(ctx, args)
-	return row
+	if s.err != nil {
+		return errorRowx(s.err)
+	}
+	return s.Stmt.QueryRowxContext(ctx, args...)
 }
 
 // QueryRowx is QueryRowxContext with context.Background().
@@ -150,13 +117,12 @@ func (s *Stmt) QueryRowx(args ...any) *sqlx.Row {
 }
 
 // GetContext runs the statement as a one-row query and scans the row
-// into dest, the query and the scan together under the statement loop (see
-// DB.GetContext); a Tx's runs once, its failure recorded.
+// into dest, as one whole read (see DB.GetContext); a Tx's runs once.
 func (s *Stmt) GetContext(ctx context.Context, dest any, args ...any) error {
 	if s.err != nil {
 		return s.err
 	}
-	return read(ctx, s.retrier, s.layered, s.rec, s.query, dest, func(ctx context.Context) error {
+	return read(ctx, s.retrier, s.query, dest, func(ctx context.Context) error {
 		return s.Stmt.GetContext(ctx, dest, args...)
 	})
 }
@@ -167,13 +133,12 @@ func (s *Stmt) Get(dest any, args ...any) error {
 }
 
 // SelectContext runs the statement as a query and scans every row into
-// dest, the query and the whole read together under the statement loop
-// (see DB.SelectContext); a Tx's runs once, its failure recorded.
+// dest, as one whole read (see DB.SelectContext); a Tx's runs once.
 func (s *Stmt) SelectContext(ctx context.Context, dest any, args ...any) error {
 	if s.err != nil {
 		return s.err
 	}
-	return read(ctx, s.retrier, s.layered, s.rec, s.query, dest, func(ctx context.Context) error {
+	return read(ctx, s.retrier, s.query, dest, func(ctx context.Context) error {
 		return s.Stmt.SelectContext(ctx, dest, args...)
 	})
 }
@@ -183,24 +148,12 @@ func (s *Stmt) Select(dest any, args ...any) error {
 	return s.SelectContext(context.Background(), dest, args...)
 }
 
-// NamedStmt is a prepared *sqlx.NamedStmt. A DB's (DB.PrepareNamed)
-// executions run under the statement loop; a Tx's (Tx.PrepareNamed, or
-// Tx.NamedStmt of a DB's) run once and a failure is recorded for RunInTx's
-// filter, as Stmt's do.
+// NamedStmt is a prepared *sqlx.NamedStmt, whose executions are retried
+// as Stmt's are.
 type NamedStmt struct {
 	*sqlx.NamedStmt
-	retrier *core.Retrier     // a DB's
-	layered bool              // a DB's over a pool crl opened (see DB.loop)
-	rec     *adapter.Recorder // a Tx's: its executions are recorded, not retried
-	err     error             // Tx.NamedStmt's refusal: every execution returns it (NamedStmt is nil)
-}
-
-// loop is DB.loop for the statement.
-func (n *NamedStmt) loop() *core.Retrier {
-	if n.layered {
-		return nil
-	}
-	return n.retrier
+	retrier *core.Retrier // a DB's over a pool crl opened: its whole reads' loop
+	err     error         // Tx.NamedStmt's refusal: every execution returns it (NamedStmt is nil)
 }
 
 // Unsafe returns a NamedStmt that ignores columns with no destination
@@ -210,7 +163,7 @@ func (n *NamedStmt) Unsafe() *NamedStmt {
 	if n.err != nil {
 		return n
 	}
-	return &NamedStmt{NamedStmt: n.NamedStmt.Unsafe(), retrier: n.retrier, layered: n.layered, rec: n.rec}
+	return &NamedStmt{NamedStmt: n.NamedStmt.Unsafe(), retrier: n.retrier}
 }
 
 // Close closes the statement (nothing, for one that Tx.NamedStmt refused).
@@ -221,14 +174,12 @@ func (n *NamedStmt) Close() error {
 	return n.NamedStmt.Close()
 }
 
-// ExecContext binds arg and executes the statement under the statement loop.
+// ExecContext binds arg and executes the statement.
 func (n *NamedStmt) ExecContext(ctx context.Context, arg any) (sql.Result, error) {
 	if n.err != nil {
 		return nil, n.err
 	}
-	return execute(ctx, n.loop(), n.rec, n.QueryString, func(ctx context.Context) (sql.Result, error) {
-		return n.NamedStmt.ExecContext(ctx, arg)
-	})
+	return n.NamedStmt.ExecContext(ctx, arg)
 }
 
 // Exec is ExecContext with context.Background().
@@ -238,24 +189,18 @@ func (n *NamedStmt) Exec(arg any) (sql.Result, error) {
 
 // MustExecContext is ExecContext that panics on error, like sqlx's.
 func (n *NamedStmt) MustExecContext(ctx context.Context, arg any) sql.Result {
-	res, err := n.ExecContext(ctx, arg)
-	if err != nil {
-		panic(err)
-	}
-	return res
+	return must(n.ExecContext(ctx, arg))
 }
 
 // MustExec is MustExecContext with context.Background().
 func (n *NamedStmt) MustExec(arg any) sql.Result { return n.MustExecContext(context.Background(), arg) }
 
-// QueryContext binds arg and runs the query under the statement loop.
+// QueryContext binds arg and runs the query.
 func (n *NamedStmt) QueryContext(ctx context.Context, arg any) (*sql.Rows, error) {
 	if n.err != nil {
 		return nil, n.err
 	}
-	return queryRows(ctx, n.loop(), n.rec, n.QueryString, func(ctx context.Context) (*sql.Rows, error) {
-		return n.NamedStmt.QueryContext(ctx, arg)
-	})
+	return n.NamedStmt.QueryContext(ctx, arg)
 }
 
 // Query is QueryContext with context.Background().
@@ -263,14 +208,12 @@ func (n *NamedStmt) Query(arg any) (*sql.Rows, error) {
 	return n.QueryContext(context.Background(), arg)
 }
 
-// QueryxContext binds arg and runs the query under the statement loop.
+// QueryxContext binds arg and runs the query.
 func (n *NamedStmt) QueryxContext(ctx context.Context, arg any) (*sqlx.Rows, error) {
 	if n.err != nil {
 		return nil, n.err
 	}
-	return queryRowsx(ctx, n.loop(), n.rec, n.QueryString, func(ctx context.Context) (*sqlx.Rows, error) {
-		return n.NamedStmt.QueryxContext(ctx, arg)
-	})
+	return n.NamedStmt.QueryxContext(ctx, arg)
 }
 
 // Queryx is QueryxContext with context.Background().
@@ -278,19 +221,12 @@ func (n *NamedStmt) Queryx(arg any) (*sqlx.Rows, error) {
 	return n.QueryxContext(context.Background(), arg)
 }
 
-func (n *NamedStmt) queryRowx(ctx context.Context, arg any) (*sqlx.Row, error) {
-	if n.err != nil {
-		return errorRowx(n.err), n.err
-	}
-	return queryRow(ctx, n.loop(), n.rec, n.QueryString, func(ctx context.Context) *sqlx.Row {
-		return n.NamedStmt.QueryRowxContext(ctx, arg)
-	}, errorRowx)
-}
-
-// QueryRowxContext binds arg and runs a one-row query under the statement loop.
+// QueryRowxContext runs the statement as a one-row query.
 func (n *NamedStmt) QueryRowxContext(ctx context.Context, arg any) *sqlx.Row {
-	row, _ := n.queryRowx(ctx, arg)
-	return row
+	if n.err != nil {
+		return errorRowx(n.err)
+	}
+	return n.NamedStmt.QueryRowxContext(ctx, arg)
 }
 
 // QueryRowx is QueryRowxContext with context.Background().
@@ -307,13 +243,12 @@ func (n *NamedStmt) QueryRowContext(ctx context.Context, arg any) *sqlx.Row {
 func (n *NamedStmt) QueryRow(arg any) *sqlx.Row { return n.QueryRowContext(context.Background(), arg) }
 
 // GetContext binds arg, runs a one-row query and scans the row into dest,
-// the query and the scan together under the statement loop (see
-// DB.GetContext); a Tx's runs once, its failure recorded.
+// as one whole read (see DB.GetContext); a Tx's runs once.
 func (n *NamedStmt) GetContext(ctx context.Context, dest any, arg any) error {
 	if n.err != nil {
 		return n.err
 	}
-	return read(ctx, n.retrier, n.layered, n.rec, n.QueryString, dest, func(ctx context.Context) error {
+	return read(ctx, n.retrier, n.QueryString, dest, func(ctx context.Context) error {
 		return n.NamedStmt.GetContext(ctx, dest, arg)
 	})
 }
@@ -324,13 +259,12 @@ func (n *NamedStmt) Get(dest any, arg any) error {
 }
 
 // SelectContext binds arg, runs the query and scans every row into dest,
-// the query and the whole read together under the statement loop (see
-// DB.SelectContext); a Tx's runs once, its failure recorded.
+// as one whole read (see DB.SelectContext); a Tx's runs once.
 func (n *NamedStmt) SelectContext(ctx context.Context, dest any, arg any) error {
 	if n.err != nil {
 		return n.err
 	}
-	return read(ctx, n.retrier, n.layered, n.rec, n.QueryString, dest, func(ctx context.Context) error {
+	return read(ctx, n.retrier, n.QueryString, dest, func(ctx context.Context) error {
 		return n.NamedStmt.SelectContext(ctx, dest, arg)
 	})
 }
@@ -340,52 +274,19 @@ func (n *NamedStmt) Select(dest any, arg any) error {
 	return n.SelectContext(context.Background(), dest, arg)
 }
 
-// The executions of Stmt and NamedStmt: under the statement loop for a
-// DB's statement (rec nil); once, with the outcome recorded, for a Tx's.
-
-// execute runs an execution that returns a value.
-func execute[T any](ctx context.Context, r *core.Retrier, rec *adapter.Recorder, query string, fn func(context.Context) (T, error)) (T, error) {
-	if rec == nil {
-		return retry(ctx, r, query, fn)
+// must is the result of a Must method: res, or a panic with err, like
+// sqlx's.
+func must(res sql.Result, err error) sql.Result {
+	if err != nil {
+		panic(err)
 	}
-	v, err := fn(ctx)
-	rec.Statement(query, err)
-	return v, err
+	return res
 }
 
-// queryRows runs a query; a Tx's rows are recorded too, for an error that
-// arrives while they are read.
-func queryRows(ctx context.Context, r *core.Retrier, rec *adapter.Recorder, query string, fn func(context.Context) (*sql.Rows, error)) (*sql.Rows, error) {
-	if rec == nil {
-		return retryRows(ctx, r, query, fn)
-	}
-	rows, err := fn(ctx)
-	rec.Statement(query, err)
-	rec.Rows(query, rows)
-	return rows, err
-}
-
-// queryRowsx is queryRows for *sqlx.Rows.
-func queryRowsx(ctx context.Context, r *core.Retrier, rec *adapter.Recorder, query string, fn func(context.Context) (*sqlx.Rows, error)) (*sqlx.Rows, error) {
-	if rec == nil {
-		return retryRows(ctx, r, query, fn)
-	}
-	rows, err := fn(ctx)
-	rec.Statement(query, err)
-	if rows != nil {
-		rec.Rows(query, rows.Rows)
-	}
-	return rows, err
-}
-
-// queryRow runs a one-row query; the second result is the loop's error
-// (a DB's) or the row's (a Tx's), for callers that can return it (Get).
-func queryRow[R interface{ Err() error }](ctx context.Context, r *core.Retrier, rec *adapter.Recorder, query string, fn func(context.Context) R, refused func(error) R) (R, error) {
-	if rec == nil {
-		return retryRow(ctx, r, query, fn, refused)
-	}
-	row := fn(ctx)
-	err := row.Err()
-	rec.Statement(query, err)
-	return row, err
+// errorRowx returns a *sqlx.Row whose Scan and Err return err: the row of
+// a one-row query that never ran (see adapter.ErrorDB).
+func errorRowx(err error) *sqlx.Row {
+	db := adapter.ErrorDB(err)
+	defer adapter.CloseErrorDB(db)
+	return sqlx.NewDb(db, "").QueryRowxContext(context.Background(), "")
 }

@@ -8,19 +8,19 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/crl-go/crl/internal/layer/adapter"
+	"github.com/crl-go/crl/internal/layer/connector"
 )
 
 // Tx is a *sqlx.Tx whose statements are never retried one by one: SQL
 // Server rolls back the whole transaction of a deadlock victim, so
-// re-running one statement would run it outside the transaction. It
-// remembers the statement whose error ended the transaction (the last one
-// that failed, an error met while reading its rows, a failed PREPARE and a
-// failed execution of a Stmt or NamedStmt prepared in it included), so
-// that RunInTx checks the rule's query filter against it.
+// re-running one statement would run it outside the transaction. Over a
+// pool crl opened, the driver layer records the statement whose error
+// ended the transaction (whichever method ran it, an error met while its
+// rows were read included) in the unit RunInTx begins it with, so that
+// RunInTx checks the rule's query filter against it.
 type Tx struct {
 	*sqlx.Tx
-	rec *adapter.Recorder // shared with the Tx that Unsafe returns
+	unit *connector.Unit // the unit of the context the transaction was begun with, if any
 }
 
 var (
@@ -28,128 +28,14 @@ var (
 	_ sqlx.Ext        = (*Tx)(nil)
 )
 
-func newTx(tx *sqlx.Tx) *Tx { return &Tx{Tx: tx, rec: &adapter.Recorder{}} }
-
-// FailedQuery returns the text of the last statement that failed in this
-// transaction ("" when none did).
-func (tx *Tx) FailedQuery() string { return tx.rec.FailedQuery() }
-
-// run runs fn and commits, or rolls back on error, on panic and when fn
-// ends its goroutine (runtime.Goexit).
-func (tx *Tx) run(fn func(*Tx) error) (string, error) {
-	return tx.rec.Run("sqlxcrl", func() error { return fn(tx) }, tx.Rollback, tx.Commit)
-}
+// FailedQuery returns the text of the statement whose error ended the
+// unit this transaction runs in ("" when none did, or when it runs in
+// none: begun outside RunInTx, or over a pool crl did not open).
+func (tx *Tx) FailedQuery() string { return tx.unit.FailedQuery() }
 
 // Unsafe returns a Tx that ignores columns with no destination field. It
-// is the same transaction: its failures are recorded for RunInTx too.
-func (tx *Tx) Unsafe() *Tx { return &Tx{Tx: tx.Tx.Unsafe(), rec: tx.rec} }
-
-// ExecContext runs a statement in the transaction, once.
-func (tx *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	res, err := tx.Tx.ExecContext(ctx, query, args...)
-	tx.rec.Statement(query, err)
-	return res, err
-}
-
-// Exec is ExecContext with context.Background().
-func (tx *Tx) Exec(query string, args ...any) (sql.Result, error) {
-	return tx.ExecContext(context.Background(), query, args...)
-}
-
-// QueryContext runs a query in the transaction, once.
-func (tx *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	rows, err := tx.Tx.QueryContext(ctx, query, args...)
-	tx.rec.Statement(query, err)
-	tx.rec.Rows(query, rows)
-	return rows, err
-}
-
-// Query is QueryContext with context.Background().
-func (tx *Tx) Query(query string, args ...any) (*sql.Rows, error) {
-	return tx.QueryContext(context.Background(), query, args...)
-}
-
-// QueryxContext runs a query in the transaction, once.
-func (tx *Tx) QueryxContext(ctx context.Context, query string, args ...any) (*sqlx.Rows, error) {
-	rows, err := tx.Tx.QueryxContext(ctx, query, args...)
-	tx.rec.Statement(query, err)
-	if rows != nil {
-		tx.rec.Rows(query, rows.Rows)
-	}
-	return rows, err
-}
-
-// Queryx is QueryxContext with context.Background().
-func (tx *Tx) Queryx(query string, args ...any) (*sqlx.Rows, error) {
-	return tx.QueryxContext(context.Background(), query, args...)
-}
-
-// QueryRowContext runs a one-row query in the transaction, once.
-func (tx *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
-	row := tx.Tx.QueryRowContext(ctx, query, args...)
-	tx.rec.Statement(query, row.Err())
-	return row
-}
-
-// QueryRow is QueryRowContext with context.Background().
-func (tx *Tx) QueryRow(query string, args ...any) *sql.Row {
-	return tx.QueryRowContext(context.Background(), query, args...)
-}
-
-// QueryRowxContext runs a one-row query in the transaction, once.
-func (tx *Tx) QueryRowxContext(ctx context.Context, query string, args ...any) *sqlx.Row {
-	row := tx.Tx.QueryRowxContext(ctx, query, args...)
-	tx.rec.Statement(query, row.Err())
-	return row
-}
-
-// QueryRowx is QueryRowxContext with context.Background().
-func (tx *Tx) QueryRowx(query string, args ...any) *sqlx.Row {
-	return tx.QueryRowxContext(context.Background(), query, args...)
-}
-
-// GetContext runs a one-row query in the transaction and scans it, once;
-// a failure, one met while the row is read included, is recorded.
-func (tx *Tx) GetContext(ctx context.Context, dest any, query string, args ...any) error {
-	return read(ctx, nil, false, tx.rec, query, dest, func(ctx context.Context) error {
-		return sqlx.GetContext(ctx, tx.Tx, dest, query, args...)
-	})
-}
-
-// Get is GetContext with context.Background().
-func (tx *Tx) Get(dest any, query string, args ...any) error {
-	return tx.GetContext(context.Background(), dest, query, args...)
-}
-
-// SelectContext runs a query in the transaction and scans every row,
-// once; a failure, one met while the rows are read included, is recorded.
-func (tx *Tx) SelectContext(ctx context.Context, dest any, query string, args ...any) error {
-	return read(ctx, nil, false, tx.rec, query, dest, func(ctx context.Context) error {
-		return sqlx.SelectContext(ctx, tx.Tx, dest, query, args...)
-	})
-}
-
-// Select is SelectContext with context.Background().
-func (tx *Tx) Select(dest any, query string, args ...any) error {
-	return tx.SelectContext(context.Background(), dest, query, args...)
-}
-
-// NamedExecContext binds arg with the transaction's Mapper, as sqlx's
-// does, and runs the statement in the transaction, once.
-func (tx *Tx) NamedExecContext(ctx context.Context, query string, arg any) (sql.Result, error) {
-	// sqlx.NamedExecContext(ctx, tx, …) would bind with sqlx's default
-	// mapper: its mapperFor knows only sqlx's own handles.
-	q, args, err := tx.Tx.BindNamed(query, arg)
-	if err != nil {
-		return nil, err
-	}
-	return tx.ExecContext(ctx, q, args...)
-}
-
-// NamedExec is NamedExecContext with context.Background().
-func (tx *Tx) NamedExec(query string, arg any) (sql.Result, error) {
-	return tx.NamedExecContext(context.Background(), query, arg)
-}
+// is the same transaction.
+func (tx *Tx) Unsafe() *Tx { return &Tx{Tx: tx.Tx.Unsafe(), unit: tx.unit} }
 
 // NamedQueryContext binds arg with the transaction's Mapper and runs the
 // query in the transaction, once; the rows scan with its Mapper and
@@ -169,42 +55,14 @@ func (tx *Tx) NamedQuery(query string, arg any) (*sqlx.Rows, error) {
 	return tx.NamedQueryContext(context.Background(), query, arg)
 }
 
-// MustExecContext is ExecContext that panics on error, like sqlx's.
-func (tx *Tx) MustExecContext(ctx context.Context, query string, args ...any) sql.Result {
-	return sqlx.MustExecContext(ctx, tx, query, args...)
-}
-
-// MustExec is MustExecContext with context.Background().
-func (tx *Tx) MustExec(query string, args ...any) sql.Result {
-	return tx.MustExecContext(context.Background(), query, args...)
-}
-
-// PrepareContext prepares a statement in the transaction; a failed PREPARE
-// is recorded as the failed statement. It keeps the *sql.Stmt of
-// sqlx.Preparer, whose executions cannot be seen from outside and so are
-// not recorded: use PreparexContext, whose Stmt records them.
-func (tx *Tx) PrepareContext(ctx context.Context, query string) (*sql.Stmt, error) {
-	st, err := tx.Tx.PrepareContext(ctx, query)
-	tx.rec.Statement(query, err)
-	return st, err
-}
-
-// Prepare is PrepareContext with context.Background().
-func (tx *Tx) Prepare(query string) (*sql.Stmt, error) {
-	return tx.PrepareContext(context.Background(), query)
-}
-
-// PreparexContext prepares a statement in the transaction. A failed
-// PREPARE is recorded as the failed statement, and so is a failed
-// execution of the returned Stmt, with the prepared text; neither is
-// retried on its own.
+// PreparexContext prepares a statement in the transaction; its
+// executions run once, as every statement in a transaction.
 func (tx *Tx) PreparexContext(ctx context.Context, query string) (*Stmt, error) {
 	s, err := tx.Tx.PreparexContext(ctx, query)
-	tx.rec.Statement(query, err)
 	if err != nil {
 		return nil, err
 	}
-	return &Stmt{Stmt: s, query: query, rec: tx.rec}, nil
+	return &Stmt{Stmt: s, query: query}, nil
 }
 
 // Preparex is PreparexContext with context.Background().
@@ -212,16 +70,14 @@ func (tx *Tx) Preparex(query string) (*Stmt, error) {
 	return tx.PreparexContext(context.Background(), query)
 }
 
-// PrepareNamedContext prepares a named statement in the transaction. A
-// failed PREPARE is recorded as the failed statement, and so is a failed
-// execution of the returned NamedStmt; neither is retried on its own.
+// PrepareNamedContext prepares a named statement in the transaction; its
+// executions run once.
 func (tx *Tx) PrepareNamedContext(ctx context.Context, query string) (*NamedStmt, error) {
 	s, err := tx.Tx.PrepareNamedContext(ctx, query)
-	tx.rec.Statement(query, err)
 	if err != nil {
 		return nil, err
 	}
-	return &NamedStmt{NamedStmt: s, rec: tx.rec}, nil
+	return &NamedStmt{NamedStmt: s}, nil
 }
 
 // PrepareNamed is PrepareNamedContext with context.Background().
@@ -230,34 +86,30 @@ func (tx *Tx) PrepareNamed(query string) (*NamedStmt, error) {
 }
 
 // StmtxContext returns the transaction's own version of a prepared
-// statement, whose failed executions are recorded: a *Stmt of a DB, with
-// its text, or what sqlx.Tx.StmtxContext takes (*sql.Stmt, sqlx.Stmt,
-// *sqlx.Stmt), whose text cannot be known: a failure of theirs is recorded
-// with an empty text, which no query filter matches (a rule without a
-// filter still retries it), so that an earlier statement is not taken for
-// the one that failed. For anything else (or a nil statement), on which
-// sqlx's panics, every execution of the returned Stmt fails with
-// ErrNotStmt.
+// statement: a *Stmt of a DB, or what sqlx.Tx.StmtxContext takes
+// (*sql.Stmt, sqlx.Stmt, *sqlx.Stmt). For anything else (or a nil
+// statement), on which sqlx's panics, every execution of the returned
+// Stmt fails with ErrNotStmt.
 func (tx *Tx) StmtxContext(ctx context.Context, stmt any) *Stmt {
 	switch v := stmt.(type) {
 	case *Stmt:
 		if v != nil && v.Stmt != nil && v.Stmt.Stmt != nil {
-			return &Stmt{Stmt: tx.Tx.StmtxContext(ctx, v.Stmt), query: v.query, rec: tx.rec}
+			return &Stmt{Stmt: tx.Tx.StmtxContext(ctx, v.Stmt), query: v.query}
 		}
 	case *sqlx.Stmt:
 		if v != nil && v.Stmt != nil {
-			return &Stmt{Stmt: tx.Tx.StmtxContext(ctx, v), rec: tx.rec}
+			return &Stmt{Stmt: tx.Tx.StmtxContext(ctx, v)}
 		}
 	case sqlx.Stmt:
 		if v.Stmt != nil {
-			return &Stmt{Stmt: tx.Tx.StmtxContext(ctx, v), rec: tx.rec}
+			return &Stmt{Stmt: tx.Tx.StmtxContext(ctx, v)}
 		}
 	case *sql.Stmt:
 		if v != nil {
-			return &Stmt{Stmt: tx.Tx.StmtxContext(ctx, v), rec: tx.rec}
+			return &Stmt{Stmt: tx.Tx.StmtxContext(ctx, v)}
 		}
 	}
-	return &Stmt{rec: tx.rec, err: fmt.Errorf("%w: %T", ErrNotStmt, stmt)}
+	return &Stmt{err: fmt.Errorf("%w: %T", ErrNotStmt, stmt)}
 }
 
 // ErrNotStmt is the error of every execution of the statement that
@@ -283,13 +135,12 @@ type NamedStatement interface {
 }
 
 // NamedStmtContext returns the transaction's own version of a named
-// statement, as sqlx's does (with the transaction's Mapper), whose failed
-// executions are recorded with its text. stmt is a *NamedStmt (what
-// DB.PrepareNamed returns) or a *sqlx.NamedStmt; for any other
-// implementation of NamedStatement, which cannot be moved into the
+// statement, as sqlx's does (with the transaction's Mapper). stmt is a
+// *NamedStmt (what DB.PrepareNamed returns) or a *sqlx.NamedStmt; for any
+// other implementation of NamedStatement, which cannot be moved into the
 // transaction, every execution of the returned statement fails with
-// ErrNotNamedStmt (sqlx's Tx.Stmtx panics on a statement it does not know;
-// sqlxcrl's do not).
+// ErrNotNamedStmt (sqlx's Tx.Stmtx panics on a statement it does not
+// know; sqlxcrl's do not).
 func (tx *Tx) NamedStmtContext(ctx context.Context, stmt NamedStatement) *NamedStmt {
 	var s *sqlx.NamedStmt
 	switch v := stmt.(type) {
@@ -301,9 +152,9 @@ func (tx *Tx) NamedStmtContext(ctx context.Context, stmt NamedStatement) *NamedS
 		s = v
 	}
 	if s == nil || s.Stmt == nil || s.Stmt.Stmt == nil {
-		return &NamedStmt{rec: tx.rec, err: fmt.Errorf("%w: %T", ErrNotNamedStmt, stmt)}
+		return &NamedStmt{err: fmt.Errorf("%w: %T", ErrNotNamedStmt, stmt)}
 	}
-	return &NamedStmt{NamedStmt: tx.Tx.NamedStmtContext(ctx, s), rec: tx.rec}
+	return &NamedStmt{NamedStmt: tx.Tx.NamedStmtContext(ctx, s)}
 }
 
 // NamedStmt is NamedStmtContext with context.Background().
