@@ -66,8 +66,8 @@ type unit struct {
 	parent     context.Context // the statement's context before the unit's was put on it
 	committing bool            // GORM is committing: a failure is the COMMIT's
 	armed      bool            // the chain runs in a transaction this package records
-	retry   bool // this statement is a retry's clone: the loop runs elsewhere
-	watches bool // not retried (its value cannot be put back), but its transaction is recorded, for the error it returns (see keepCause)
+	retry      bool            // this statement is a retry's clone: the loop runs elsewhere
+	watches    bool            // not retried (its value cannot be put back), but its transaction is recorded, for the error it returns (see keepCause)
 
 	// Of a retry's clone: its statement, taken off the clone so that the
 	// clone's processor does not log it (see trace.go).
