@@ -143,6 +143,9 @@ func (c *unitCallbacks) start(db *gorm.DB) {
 func (u *unit) watch(stmt *gorm.Statement) {
 	u.parent = stmt.Context
 	stmt.Context = connector.WithUnit(stmt.Context, &u.rec)
+	if connector.NoRetry(u.parent) { // NoRetry: still recorded, still run once
+		stmt.Context = connector.WithoutRetry(stmt.Context)
+	}
 	stmt.Settings.Store(unitKey{stmt}, u)
 }
 
