@@ -4,6 +4,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -147,12 +149,26 @@ func reopenable(d gorm.Dialector) (gorm.Dialector, bool) {
 	if d == nil || family.Of(d.Name()) == family.Other {
 		return nil, false
 	}
-	_, f, ok := copyDialector(d)
+	cp, f, ok := copyDialector(d)
 	if !ok || !f.conn.IsNil() {
 		return nil, false
 	}
 	_, _, dsn := f.settings(d.Name())
-	return d, dsn != ""
+	dropOwnTimeZoneOption(f, dsn)
+	return cp, dsn != ""
+}
+
+// dropOwnTimeZoneOption clears, in the copy f belongs to, the one
+// OptionOpenDB that gorm.io/driver/postgres's Initialize appends to its
+// own Config for a DSN's TimeZone (it sets the scan location of timestamp
+// without time zone, which crl's pool over pgx's registered driver cannot
+// take; see docs/gorm.md): what Initialize added is not the user's.
+func dropOwnTimeZoneOption(f poolFields, dsn string) {
+	o, ok := directField(f.holder, "OptionOpenDB")
+	if ok && o.Kind() == reflect.Slice && o.Len() == 1 &&
+		(strings.Contains(dsn, "TimeZone=") || strings.Contains(dsn, "time_zone=")) {
+		o.Set(reflect.Zero(o.Type()))
+	}
 }
 
 // swapPool puts pool, opened through the driver layer, in place of db's
