@@ -23,7 +23,7 @@ import (
 // a write that reads rows back — MariaDB (≥ 10.5) sends the lock-wait
 // time-out (1205) or deadlock (1213) of INSERT … RETURNING while the
 // returned rows are read, and SQL Server's OUTPUT INSERTED can do the same.
-// retryPool.QueryContext has returned by then, so the unit of retry of a
+// The driver layer's loop has returned by then, so the unit of retry of a
 // statement outside a transaction is the processor's whole statement
 // callback: gorm:query (query and scan), and gorm:create, gorm:update and
 // gorm:delete (the statement and the scan of what it returns). crl
@@ -44,7 +44,7 @@ import (
 // unit is retried, see unit.go), on a *sql.Conn, or opted out (NoRetry)
 // runs once, as GORM runs it. So does a write whose value this package
 // cannot put back (see snapshot.go): its statement is still retried by
-// retryPool when its error comes from the query call.
+// the driver layer when its error comes from the query call.
 
 // wholeMarker is the name of the callback that tells Initialize that a
 // processor's statement callback is already wrapped, so a second
@@ -106,31 +106,26 @@ func (p *Plugin) wrapStatements(db *gorm.DB) error {
 }
 
 // statementLoop returns the Retrier whose loop runs a statement
-// callback's whole run, and whether the statement's pool is one crl
-// opened (its driver layer must then run the attempt's statement once);
-// nil when the callback runs once: in a transaction, opted out, nested in
-// an attempt, or on a pool of neither kind. Over a pool crl opened, the
-// statement keeps its own ConnPool; over another, crl:retry_pool put the
-// loop on it.
-func statementLoop(db *gorm.DB) (*core.Retrier, bool) {
+// callback's whole run over a pool crl opened (its driver layer then runs
+// the attempt's statement once); nil when the callback runs once: in a
+// transaction, opted out, nested in an attempt, or on a pool crl did not
+// open.
+func statementLoop(db *gorm.DB) *core.Retrier {
 	stmt := db.Statement
 	if db.Error != nil || db.DryRun {
-		return nil, false
-	}
-	if rp, ok := unwrapPool(stmt.ConnPool); ok {
-		return rp.retrier, false
+		return nil
 	}
 	if !poolRetriesStatements(stmt.ConnPool) || propagateNoRetry(stmt) || connector.UnitOf(stmt.Context) != nil {
-		return nil, false
+		return nil
 	}
 	p, ok := pluginOf(db)
 	if !ok {
-		return nil, false
+		return nil
 	}
 	if _, layered := poolRuntime(stmt.ConnPool); !layered {
-		return nil, false
+		return nil
 	}
-	return p.active(db).forPool(stmt.ConnPool).retrier(), true
+	return p.active(db).forPool(stmt.ConnPool).retrier()
 }
 
 // wholeStatement returns original with its whole run under the statement
@@ -138,7 +133,7 @@ func statementLoop(db *gorm.DB) (*core.Retrier, bool) {
 func wholeStatement(original func(*gorm.DB), write bool) func(*gorm.DB) {
 	return func(db *gorm.DB) {
 		stmt := db.Statement
-		loop, layered := statementLoop(db)
+		loop := statementLoop(db)
 		if loop == nil {
 			original(db)
 			return
@@ -156,19 +151,13 @@ func wholeStatement(original func(*gorm.DB), write bool) func(*gorm.DB) {
 			return
 		}
 		if !ok {
-			original(db) // the query call alone is retried (by retryPool, or the driver layer)
+			original(db) // the query call alone is retried, by the driver layer
 			return
 		}
-		pool, parent := stmt.ConnPool, stmt.Context
-		if rp, ok := unwrapPool(pool); ok {
-			stmt.ConnPool = rp.inner // the attempt's statement is not a loop of its own
-		}
-		ctx := parent
-		if layered {
-			ctx = connector.WithUnit(ctx, &connector.Unit{}) // nor the driver layer's
-		}
-		err := loop.Do(ctx, a.query, a.run)
-		stmt.ConnPool, stmt.Context = pool, parent
+		parent := stmt.Context
+		// The attempt's statement is not a loop of the driver layer's.
+		err := loop.Do(connector.WithUnit(parent, &connector.Unit{}), a.query, a.run)
+		stmt.Context = parent
 		db.Error = err
 		setResultError(stmt, err)
 	}

@@ -90,6 +90,9 @@ func initialize(db *gorm.DB, inner gorm.Dialector, rt *config.Runtime, pool *sql
 		}
 		return err
 	}
+	if _, layered := poolRuntime(db.ConnPool); !layered && len(opts) > 0 {
+		return refuseSettings(db) // the dialector's own pool, of a shape Open cannot open
+	}
 	p := &Plugin{opts: opts}
 	p.runtime.Store(rt)
 	if err := p.register(db); err != nil {

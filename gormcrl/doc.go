@@ -7,27 +7,28 @@
 //		&gorm.Config{})
 //
 // Open wraps the dialector: the retry settings come from the DSN (and from
-// options in code and the mssql-jdbc.properties file), every new pooled
-// connection runs the connection loop (retryConn, connectRetryCount,
-// connectRetryInterval, loginTimeout), the open path included, and the
-// plugin is registered. On a DB opened without Open, db.Use(gormcrl.New())
-// registers the plugin alone.
+// options in code and the mssql-jdbc.properties file), the pool is opened
+// through crl's database/sql driver layer, where every retry lives (the
+// statement loop, transaction replay, the connection loop of every new
+// pooled connection, the open path included), and the plugin is
+// registered. On a DB opened without Open, db.Use(gormcrl.New()) over a
+// dialector that opened its pool from a DSN opens that pool again through
+// the driver layer and puts it in place of GORM's.
 //
-// Which mechanism retries which statement — the one table of this
-// package. "crl pool": a pool crl opened (Open, OpenDB, or GORM over
-// crl.Open's *sql.DB); "other pool": db.Use over a pool crl did not open.
+// Over a pool crl did not open (a dialector given a Conn of the user's,
+// SQLite, …) the plugin and Transaction run every statement and unit once,
+// exactly as GORM without crl, and settings given for such a pool are
+// refused with an error naming crl.OpenDB.
 //
-//	operation                              crl pool                           other pool
-//	Raw/Exec/Row/Rows, outside a tx        the driver layer (internal/...)    retryPool (pool.go, ConnPool swapped)
-//	First/Find/Take/Count/Pluck/Scan       whole read: attempt.go, the        whole read: attempt.go over retryPool
-//	                                       layer runs each attempt once
-//	Create/Update/Delete, implicit tx      whole unit: unit.go                whole unit: unit.go (txPool recorder)
-//	Create/Update/Delete, no implicit tx   whole statement: attempt.go        whole statement: attempt.go
-//	any statement inside a transaction     never alone; recorded by the       never alone; recorded by txPool
-//	                                       layer's Tx for the tx's retry
-//	Transaction(db, fn)                    transaction.go, GORM's own *sql.Tx transaction.go, txPool recorder
-//	db.Connection (a *sql.Conn)            the driver layer, on that conn     not retried
-//	NoRetry                                once (a Unit in the context)       once
+// Which code handles which operation over a pool crl opened:
+//
+//	operation                              handled by
+//	Raw/Exec/Row/Rows, outside a tx        the driver layer
+//	First/Find/…, Create/… without the     whole read or write: attempt.go (the
+//	implicit tx                            layer runs each attempt once)
+//	Create/Update/Delete, implicit tx      the driver layer's replay, then the
+//	                                       whole unit: unit.go, snapshot.go
+//	Transaction(db, fn)                    transaction.go
 //
 // What the plugin retries, under the retryExec rules:
 //   - First, Find, Take, Count, Pluck, Scan, Row, Rows, Raw and Exec (the
@@ -46,13 +47,13 @@
 //   - Transaction retries a whole closure on a fresh transaction.
 //
 // What is never retried: a statement inside a transaction (db.Transaction,
-// db.Begin, a hook's tx), because SQL Server rolls back the whole
-// transaction of a deadlock victim and re-running one statement would run
-// it outside any transaction; over a pool crl did not open, a statement
-// on a *sql.Conn (db.Connection; over a crl pool the driver layer retries
-// it on that connection); a COMMIT whose outcome is unknown (core.ErrCommitUnknown); an error that
-// arrives while the caller reads rows GORM handed out (Rows, Row, Scan);
-// an operation with db.Clauses(NoRetry). An error met while GORM itself
+// db.Begin, a hook's tx) on its own, because SQL Server rolls back the
+// whole transaction of a deadlock victim and re-running one statement
+// would run it outside any transaction (the driver layer replays the
+// transaction instead); anything on a pool crl did not open; a COMMIT
+// whose outcome is unknown (core.ErrCommitUnknown); an error that arrives
+// while the caller reads rows GORM handed out (Rows, Row, Scan); an
+// operation with db.Clauses(NoRetry). An error met while GORM itself
 // reads a statement's rows (Find, First, a write's RETURNING) is retried
 // with the statement.
 //

@@ -4,6 +4,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -11,14 +13,12 @@ import (
 
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
+	"github.com/crl-go/crl/internal/tables/family"
 )
 
 // PluginName is the name the plugin registers under in gorm.Config.Plugins
 // and the prefix of its callbacks.
 const PluginName = "crl:retry"
-
-// ErrNoPlugin is returned by Transaction for a *gorm.DB without the plugin.
-var ErrNoPlugin = errors.New("gormcrl: this *gorm.DB has neither a pool crl opened nor the " + PluginName + " plugin; open its pool with crl.Open or gormcrl.Open, or call db.Use(gormcrl.New(...))")
 
 // Plugin is the GORM plugin that New returns and Open registers. Its
 // Initialize registers callbacks on the query, row, raw, create, update
@@ -33,7 +33,6 @@ type Plugin struct {
 
 	mu      sync.Mutex // held by Initialize
 	runtime atomic.Pointer[config.Runtime]
-	shared  atomic.Pointer[retryPool] // the statement pool over a *sql.DB (statementPool)
 
 	// The plugins of the other handles that Open opened with a copy of
 	// this handle's gorm.Config (whose map of plugins is this one's), by
@@ -85,18 +84,112 @@ func (p *Plugin) Retrier() *core.Retrier {
 // Initialize builds the configuration on the first call and registers the
 // callbacks. It is idempotent: callbacks already registered are left as
 // they are, never doubled.
+//
+// Retries live in the driver layer, so the plugin needs a pool crl opened.
+// Over a DB whose dialector opened its pool from a DSN of a family crl
+// knows (sqlserver, mysql, postgres), Initialize opens the pool again
+// through the driver layer, as Open does, puts it in place of GORM's and
+// closes GORM's. Over any other pool (a dialector given a Conn of the
+// user's, SQLite, …) everything runs once, exactly as GORM without the
+// plugin; settings given to New are then refused with an error naming
+// crl.OpenDB, the way to open such a pool under crl.
 func (p *Plugin) Initialize(db *gorm.DB) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.runtime.Load() == nil {
-		form, dsn := dialectorDSN(db.Dialector)
-		rt, _, err := newRuntime(form, dsn, p.opts)
+		rt, err := p.adopt(db)
 		if err != nil {
 			return err
 		}
 		p.runtime.Store(rt)
 	}
 	return p.register(db)
+}
+
+// adopt returns the Runtime of the plugin over db's pool, opening the pool
+// through the driver layer when db's dialector says how (see Initialize).
+func (p *Plugin) adopt(db *gorm.DB) (*config.Runtime, error) {
+	form, dsn := dialectorDSN(db.Dialector)
+	if _, layered := poolRuntime(db.ConnPool); layered {
+		rt, _, err := newRuntime(form, dsn, p.opts)
+		return rt, err
+	}
+	if d, ok := reopenable(db.Dialector); ok {
+		inner, rt, pool, err := withConnectionLoop(d, p.opts)
+		if err != nil {
+			return nil, err
+		}
+		if err := swapPool(db, pool); err != nil {
+			return nil, err
+		}
+		db.Dialector = inner
+		return rt, nil
+	}
+	if len(p.opts) > 0 {
+		return nil, refuseSettings(db)
+	}
+	rt, _, err := newRuntime(form, "", nil)
+	return rt, err
+}
+
+// refuseSettings is the error of settings given for a pool crl did not
+// open: nothing there is retried, so they would be silently ignored.
+func refuseSettings(db *gorm.DB) error {
+	return fmt.Errorf("gormcrl: the settings cannot apply to the %s pool (%T): crl did not open it, so nothing on it is retried; open it with crl.OpenDB (or gormcrl.Open, gormcrl.OpenDB) and give the settings there",
+		db.Dialector.Name(), db.ConnPool)
+}
+
+// reopenable returns db's dialector when the plugin may open its pool
+// again through the driver layer: a family crl knows, a DSN, and no Conn
+// of the user's.
+func reopenable(d gorm.Dialector) (gorm.Dialector, bool) {
+	if w, ok := d.(*dialector); ok {
+		d = w.Dialector
+	}
+	if d == nil || family.Of(d.Name()) == family.Other {
+		return nil, false
+	}
+	cp, f, ok := copyDialector(d)
+	if !ok || !f.conn.IsNil() {
+		return nil, false
+	}
+	_, _, dsn := f.settings(d.Name())
+	dropOwnTimeZoneOption(f, dsn)
+	return cp, dsn != ""
+}
+
+// dropOwnTimeZoneOption clears, in the copy f belongs to, the one
+// OptionOpenDB that gorm.io/driver/postgres's Initialize appends to its
+// own Config for a DSN's TimeZone (it sets the scan location of timestamp
+// without time zone, which crl's pool over pgx's registered driver cannot
+// take; see docs/gorm.md): what Initialize added is not the user's.
+func dropOwnTimeZoneOption(f poolFields, dsn string) {
+	o, ok := directField(f.holder, "OptionOpenDB")
+	if ok && o.Kind() == reflect.Slice && o.Len() == 1 &&
+		(strings.Contains(dsn, "TimeZone=") || strings.Contains(dsn, "time_zone=")) {
+		o.Set(reflect.Zero(o.Type()))
+	}
+}
+
+// swapPool puts pool, opened through the driver layer, in place of db's
+// own *sql.DB (under GORM's prepared-statement layer, if any) and closes
+// the one it replaces.
+func swapPool(db *gorm.DB, pool *sql.DB) error {
+	var old gorm.ConnPool
+	if ps, ok := db.ConnPool.(*gorm.PreparedStmtDB); ok {
+		old, ps.ConnPool = ps.ConnPool, pool
+	} else {
+		old, db.ConnPool = db.ConnPool, pool
+		if db.Statement != nil {
+			db.Statement.ConnPool = pool
+		}
+	}
+	if c, ok := old.(interface{ Close() error }); ok {
+		if err := c.Close(); err != nil {
+			return fmt.Errorf("gormcrl: close GORM's own pool, replaced by crl's: %w", err)
+		}
+	}
+	return nil
 }
 
 // retrier is the engine of the plugin.
@@ -172,99 +265,27 @@ type callback struct {
 // processors (the table of doc.go says what each does).
 func (p *Plugin) callbacks(db *gorm.DB) []callback {
 	cb := db.Callback()
-	q, row, raw := cb.Query(), cb.Row(), cb.Raw()
 	c, u, d := cb.Create(), cb.Update(), cb.Delete()
 	cu := &unitCallbacks{plugin: p, op: opCreate, execute: c.Execute}
 	uu := &unitCallbacks{plugin: p, op: opUpdate, execute: u.Execute}
 	du := &unitCallbacks{plugin: p, op: opDelete, execute: d.Execute}
 	return []callback{
-		// Query, Row, Raw: each statement under the statement loop (over
-		// a pool crl did not open: retryPool).
-		{q.Get, q.Before("gorm:query").Register, "crl:retry_pool", p.installPool},
-		{q.Get, q.After("*").Register, "crl:restore_pool", restorePool},
-		{row.Get, row.Before("gorm:row").Register, "crl:retry_pool", p.installPool},
-		{row.Get, row.After("*").Register, "crl:restore_pool", restorePool},
-		{raw.Get, raw.Before("gorm:raw").Register, "crl:retry_pool", p.installPool},
-		{raw.Get, raw.After("*").Register, "crl:restore_pool", restorePool},
-
 		// Create, Update, Delete: the whole unit of GORM's implicit
 		// transaction (see unit.go). Without that transaction
 		// (SkipDefaultTransaction) each statement commits on its own and
 		// is retried alone.
 		{c.Get, c.Before("*").Register, "crl:unit_start", cu.start},
 		{c.Get, c.Before("gorm:before_create").Register, "crl:unit_tx", watchTx},
-		{c.Get, c.Before("gorm:create").Register, "crl:retry_pool", p.installPool},
+		{c.Get, c.Before("gorm:commit_or_rollback_transaction").Register, "crl:unit_commit", watchCommit},
 		{c.Get, c.After("*").Register, "crl:unit_end", cu.end},
 		{u.Get, u.Before("*").Register, "crl:unit_start", uu.start},
 		{u.Get, u.Before("gorm:setup_reflect_value").Register, "crl:unit_tx", watchTx},
-		{u.Get, u.Before("gorm:update").Register, "crl:retry_pool", p.installPool},
+		{u.Get, u.Before("gorm:commit_or_rollback_transaction").Register, "crl:unit_commit", watchCommit},
 		{u.Get, u.After("*").Register, "crl:unit_end", uu.end},
 		{d.Get, d.Before("*").Register, "crl:unit_start", du.start},
 		{d.Get, d.Before("gorm:before_delete").Register, "crl:unit_tx", watchTx},
-		{d.Get, d.Before("gorm:delete").Register, "crl:retry_pool", p.installPool},
+		{d.Get, d.Before("gorm:commit_or_rollback_transaction").Register, "crl:unit_commit", watchCommit},
 		{d.Get, d.After("*").Register, "crl:unit_end", du.end},
-
-		// A statement that GORM's prepared-statement layer runs in a
-		// recorded transaction: its outcome is recorded around the
-		// statement's own callback, before any later callback (hooks,
-		// associations, preloads) adds errors of its own (see
-		// markPrepared).
-		{q.Get, q.Before("gorm:query").Register, "crl:tx_prepared", markPrepared},
-		{q.Get, q.After("gorm:query").Before("gorm:preload").Register, "crl:tx_prepared_end", recordPrepared},
-		{row.Get, row.Before("gorm:row").Register, "crl:tx_prepared", markPrepared},
-		{row.Get, row.After("gorm:row").Register, "crl:tx_prepared_end", recordPrepared},
-		{raw.Get, raw.Before("gorm:raw").Register, "crl:tx_prepared", markPrepared},
-		{raw.Get, raw.After("gorm:raw").Register, "crl:tx_prepared_end", recordPrepared},
-		{c.Get, c.Before("gorm:create").Register, "crl:tx_prepared", markPrepared},
-		{c.Get, c.After("gorm:create").Before("gorm:save_after_associations").Register, "crl:tx_prepared_end", recordPrepared},
-		{u.Get, u.Before("gorm:update").Register, "crl:tx_prepared", markPrepared},
-		{u.Get, u.After("gorm:update").Before("gorm:save_after_associations").Register, "crl:tx_prepared_end", recordPrepared},
-		{d.Get, d.Before("gorm:delete").Register, "crl:tx_prepared", markPrepared},
-		{d.Get, d.After("gorm:delete").Before("gorm:after_delete").Register, "crl:tx_prepared_end", recordPrepared},
-	}
-}
-
-// installPool puts the statement loop on a statement outside any
-// transaction, unless it opted out.
-func (p *Plugin) installPool(db *gorm.DB) {
-	stmt := db.Statement
-	if db.Error != nil || db.DryRun || !poolRetriesStatements(stmt.ConnPool) || propagateNoRetry(stmt) {
-		return
-	}
-	if _, ok := unwrapPool(stmt.ConnPool); ok { // a nested statement of a retried one
-		return
-	}
-	if _, layered := poolRuntime(stmt.ConnPool); layered {
-		return // crl's driver layer retries the statement; the ConnPool stays GORM's
-	}
-	stmt.ConnPool = p.active(db).forPool(stmt.ConnPool).statementPool(stmt.ConnPool)
-}
-
-// statementPool returns inner under p's statement loop. The pool over a
-// *sql.DB, which nearly every statement outside a transaction has, is
-// made once and shared, so that a statement's success path allocates
-// nothing; it is made again only when the DB's pool or the plugin's
-// retrier is another one than last time.
-func (p *Plugin) statementPool(inner gorm.ConnPool) gorm.ConnPool {
-	r := p.retrier()
-	if _, ok := inner.(*sql.DB); !ok {
-		return newRetryPool(inner, r).asPool()
-	}
-	rp := p.shared.Load()
-	if rp == nil || rp.inner != inner || rp.retrier != r {
-		rp = newRetryPool(inner, r)
-		p.shared.Store(rp)
-	}
-	return rp.asPool()
-}
-
-// restorePool takes the statement loop off the statement, so that a
-// *gorm.DB reused after this operation sees its own pool. A statement
-// that inherited the loop from one still running (a Session made in a
-// hook) takes it off its own copy only.
-func restorePool(db *gorm.DB) {
-	if rp, ok := unwrapPool(db.Statement.ConnPool); ok {
-		db.Statement.ConnPool = rp.inner
 	}
 }
 

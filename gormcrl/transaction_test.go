@@ -46,6 +46,9 @@ func (p rollbackOnlyPool) QueryRowContext(ctx context.Context, query string, arg
 	return p.db.QueryRowContext(ctx, query, args...)
 }
 
+// GetDBConn returns the pool under p, so that gorm.DB.DB finds it.
+func (p rollbackOnlyPool) GetDBConn() (*sql.DB, error) { return p.db, nil }
+
 type rollbackOnlyTx struct{ *sql.Tx }
 
 // Commit is hidden: rollbackOnlyTx has Rollback only.
@@ -56,7 +59,7 @@ func (rollbackOnlyTx) Commit(struct{}) {}
 // gorm.ErrInvalidTransaction and kept both).
 func TestTransactionUncommittablePoolRolledBack(t *testing.T) {
 	s := mssqltest.NewServer(t)
-	sqlDB, err := sql.Open("sqlserver", s.DSN())
+	sqlDB, err := crl.Open("sqlserver", s.DSN())
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, sqlDB.Close()) })
 	db, err := gorm.Open(sqlserver.New(sqlserver.Config{Conn: rollbackOnlyPool{sqlDB}}), &gorm.Config{Logger: logger.Discard})

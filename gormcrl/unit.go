@@ -9,6 +9,7 @@ import (
 
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/internal/layer/adapter"
+	"github.com/crl-go/crl/internal/layer/connector"
 )
 
 // The whole-unit retry of Create, Update and Delete.
@@ -29,11 +30,14 @@ import (
 //     the operation's error and the chain runs nothing. Then it snapshots
 //     the value and clones the statement as it is before any callback
 //     changed it.
-//   - crl:unit_tx (after gorm:begin_transaction) wraps GORM's *sql.Tx so
-//     that the statement whose error ends the transaction (the last that
-//     failed, an error met while reading its rows included) and a failed
-//     COMMIT are recorded (adapter.Recorder); when GORM did not open a
-//     transaction it disarms the unit and releases the breaker's leave.
+//     The statement's context carries a connector.Unit from here on, so
+//     GORM begins its transaction with it and the driver layer records
+//     there the statement whose error ends the transaction.
+//   - crl:unit_tx (after gorm:begin_transaction): when GORM did not open a
+//     transaction it disarms the unit and releases the breaker's leave;
+//     crl:unit_commit (before gorm:commit_or_rollback_transaction) notes
+//     whether GORM is about to COMMIT, so that a failure after it is the
+//     COMMIT's.
 //   - The chain runs as usual: that is the first attempt.
 //   - crl:unit_end (last) hands the outcome of the first attempt to the
 //     transaction loop (core.Admission.DoTx, with the breaker's
@@ -58,10 +62,12 @@ type unitKey struct{ stmt *gorm.Statement }
 // unit is the state of one Create, Update or Delete under the whole-unit
 // retry, or of one of its retries (retry set).
 type unit struct {
-	rec     adapter.Recorder
-	armed   bool // the chain runs in a transaction this package records
-	retry   bool // this statement is a retry's clone: the loop runs elsewhere
-	watches bool // not retried (its value cannot be put back), but its transaction is recorded, for the error it returns (see keepCause)
+	rec        connector.Unit  // what the driver layer records of the transaction
+	parent     context.Context // the statement's context before the unit's was put on it
+	committing bool            // GORM is committing: a failure is the COMMIT's
+	armed      bool            // the chain runs in a transaction this package records
+	retry      bool            // this statement is a retry's clone: the loop runs elsewhere
+	watches    bool            // not retried (its value cannot be put back), but its transaction is recorded, for the error it returns (see keepCause)
 
 	// Of a retry's clone: its statement, taken off the clone so that the
 	// clone's processor does not log it (see trace.go).
@@ -107,12 +113,16 @@ func (c *unitCallbacks) start(db *gorm.DB) {
 	if !poolRetriesStatements(stmt.ConnPool) {
 		return // in a user's transaction, or on a *sql.Conn
 	}
+	if _, layered := poolRuntime(stmt.ConnPool); !layered {
+		return // a pool crl did not open: once, exactly as GORM
+	}
 	restore, ok := snapshot(stmt, c.op)
 	if !ok || propagateNoRetry(stmt) {
 		// Run once, as GORM does (opted out, or the value cannot be put
 		// back); its transaction is still recorded, so that the error it
 		// returns unwraps to the failed statement's.
-		stmt.Settings.Store(unitKey{stmt}, &unit{watches: true})
+		u := &unit{watches: true}
+		u.watch(stmt)
 		return
 	}
 	// The breaker is asked before anything of the first attempt runs: an
@@ -125,7 +135,27 @@ func (c *unitCallbacks) start(db *gorm.DB) {
 	}
 	u := &unit{armed: true, admission: admission, began: time.Now(), restore: restore,
 		base: db.Session(&gorm.Session{Context: stmt.Context})}
+	u.watch(stmt)
+}
+
+// watch makes u the unit of stmt, whose context carries u's record from
+// now on, so that GORM begins its transaction with it.
+func (u *unit) watch(stmt *gorm.Statement) {
+	u.parent = stmt.Context
+	stmt.Context = connector.WithUnit(stmt.Context, &u.rec)
+	if connector.NoRetry(u.parent) { // NoRetry: still recorded, still run once
+		stmt.Context = connector.WithoutRetry(stmt.Context)
+	}
 	stmt.Settings.Store(unitKey{stmt}, u)
+}
+
+// watchCommit is crl:unit_commit: it runs before
+// gorm:commit_or_rollback_transaction, which commits when the chain
+// carries no error.
+func watchCommit(db *gorm.DB) {
+	if u := unitOf(db.Statement); u != nil {
+		u.committing = db.Error == nil
+	}
 }
 
 // watchTx is crl:unit_tx: it runs after gorm:begin_transaction.
@@ -136,8 +166,7 @@ func watchTx(db *gorm.DB) {
 		return // not ours, or BEGIN failed (nothing ran: safe to retry)
 	}
 	if _, started := db.InstanceGet("gorm:started_transaction"); started {
-		if pool, ok := recordTx(stmt.ConnPool, &u.rec); ok {
-			stmt.ConnPool = pool
+		if _, ok := stmt.ConnPool.(gorm.TxCommitter); ok {
 			return
 		}
 	}
@@ -150,11 +179,13 @@ func watchTx(db *gorm.DB) {
 
 // end is crl:unit_end.
 func (c *unitCallbacks) end(db *gorm.DB) {
-	restorePool(db)
 	stmt := db.Statement
 	u := unitOf(stmt)
 	if u == nil {
 		return
+	}
+	if u.parent != nil {
+		stmt.Context = u.parent // a *gorm.DB reused after this operation
 	}
 	if u.retry {
 		// The loop in the first attempt's end logs this attempt, or makes
@@ -166,7 +197,8 @@ func (c *unitCallbacks) end(db *gorm.DB) {
 	}
 	stmt.Settings.Delete(unitKey{stmt})
 	if u.watches && db.Error != nil {
-		db.Error = keepCause(db.Error, u.rec.FailedErr())
+		_, cause := u.rec.Failed()
+		db.Error = keepCause(db.Error, cause)
 		setResultError(stmt, db.Error)
 	}
 	if u.armed {
@@ -229,7 +261,7 @@ func (r *unitRun) attempt(ctx context.Context) (string, error) {
 	// statement, whose callbacks (InstanceSet) see that statement.
 	next := u.base.Session(&gorm.Session{Initialized: true})
 	next.Statement.Context = ctx
-	next.Statement.Settings.Store(unitKey{next.Statement}, clone)
+	clone.watch(next.Statement)
 	start := time.Now()
 	r.last = r.c.execute(next)
 	r.failed = attemptLog{sql: clone.sql, vars: clone.vars, rows: r.last.RowsAffected, err: r.last.Error, took: time.Since(start)}
@@ -243,10 +275,11 @@ func (u *unit) outcome(err error) (string, error) {
 	if err == nil {
 		return "", nil
 	}
-	if cerr := u.rec.CommitErr(); cerr != nil {
-		return adapter.CommitOutcome("gormcrl", cerr)
+	query, cause := u.rec.Failed()
+	if u.committing && query == "" {
+		return adapter.CommitOutcome("gormcrl", err)
 	}
-	return u.rec.FailedQuery(), keepCause(err, u.rec.FailedErr())
+	return query, keepCause(err, cause)
 }
 
 // keepCause returns err, GORM's error of an operation, so that it

@@ -71,3 +71,39 @@ func TestSQLiteDialector(t *testing.T) {
 	_, err = gorm.Open(gormcrl.Open(sqlite.Open(dsn+"?retryExec={1205:3,1}")), &gorm.Config{Logger: logger.Discard})
 	assert.ErrorContains(t, err, "retryExec")
 }
+
+// A GORM library whose own tests run on SQLite, over the dialector's own
+// pool (crl did not open it): gormcrl.Transaction, with or without the
+// plugin, runs the closure once, exactly as db.Transaction, commits, and
+// returns the closure's error as it is; settings for such a pool are
+// refused, naming crl.OpenDB.
+func TestSQLiteOwnPoolRunsOnce(t *testing.T) {
+	db, err := gorm.Open(sqlite.Open(filepath.Join(t.TempDir(), "own.db")), &gorm.Config{Logger: logger.Discard})
+	require.NoError(t, err)
+	require.NoError(t, db.AutoMigrate(&item{}))
+
+	for _, use := range []bool{false, true} {
+		if use {
+			require.NoError(t, db.Use(gormcrl.New()))
+		}
+		calls := 0
+		require.NoError(t, gormcrl.Transaction(db, func(tx *gorm.DB) error {
+			calls++
+			return tx.Create(&item{Name: "pen"}).Error
+		}))
+		assert.Equal(t, 1, calls, "runs of the closure (plugin: %v)", use)
+
+		calls = 0
+		err = gormcrl.Transaction(db, func(*gorm.DB) error { calls++; return driver.ErrBadConn })
+		assert.Same(t, driver.ErrBadConn, err, "the closure's error as it is (plugin: %v)", use)
+		assert.Equal(t, 1, calls, "runs of the closure (plugin: %v)", use)
+	}
+	var n int64
+	require.NoError(t, db.Model(&item{}).Count(&n).Error)
+	assert.Equal(t, int64(2), n, "both commits")
+
+	other, err := gorm.Open(sqlite.Open(filepath.Join(t.TempDir(), "other.db")), &gorm.Config{Logger: logger.Discard})
+	require.NoError(t, err)
+	err = other.Use(gormcrl.New(gormcrl.WithRetryExec("{badconn:2,10ms}")))
+	assert.ErrorContains(t, err, "crl.OpenDB")
+}

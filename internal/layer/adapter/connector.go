@@ -1,7 +1,7 @@
 // Package adapter holds what the sqlxcrl and gormcrl adapters share: Open,
 // whose pool runs the connection loop for every new pooled connection (and
 // sets the execution cut-off), and the pieces of a whole-transaction
-// attempt (Recorder and its Run, Finish, CommitOutcome).
+// attempt (Run, Finish, CommitOutcome).
 package adapter
 
 import (

@@ -8,20 +8,14 @@ import (
 	"github.com/crl-go/crl/core"
 )
 
-// Finish ends a transaction attempt whose statements r recorded: it rolls
-// back when fnErr is not nil and commits otherwise, and returns what the
-// transaction loop needs: when fnErr is not nil, the statement that failed
-// (read before the rollback, which closes rows left open with an error
-// that is not theirs) and fnErr; for a failed COMMIT, what CommitOutcome
-// returns. A rollback that fails after fnErr is reported with it, fnErr
-// first. name is the adapter's package, which starts the messages of the
-// errors Finish makes.
-func (r *Recorder) Finish(name string, fnErr error, rollback, commit func() error) (failed string, err error) {
-	return Finish(name, r.FailedQuery, fnErr, rollback, commit)
-}
-
-// Finish is Recorder.Finish for any record of the attempt's statements:
-// failedQuery returns the statement that failed.
+// Finish ends a transaction attempt: it rolls back when fnErr is not nil
+// and commits otherwise, and returns what the transaction loop needs: when
+// fnErr is not nil, the statement that failed (failedQuery, read before
+// the rollback, which closes rows left open with an error that is not
+// theirs) and fnErr; for a failed COMMIT, what CommitOutcome returns. A
+// rollback that fails after fnErr is reported with it, fnErr first. name
+// is the adapter's package, which starts the messages of the errors Finish
+// makes.
 func Finish(name string, failedQuery func() string, fnErr error, rollback, commit func() error) (failed string, err error) {
 	if fnErr != nil {
 		failed = failedQuery()
@@ -62,19 +56,14 @@ func CommitOutcome(name string, err error) (failed string, _ error) {
 	return "COMMIT", err
 }
 
-// Run runs one transaction attempt whose statements r records: fn, then
-// Finish with its error. A transaction whose closure does not return, as
-// when it panics or calls runtime.Goexit (t.FailNow does), is rolled back
-// before the panic or the goroutine's end goes on; what the caller must see
-// then is the panic, so the rollback's own error is dropped. Both adapters
-// end every attempt that began a transaction through Run, so no path leaves
-// the transaction, and its pooled connection, open.
-func (r *Recorder) Run(name string, fn func() error, rollback, commit func() error) (failed string, err error) {
-	return Run(name, r.FailedQuery, fn, rollback, commit)
-}
-
-// Run is Recorder.Run for any record of the attempt's statements:
-// failedQuery returns the statement that failed.
+// Run runs one transaction attempt: fn, then Finish with its error
+// (failedQuery returns the statement that failed). A transaction whose
+// closure does not return, as when it panics or calls runtime.Goexit
+// (t.FailNow does), is rolled back before the panic or the goroutine's end
+// goes on; what the caller must see then is the panic, so the rollback's
+// own error is dropped. Every helper ends every attempt that began a
+// transaction through Run, so no path leaves the transaction, and its
+// pooled connection, open.
 func Run(name string, failedQuery func() string, fn func() error, rollback, commit func() error) (failed string, err error) {
 	ended := false
 	defer func() {

@@ -126,18 +126,17 @@ func (u *Unit) statement(r *core.Retrier, query string, err error) {
 	if u.retrier == nil {
 		u.retrier = r
 	}
-	if err != nil && Replaces(query, u.failedErr != nil) {
+	if err != nil && replaces(query, u.failedErr != nil) {
 		u.failed, u.failedErr = query, err
 	}
 	u.mu.Unlock()
 }
 
-// Replaces reports whether the failure of query is the one that ended a
+// replaces reports whether the failure of query is the one that ended a
 // unit, over an earlier failure of the unit (hadFailure): it does, unless
 // it is a ROLLBACK (to a savepoint, or of the transaction), which that
-// earlier failure caused. Every record of a unit's statements (Unit,
-// adapter.Recorder) decides with it.
-func Replaces(query string, hadFailure bool) bool {
+// earlier failure caused.
+func replaces(query string, hadFailure bool) bool {
 	return !hadFailure || !sqlscan.EqualFold(sqlscan.FirstKeyword(query), "rollback")
 }
 
