@@ -16,6 +16,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	crlpkg "github.com/crl-go/crl"
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/gormcrl"
@@ -196,13 +197,35 @@ type Order struct {
 // plugin when asked.
 func gormDB(tb testing.TB, plugin bool) *gorm.DB {
 	tb.Helper()
-	db, err := gorm.Open(gormmysql.New(gormmysql.Config{Conn: memDB(tb), SkipInitializeWithVersion: true}),
+	if !plugin {
+		return gormOver(tb, memDB(tb), false)
+	}
+	return gormOver(tb, crlMemDB(tb), true)
+}
+
+// crlMemDB is the in-memory driver's pool opened by crl, under the driver
+// layer with the rules: the pool the GORM plugin's settings apply to.
+func crlMemDB(tb testing.TB) *sql.DB {
+	tb.Helper()
+	db, err := crlpkg.Open("crlmem", "", crlpkg.WithRetryExec(rules), config.WithDriverFamily("mysql"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
+}
+
+// gormOver opens GORM (MySQL dialect) over conn, with the crl plugin when
+// plugin is set.
+func gormOver(tb testing.TB, conn *sql.DB, plugin bool) *gorm.DB {
+	tb.Helper()
+	db, err := gorm.Open(gormmysql.New(gormmysql.Config{Conn: conn, SkipInitializeWithVersion: true}),
 		&gorm.Config{Logger: logger.Discard})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	if plugin {
-		if err := db.Use(gormcrl.New(gormcrl.WithRetryExec(rules))); err != nil {
+		if err := db.Use(gormcrl.New()); err != nil {
 			tb.Fatal(err)
 		}
 	}
