@@ -25,6 +25,9 @@ type conn struct {
 	execerOld driver.Execer
 	queryer   driver.QueryerContext
 	queryOld  driver.Queryer
+	checker   driver.NamedValueChecker
+	resetter  driver.SessionResetter
+	validator driver.Validator
 
 	tx        *tx        // the transaction running on the connection, nil outside one
 	text      txText     // a transaction BeginTx did not begin (txtext.go)
@@ -32,6 +35,16 @@ type conn struct {
 	gen       uint64     // how many times the connection was replaced (revive); statements re-prepare after
 	skipsArgs bool       // the driver answered driver.ErrSkip to a statement with arguments (go-sql-driver/mysql without interpolateParams): database/sql prepares those
 	broken    atomic.Bool
+
+	// The rows of the connection's queries (rows.go): one wrapper and the
+	// buffer of its first row, handed out while no other rows of the
+	// connection are open, so that a query allocates nothing of the
+	// layer's own. database/sql reads one query's rows at a time on a
+	// pooled connection; a second query whose rows are opened while
+	// these are (in a Tx or a sql.Conn) gets rows of its own.
+	own     rows
+	ownBusy bool
+	head    []driver.Value
 }
 
 var (
@@ -60,6 +73,9 @@ func (cn *conn) use(inner driver.Conn) {
 	cn.execerOld, _ = inner.(driver.Execer) //nolint:staticcheck // database/sql's fallback too
 	cn.queryer, _ = inner.(driver.QueryerContext)
 	cn.queryOld, _ = inner.(driver.Queryer) //nolint:staticcheck // database/sql's fallback too
+	cn.checker, _ = inner.(driver.NamedValueChecker)
+	cn.resetter, _ = inner.(driver.SessionResetter)
+	cn.validator, _ = inner.(driver.Validator)
 	cn.skipsArgs = false
 }
 
@@ -117,8 +133,7 @@ func (cn *conn) noteBroken(err error) {
 // innerValid reports whether the connection below says it is usable
 // (driver.Validator); true when it cannot tell.
 func (cn *conn) innerValid() bool {
-	v, ok := cn.inner.(driver.Validator)
-	return !ok || v.IsValid()
+	return cn.validator == nil || cn.validator.IsValid()
 }
 
 // revive replaces a broken connection with a new one of the pool's
@@ -300,6 +315,7 @@ func (cn *conn) queryAttempt(ctx, actx context.Context, query string, run func(c
 		if err = rows.first(); err == nil {
 			return rows, nil
 		}
+		rows.release() // the driver's rows are closed: nobody closes these
 	}
 	if cancel != nil {
 		cancel()
@@ -425,28 +441,22 @@ func (cn *conn) ResetSession(ctx context.Context) error {
 	if cn.dialect.resetEnds {
 		cn.text.state = txState{} // the driver's reset rolls the session's transaction back
 	}
-	if r, ok := cn.inner.(driver.SessionResetter); ok {
-		return r.ResetSession(ctx)
+	if cn.resetter != nil {
+		return cn.resetter.ResetSession(ctx)
 	}
 	return nil
 }
 
 // IsValid reports whether the connection may go back to the pool.
 func (cn *conn) IsValid() bool {
-	if cn.broken.Load() {
-		return false
-	}
-	if v, ok := cn.inner.(driver.Validator); ok {
-		return v.IsValid()
-	}
-	return true
+	return !cn.broken.Load() && cn.innerValid()
 }
 
 // CheckNamedValue is the connection's check of an argument, or
 // driver.ErrSkip (database/sql's default conversion) without one.
 func (cn *conn) CheckNamedValue(nv *driver.NamedValue) error {
-	if c, ok := cn.inner.(driver.NamedValueChecker); ok {
-		return c.CheckNamedValue(nv)
+	if cn.checker != nil {
+		return cn.checker.CheckNamedValue(nv)
 	}
 	return driver.ErrSkip
 }
