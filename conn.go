@@ -45,6 +45,14 @@ type conn struct {
 	own     rows
 	ownBusy bool
 	head    []driver.Value
+
+	// The last statement text the connection ran outside a transaction,
+	// and whether it may begin one (txDialect.mayBegin): services run
+	// the same texts again and again, so the scan is done once per text
+	// in a row, and a text seen again costs a comparison (of pointers,
+	// for the same string).
+	lastText   string
+	lastBegins bool
 }
 
 var (
@@ -77,6 +85,14 @@ func (cn *conn) use(inner driver.Conn) {
 	cn.resetter, _ = inner.(driver.SessionResetter)
 	cn.validator, _ = inner.(driver.Validator)
 	cn.skipsArgs = false
+}
+
+// mayBegin is cn.dialect.mayBegin(query), remembered for the last text.
+func (cn *conn) mayBegin(query string) bool {
+	if query != cn.lastText {
+		cn.lastText, cn.lastBegins = query, cn.dialect.mayBegin(query)
+	}
+	return cn.lastBegins
 }
 
 // driverConn returns the connection below, for Unwrap.
@@ -204,7 +220,7 @@ func (cn *conn) prepareInner(ctx context.Context, query string) (driver.Stmt, er
 // then prepares the statement; so does a statement with arguments that
 // an injected fault would fail (fault.go).
 func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if cn.execer == nil && cn.execerOld == nil || len(args) > 0 && (cn.skipsArgs || cn.toPrepare(query, kindExec)) {
+	if cn.execer == nil && cn.execerOld == nil || len(args) > 0 && (cn.skipsArgs || cn.faulty() && cn.matches(query, kindExec)) {
 		return nil, driver.ErrSkip
 	}
 	if text, in := cn.textControl(query); text || cn.alone(ctx) {
@@ -228,8 +244,10 @@ func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.Nam
 
 // execInner runs query on the connection below, as database/sql would.
 func (cn *conn) execInner(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if err := cn.injected(query, kindExec); err != nil {
-		return nil, err
+	if cn.faulty() { // the call only then: the success path inlines the test
+		if err := cn.fail(query, kindExec); err != nil {
+			return nil, err
+		}
 	}
 	if cn.execer == nil {
 		return cn.execLegacy(ctx, query, args)
@@ -272,7 +290,7 @@ func (cn *conn) noLegacyForm() bool {
 // Queryer answers driver.ErrSkip, as does a statement with arguments that
 // an injected fault would fail.
 func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	if cn.queryer == nil && cn.queryOld == nil || len(args) > 0 && (cn.skipsArgs || cn.toPrepare(query, kindQuery)) {
+	if cn.queryer == nil && cn.queryOld == nil || len(args) > 0 && (cn.skipsArgs || cn.faulty() && cn.matches(query, kindQuery)) {
 		return nil, driver.ErrSkip
 	}
 	if text, in := cn.textControl(query); text || cn.alone(ctx) {
@@ -290,16 +308,16 @@ func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.Na
 		return newRows(ctx, ri, cn, query, nil, true), nil
 	}
 	return core.RetryRows(ctx, cn.r, query, func(actx context.Context) (driver.Rows, error) {
-		return cn.queryAttempt(ctx, actx, query, func(ctx context.Context) (driver.Rows, error) {
-			return cn.queryInner(ctx, query, args)
-		})
+		return cn.queryAttempt(ctx, actx, query, nil, args)
 	})
 }
 
 // queryAttempt is one attempt of a query outside a transaction and a
-// unit: run (on the attempt's context actx), then the first row. ctx is
+// unit: run with args (on the attempt's context actx) by the prepared
+// statement s, or by the connection when s is nil (one call less than a
+// function value: the path of every query), then the first row. ctx is
 // the caller's, for the events of an error met after the first row.
-func (cn *conn) queryAttempt(ctx, actx context.Context, query string, run func(ctx context.Context) (driver.Rows, error)) (driver.Rows, error) {
+func (cn *conn) queryAttempt(ctx, actx context.Context, query string, s *stmt, args []driver.NamedValue) (driver.Rows, error) {
 	if err := cn.revive(actx); err != nil {
 		return nil, err
 	}
@@ -309,9 +327,22 @@ func (cn *conn) queryAttempt(ctx, actx context.Context, query string, run func(c
 	if actx != ctx {
 		qctx, cancel = context.WithCancel(actx)
 	}
-	ri, err := run(qctx)
+	var (
+		ri  driver.Rows
+		err error
+	)
+	if s != nil {
+		ri, err = s.queryInner(qctx, args)
+	} else {
+		ri, err = cn.queryInner(qctx, query, args)
+	}
 	if err == nil {
 		rows := newRows(ctx, ri, cn, query, cancel, false)
+		if !cn.r.WantsFirstRow(query) {
+			// No rule would retry an error before the first row: it is met
+			// while the caller reads, as a later one is, at no cost here.
+			return rows, nil
+		}
 		if err = rows.first(); err == nil {
 			return rows, nil
 		}
@@ -330,8 +361,10 @@ func (cn *conn) queryInner(ctx context.Context, query string, args []driver.Name
 		ri  driver.Rows
 		err error
 	)
-	if err := cn.injected(query, kindQuery); err != nil {
-		return nil, err
+	if cn.faulty() { // the call only then: the success path inlines the test
+		if err := cn.fail(query, kindQuery); err != nil {
+			return nil, err
+		}
 	}
 	if cn.queryer != nil {
 		ri, err = cn.queryer.QueryContext(ctx, query, args)

@@ -48,23 +48,26 @@ func newRows(ctx context.Context, ri driver.Rows, cn *conn, query string, cancel
 	if cn.ownBusy {
 		return &rows{inner: ri, cn: cn, ctx: ctx, query: query, cancel: cancel, alone: alone}
 	}
+	// Field by field: a whole-struct store of a value with pointers is a
+	// bulk write barrier while the collector runs.
 	cn.ownBusy = true
-	cn.own = rows{inner: ri, cn: cn, ctx: ctx, query: query, cancel: cancel, alone: alone, owned: true}
-	return &cn.own
+	r := &cn.own
+	r.inner, r.cn, r.ctx, r.query, r.cancel = ri, cn, ctx, query, cancel
+	r.head, r.state, r.alone, r.owned = nil, rowsStreaming, alone, true
+	return r
 }
 
 // release makes the connection's own rows free again, once closed:
 // database/sql calls nothing of driver rows after their Close, and
-// closes them once. What they held is dropped, so that a pooled
-// connection keeps no caller's context or values alive.
+// closes them once. What they held of the caller's is dropped, so that a
+// pooled connection keeps no context, driver rows or values alive.
 func (r *rows) release() {
 	if !r.owned {
 		return
 	}
-	cn := r.cn
 	clear(r.head)
-	cn.own = rows{}
-	cn.ownBusy = false
+	r.inner, r.ctx, r.cancel, r.head = nil, nil, nil, nil
+	r.cn.ownBusy = false
 }
 
 // first reads the first row into head, inside the attempt (into the

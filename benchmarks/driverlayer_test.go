@@ -163,6 +163,10 @@ type layerConnOp struct {
 // layerArgs are the arguments of layerUpdate, as database/sql passes them.
 var layerArgs = []driver.NamedValue{{Ordinal: 1, Value: int64(1)}, {Ordinal: 2, Value: int64(1)}}
 
+// layerNV is the argument CheckNamedValue is given: a variable of its
+// own, so that the call does not allocate it.
+var layerNV driver.NamedValue
+
 // layerConnOps are the calls database/sql makes on a driver connection
 // for a statement (ExecerContext; QueryerContext, then the rows read to
 // the end and closed; the NamedValueChecker for each argument) and for a
@@ -189,8 +193,8 @@ var layerConnOps = []layerConnOp{
 		return rows.Close()
 	}},
 	{"CheckNamedValue", func(_ context.Context, dc any) error {
-		nv := layerArgs[0]
-		if err := dc.(driver.NamedValueChecker).CheckNamedValue(&nv); err != driver.ErrSkip {
+		layerNV = layerArgs[0]
+		if err := dc.(driver.NamedValueChecker).CheckNamedValue(&layerNV); err != driver.ErrSkip {
 			return fmt.Errorf("CheckNamedValue: %v, expected driver.ErrSkip", err)
 		}
 		return nil
