@@ -128,6 +128,9 @@ func otherModules(t *testing.T) map[string]string {
 	t.Helper()
 	mods := map[string]string{}
 	err := filepath.WalkDir(".", func(name string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
 		if err != nil || d.IsDir() || d.Name() != "go.mod" || name == "go.mod" {
 			return err
 		}

@@ -46,7 +46,7 @@ var (
 )
 
 // newConnector returns the layer's connector over inner with p's settings
-// (its cut-off is inner's business: see Wrap).
+// (its cut-off is inner's business: see wrapConnector).
 func newConnector(inner driver.Connector, p poolSettings) *layerConnector {
 	c := &layerConnector{inner: inner, retrier: p.Retrier, rt: p.Runtime, readDSN: p.ReadDSN,
 		commitUnderContext: commitIgnoresContext(p.Family), dialect: dialectOf(p.Family)}
