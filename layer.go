@@ -93,9 +93,6 @@ func (c *layerConnector) Close() error {
 	return nil
 }
 
-// Retrier returns the Retrier of the pool's statements.
-func (c *layerConnector) Retrier() *core.Retrier { return c.retrier }
-
 // layerDriver is the driver.Driver of a pool crl opened (DB.Driver returns
 // it). Its Open and OpenConnector read the DSN they are given as the
 // pool's opener reads one (poolSettings.ReadDSN): crl's keys never reach the
