@@ -69,9 +69,10 @@ func node(pkg string) string {
 	return rel
 }
 
-// No package of the library imports one on its own floor or above it, and
-// every package under internal/ imports only packages under internal/:
-// internal/ sits below core, so whatever imports it imports downward.
+// No package of the library imports one on its own floor or above it;
+// every package under internal/ imports only packages under internal/
+// (internal/ sits below core, so whatever imports it imports downward);
+// and the hooks, like the hook modules, import no internal/ package.
 func TestImportFloors(t *testing.T) {
 	for pkg, list := range imports(t) {
 		from := node(pkg)
@@ -79,6 +80,9 @@ func TestImportFloors(t *testing.T) {
 			to := node(imp)
 			if strings.HasPrefix(from, "internal/") {
 				assert.True(t, strings.HasPrefix(to, "internal/"), "%s (under internal/, below core) imports %s", pkg, imp)
+			}
+			if strings.HasPrefix(from, "hooks") {
+				assert.False(t, strings.HasPrefix(to, "internal/"), "%s, an observer that its own modules build on, imports %s", pkg, imp)
 			}
 			f, ok := floors[from]
 			if !ok || f == 0 { // floor 0's packages: the internal/ rule above
