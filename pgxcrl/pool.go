@@ -44,7 +44,7 @@ func Open(ctx context.Context, connString string, opts ...config.Option) (*Pool,
 	}
 	cfg, err := pgxpool.ParseConfig(pgxConnString)
 	if err != nil {
-		return nil, fmt.Errorf("pgxcrl: %w", err)
+		return nil, fmt.Errorf("pgxcrl: %w", config.MaskSecrets(err))
 	}
 	if d := rt.ExecutionCutoff(); d > 0 {
 		cfg.ConnConfig.RuntimeParams["statement_timeout"] = millis(d)
