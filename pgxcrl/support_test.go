@@ -147,15 +147,15 @@ const (
 // before the server sees them: the server sees only the logins the proxy
 // passes on (passed).
 type loginProxy struct {
-	ln       net.Listener
-	target   string
-	resets   atomic.Int32
-	logins   atomic.Int32 // startup messages received
-	passed   atomic.Int32 // logins passed on to the server
-	cancels  atomic.Int32 // cancel requests received
-	wg       sync.WaitGroup
-	mu       sync.Mutex
-	conns    []net.Conn
+	ln      net.Listener
+	target  string
+	resets  atomic.Int32
+	logins  atomic.Int32 // startup messages received
+	passed  atomic.Int32 // logins passed on to the server
+	cancels atomic.Int32 // cancel requests received
+	wg      sync.WaitGroup
+	mu      sync.Mutex
+	conns   []net.Conn
 }
 
 // newLoginProxy starts a proxy and returns it with the DSN through it.
