@@ -269,3 +269,78 @@ func TestConnectionLoopOff(t *testing.T) {
 	assert.Equal(t, int32(1), proxy.logins.Load())
 	assert.Equal(t, int32(0), proxy.passed.Load())
 }
+
+// realDeadlock makes the statement that run runs on p (a call of a
+// function that locks row 2, then row 1) the victim of a real deadlock
+// with another session that holds row 1 and then asks for row 2, once;
+// the statement loop runs it again, and both sessions' work is applied
+// exactly once.
+func realDeadlock(t *testing.T, run func(p *pgxcrl.Pool, query string) error) {
+	ctx := context.Background()
+	a := admin(t)
+	tbl := table(t, a, "deadlock", "id int PRIMARY KEY, v int")
+	mustExec(t, a, "INSERT INTO "+tbl+" VALUES (1, 0), (2, 0)")
+	fn := name("lock21")
+	mustExec(t, a, "CREATE SEQUENCE "+fn+"_calls")
+	mustExec(t, a, `CREATE FUNCTION `+fn+`() RETURNS int LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM nextval('`+fn+`_calls');
+	UPDATE `+tbl+` SET v = v + 1 WHERE id = 2;
+	PERFORM pg_sleep(0.3);
+	UPDATE `+tbl+` SET v = v + 1 WHERE id = 1;
+	RETURN 1;
+END $$`)
+	t.Cleanup(func() {
+		mustExec(t, a, "DROP FUNCTION "+fn+"()")
+		mustExec(t, a, "DROP SEQUENCE "+fn+"_calls")
+	})
+	// The pool's sessions find the deadlock first (50 ms), so that its
+	// statement is the victim; the holder's would wait 10 s. The retry
+	// waits (on the real clock) until the holder has taken row 2, so it
+	// queues behind the holder instead of deadlocking again.
+	p := open(t, "deadlock_timeout=50ms", config.WithRetryExec("{40P01:3,200ms}"))
+	holder, err := pgx.Connect(ctx, postgresDSN(t))
+	require.NoError(t, err)
+	defer holder.Close(ctx)
+	_, err = holder.Exec(ctx, "SET deadlock_timeout = '10s'")
+	require.NoError(t, err)
+	tx, err := holder.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, "UPDATE "+tbl+" SET v = v + 10 WHERE id = 1")
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- run(p, "SELECT "+fn+"()") }()
+	waitFor(t, a, "SELECT count(*) > 0 FROM pg_stat_activity WHERE strpos(query, $1) > 0 AND wait_event = 'PgSleep'", fn+"()")
+	_, err = tx.Exec(ctx, "UPDATE "+tbl+" SET v = v + 10 WHERE id = 2")
+	require.NoError(t, err, "the holder goes on once the pool's statement, the victim, rolled back")
+	require.NoError(t, tx.Commit(ctx))
+	require.NoError(t, <-done)
+	assert.Equal(t, int64(2), count(t, a, "SELECT last_value FROM "+fn+"_calls"), "run twice on the server")
+	assert.Equal(t, int64(22), count(t, a, "SELECT sum(v) FROM "+tbl), "each session's work applied once")
+	assert.Equal(t, int64(2), count(t, a, "SELECT count(*) FROM "+tbl+" WHERE v = 11"))
+}
+
+func TestRealDeadlockExec(t *testing.T) {
+	realDeadlock(t, func(p *pgxcrl.Pool, query string) error {
+		_, err := p.Exec(context.Background(), query)
+		return err
+	})
+}
+
+func TestRealDeadlockQueryRow(t *testing.T) {
+	realDeadlock(t, func(p *pgxcrl.Pool, query string) error {
+		var v int
+		return p.QueryRow(context.Background(), query).Scan(&v)
+	})
+}
+
+func TestRealDeadlockQuery(t *testing.T) {
+	realDeadlock(t, func(p *pgxcrl.Pool, query string) error {
+		rows, err := p.Query(context.Background(), query)
+		if err != nil {
+			return err
+		}
+		_, err = pgx.CollectRows(rows, pgx.RowTo[int32])
+		return err
+	})
+}
