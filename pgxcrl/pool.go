@@ -179,7 +179,15 @@ func (p *Pool) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 	if err == nil || !loginFailed(ctx, err) {
 		return c, err
 	}
-	err = connectLoop(ctx, p.rt.Retrier(), err, func(actx context.Context) error {
+	return p.reacquire(ctx, err)
+}
+
+// reacquire is acquire's connection loop after a first login failed with
+// first. (Apart from acquire, so that a connection that the pool has
+// does not escape to the loop's closure.)
+func (p *Pool) reacquire(ctx context.Context, first error) (*pgxpool.Conn, error) {
+	var c *pgxpool.Conn
+	err := connectLoop(ctx, p.rt.Retrier(), first, func(actx context.Context) error {
 		var err error
 		c, err = p.pool.Acquire(actx)
 		return err
