@@ -73,3 +73,16 @@ func (b errBatchResults) Exec() (pgconn.CommandTag, error) { return pgconn.Comma
 func (b errBatchResults) Query() (pgx.Rows, error)         { return &rows{err: b.err, state: rowsDone}, b.err }
 func (b errBatchResults) QueryRow() pgx.Row                { return (*row)(&rows{err: b.err, state: rowsDone}) }
 func (b errBatchResults) Close() error                     { return b.err }
+
+// Tx returns the transaction the batch ran in, as
+// pgx.BatchResults.Tx of the pgx versions that have it: nil where the
+// results cannot tell.
+func (b *batchResults) Tx() pgx.Tx {
+	if t, ok := b.inner.(interface{ Tx() pgx.Tx }); ok {
+		return t.Tx()
+	}
+	return nil
+}
+
+// Tx returns nil: the batch was not sent.
+func (errBatchResults) Tx() pgx.Tx { return nil }

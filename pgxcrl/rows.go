@@ -215,3 +215,19 @@ func (w *row) Scan(dest ...any) error {
 	r.Close()
 	return r.Err()
 }
+
+// TypeMap returns the type map the rows' values are decoded with, nil for
+// the rows of a query that failed, as pgx.Rows.TypeMap of the pgx
+// versions that have it.
+func (r *rows) TypeMap() *pgtype.Map {
+	if r.inner == nil {
+		return nil
+	}
+	if tm, ok := r.inner.(interface{ TypeMap() *pgtype.Map }); ok {
+		return tm.TypeMap()
+	}
+	if c := r.inner.Conn(); c != nil {
+		return c.TypeMap()
+	}
+	return nil
+}
