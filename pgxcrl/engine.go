@@ -67,3 +67,10 @@ func isBadConn(err error) bool { return core.IsBadConn(err) }
 // other, whose outcome is unknown, one that matches core.ErrCommitUnknown
 // and is never retried.
 func commitFailed(err error) error { return core.CommitFailed(err) }
+
+// replayTx runs core's replay of a transaction whose statement t.Query
+// failed with err (Retrier.Replay): the rule, budget, breaker and events
+// of a transaction retry.
+func replayTx(ctx context.Context, r *core.Retrier, t core.TxReplay, err error) error {
+	return r.Replay(ctx, t, err)
+}
