@@ -211,12 +211,7 @@ func (t *tx) Exec(ctx context.Context, sql string, arguments ...any) (pgconn.Com
 	}
 	tag, err := t.inner.Exec(ctx, sql, arguments...)
 	if err != nil {
-		err = t.recover(ctx, sql, err, func(ctx context.Context) error {
-			var aerr error
-			tag, aerr = t.conn().Exec(ctx, sql, arguments...)
-			return aerr
-		})
-		if err != nil {
+		if tag, err = t.execFailed(ctx, sql, arguments, err); err != nil {
 			return tag, t.note(sql, err)
 		}
 	}
@@ -224,6 +219,19 @@ func (t *tx) Exec(ctx context.Context, sql string, arguments ...any) (pgconn.Com
 	d.Add(tag.RowsAffected())
 	t.rec.Saw(t.record(sql, arguments), execSeen, d)
 	return tag, nil
+}
+
+// execFailed is Exec after sql failed with err: the replay, and the
+// statement's answer on the new transaction. (Apart from Exec, so that
+// the answer's variable escapes to the replay's closure only here.)
+func (t *tx) execFailed(ctx context.Context, sql string, arguments []any, err error) (pgconn.CommandTag, error) {
+	var tag pgconn.CommandTag
+	err = t.recover(ctx, sql, err, func(ctx context.Context) error {
+		var aerr error
+		tag, aerr = t.conn().Exec(ctx, sql, arguments...)
+		return aerr
+	})
+	return tag, err
 }
 
 // Commit commits the transaction and returns the connection to the
