@@ -69,10 +69,17 @@ func (b *batchResults) Close() error {
 // errBatchResults are the results of a batch that could not be sent.
 type errBatchResults struct{ err error }
 
+// Exec returns the error the batch was not sent for.
 func (b errBatchResults) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, b.err }
-func (b errBatchResults) Query() (pgx.Rows, error)         { return &rows{err: b.err, state: rowsDone}, b.err }
-func (b errBatchResults) QueryRow() pgx.Row                { return (*row)(&rows{err: b.err, state: rowsDone}) }
-func (b errBatchResults) Close() error                     { return b.err }
+
+// Query returns rows in error, and the error.
+func (b errBatchResults) Query() (pgx.Rows, error) { return &rows{err: b.err, state: rowsDone}, b.err }
+
+// QueryRow returns a row whose Scan returns the error.
+func (b errBatchResults) QueryRow() pgx.Row { return (*row)(&rows{err: b.err, state: rowsDone}) }
+
+// Close returns the error.
+func (b errBatchResults) Close() error { return b.err }
 
 // Tx returns the transaction the batch ran in, as
 // pgx.BatchResults.Tx of the pgx versions that have it: nil where the
