@@ -294,11 +294,12 @@ END $$`)
 		mustExec(t, a, "DROP FUNCTION "+fn+"()")
 		mustExec(t, a, "DROP SEQUENCE "+fn+"_calls")
 	})
-	// The pool's sessions find the deadlock first (50 ms), so that its
-	// statement is the victim; the holder's would wait 10 s. The retry
-	// waits (on the real clock) until the holder has taken row 2, so it
-	// queues behind the holder instead of deadlocking again.
-	p := open(t, "deadlock_timeout=50ms", config.WithRetryExec("{40P01:3,200ms}"))
+	// The pool's session looks for a deadlock 500 ms after it began to
+	// wait, when the holder waits too (the holder would look after 10 s),
+	// so that its statement is the victim. The retry waits (on the real
+	// clock) until the holder has taken row 2, so it queues behind the
+	// holder instead of deadlocking again.
+	p := open(t, "deadlock_timeout=500ms", config.WithRetryExec("{40P01:3,200ms}"))
 	holder, err := pgx.Connect(ctx, postgresDSN(t))
 	require.NoError(t, err)
 	defer holder.Close(ctx)

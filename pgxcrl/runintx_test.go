@@ -184,10 +184,11 @@ func TestBeginTxRealDeadlockReplayed(t *testing.T) {
 	seq := name("seq")
 	mustExec(t, a, "CREATE SEQUENCE "+seq)
 	t.Cleanup(func() { mustExec(t, a, "DROP SEQUENCE "+seq) })
-	// The pool's session finds the deadlock first (50 ms): its
+	// The pool's session looks for a deadlock 1 s after it began to wait,
+	// when the holder waits too (the holder would look after 10 s): its
 	// transaction is the victim. The replay waits (real clock) for the
 	// holder to take row 2 and commit.
-	p := open(t, "deadlock_timeout=50ms", config.WithRetryExec("{40P01:3,200ms}"))
+	p := open(t, "deadlock_timeout=1s", config.WithRetryExec("{40P01:3,200ms}"))
 	holder, err := pgx.Connect(ctx, postgresDSN(t))
 	require.NoError(t, err)
 	defer holder.Close(ctx)

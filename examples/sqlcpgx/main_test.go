@@ -180,9 +180,10 @@ func TestRealDeadlock(t *testing.T) {
 		t.Run(v.name, func(t *testing.T) {
 			ctx := context.Background()
 			d := newDatabase(t)
-			// The service's sessions detect the deadlock first (50 ms), so
-			// that its statement is the victim.
-			s := d.store(t, v, "deadlock_timeout=50ms")
+			// The service's session looks for a deadlock 1 s after it began
+			// to wait, when the holder waits too (the holder would look
+			// after 10 s): the service's statement is the victim.
+			s := d.store(t, v, "deadlock_timeout=1s")
 			a, err := s.Create(ctx, "alice", 100)
 			require.NoError(t, err)
 			b, err := s.Create(ctx, "bob", 100)
