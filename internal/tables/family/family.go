@@ -77,6 +77,12 @@ var profiles = [count]Profile{
 		PropertiesFile: true,
 		AzureDefaults:  true,
 		TxText:         TxTextTSQL,
+		// Deadlock victim; snapshot isolation update conflict: both roll
+		// the transaction back. A lock request time-out (1222) ends the
+		// statement only, unless XACT_ABORT is on.
+		EndsTx:        []string{"1205", "3960"},
+		EndsStatement: []string{"1222"},
+		LiveTx:        "SELECT CASE WHEN XACT_STATE() = 1 THEN 1 ELSE 0 END",
 	},
 	MySQL: {
 		Name:       "mysql",
@@ -116,6 +122,12 @@ var profiles = [count]Profile{
 		Throttle:           []string{"1037", "1038", "1040", "1041", "1203", "1226"},
 		TooManyConnections: "1040",
 		TxText:             TxTextMySQL,
+		// Deadlock: InnoDB rolls the transaction back. A lock-wait
+		// time-out (1205) ends the statement only, unless
+		// innodb_rollback_on_timeout is on.
+		EndsTx:        []string{"1213"},
+		EndsStatement: []string{"1205"},
+		LiveTx:        "SELECT @@innodb_rollback_on_timeout = 0",
 	},
 	Postgres: {
 		Name:       "postgres",
@@ -143,6 +155,8 @@ var profiles = [count]Profile{
 		TooManyConnections: "53300",
 		SimpleProtocol:     "default_query_exec_mode=simple_protocol",
 		TxText:             TxTextPostgres,
+		// Any error aborts the transaction (40P01 and 40001 among them).
+		AnyErrorEndsTx: true,
 	},
 }
 

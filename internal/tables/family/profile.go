@@ -119,6 +119,24 @@ type Profile struct {
 	// transactions (the driver layer's reading of BEGIN, COMMIT, SET
 	// autocommit and the like).
 	TxText TxText
+
+	// EndsTx are the error tokens whose error ended the server's
+	// transaction (rolled it back whole): a transaction replay re-sends
+	// the transaction's statements on a new one.
+	EndsTx []string
+	// AnyErrorEndsTx: every error inside a transaction leaves it aborted
+	// (PostgreSQL: nothing but ROLLBACK runs until it ends), so every
+	// error a rule retries is replayed as EndsTx's are.
+	AnyErrorEndsTx bool
+	// EndsStatement are the error tokens whose error rolled back the
+	// failed statement only, while LiveTx says the transaction is live:
+	// that statement alone is run again inside it.
+	EndsStatement []string
+	// LiveTx is a query whose one value is 1 when the transaction is
+	// still live after an EndsStatement error, 0 when the server rolled
+	// it back whole (a server setting decides: MySQL's
+	// innodb_rollback_on_timeout, SQL Server's XACT_ABORT).
+	LiveTx string
 }
 
 // DSNForm is how config reads a family's DSNs.
