@@ -2,6 +2,12 @@ package core_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
@@ -121,4 +127,78 @@ func TestClassWords(t *testing.T) {
 	require.ErrorIs(t, err, core.ErrInvalidParameterNumber)
 	assert.Contains(t, err.Error(), `"deadlock" is a class of statement errors`)
 	assert.Contains(t, err.Error(), "failover, throttle, badconn, timeout")
+}
+
+// sqlClientTransient is Microsoft.Data.SqlClient's default transient list
+// (SqlConfigurableRetryFactory); efCoreTransient is EF Core's
+// SqlServerTransientExceptionDetector's.
+var (
+	sqlClientTransient = []int{233, 997, 1204, 1205, 1222, 4060, 4221, 10060, 10928, 10929, 40143, 40197, 40501, 40540,
+		40613, 42108, 42109, 49918, 49919, 49920}
+	efCoreTransient = []int{49983, 49977, 49920, 49919, 49918, 49802, 49510, 47139, 47137, 47132, 45547, 45319, 45182,
+		45179, 45161, 45157, 45156, 45153, 42109, 42108, 42029, 41840, 41839, 41823, 41701, 41700, 41640, 41619, 41614,
+		41383, 41339, 41325, 41305, 41302, 41301, 40938, 40918, 40903, 40890, 40675, 40671, 40648, 40642, 40623, 40613,
+		40540, 40501, 40197, 40189, 40143, 40106, 39152, 39151, 39110, 39108, 39025, 37327, 37202, 35293, 35256, 35218,
+		35216, 33123, 30085, 30080, 25740, 25738, 25003, 22984, 22760, 22759, 22758, 22754, 22498, 22493, 22491, 22430,
+		22427, 22358, 22355, 22353, 22335, 22226, 22225, 21503, 20041, 19494, 19416, 19413, 18858, 18401, 17889, 17197,
+		17067, 17066, 17065, 16555, 16554, 16528, 14906, 14868, 14817, 14355, 11539, 11001, 10936, 10930, 10929, 10928,
+		10922, 10060, 10054, 10053, 9985, 9515, 9020, 8651, 8645, 8628, 7951, 6292, 5529, 5280, 4221, 3980, 4184, 4117,
+		4060, 3966, 3960, 3957, 3953, 3950, 3948, 3947, 3941, 3935, 3635, 3429, 2816, 2021, 1807, 1535, 1534, 1533, 1532,
+		1438, 1421, 1413, 1404, 1232, 1222, 1221, 1216, 1215, 1205, 1204, 1203, 997, 988, 982, 952, 941, 927, 926, 921,
+		669, 617, 615, 601, 539, 233, 203, 121, 64, 20, -2}
+)
+
+// Every number of SqlClient's and EF Core's transient lists is in a class
+// on SQL Server, or docs/rules.md lists it with the reason it is not.
+func TestPeersTransientNumbersAreClassedOrDocumented(t *testing.T) {
+	doc := rulesDoc(t)
+	start := strings.Index(doc, "#### SQL Server's transient lists elsewhere")
+	require.Positive(t, start)
+	section := doc[start:]
+	if end := strings.Index(section[5:], "\n#"); end > 0 {
+		section = section[:end+5]
+	}
+	for _, n := range append(append([]int(nil), sqlClientTransient...), efCoreTransient...) {
+		if n >= 0 {
+			if r, ok := mustRules(t, "{deadlock,serialization,lockTimeout,failover,throttle:1,0}").Lookup(int32(n)); ok {
+				assert.NotContains(t, regexp.MustCompile(`\b`+strconv.Itoa(n)+`\b`).FindString(section), strconv.Itoa(n),
+					"%d is in class %s and in the list of numbers in no class", n, r.Token())
+				continue
+			}
+		}
+		assert.Regexp(t, `[ (]`+regexp.QuoteMeta(strconv.Itoa(n))+`[,.) ]`, section, "%d: in no class and not in docs/rules.md", n)
+	}
+}
+
+// docs/rules.md's class tables list each family's errors of each class,
+// as the family table has them.
+func TestRulesDocHasTheClassTables(t *testing.T) {
+	doc := rulesDoc(t)
+	heading := map[family.Family]string{family.SQLServer: "#### SQL Server and Azure SQL", family.MySQL: "#### MySQL and MariaDB", family.Postgres: "#### PostgreSQL"}
+	token := regexp.MustCompile(`\b[0-9][0-9A-Z]{1,4}\b`)
+	for f, h := range heading {
+		start := strings.Index(doc, h)
+		require.Positive(t, start, h)
+		section := doc[start+len(h):]
+		section = section[:strings.Index(section, "\n####")]
+		for _, class := range []string{"deadlock", "serialization", "lockTimeout", "failover", "throttle", "timeout"} {
+			row := regexp.MustCompile("(?m)^\\| `" + class + "` \\| (.*) \\|$").FindStringSubmatch(section)
+			require.Len(t, row, 2, "%s: no row for %s", f, class)
+			var listed []string
+			for _, tok := range token.FindAllString(row[1], -1) {
+				if !slices.Contains(listed, tok) {
+					listed = append(listed, tok)
+				}
+			}
+			want := mustRules(t, "{"+class+":1,0}").Rules()[0].Errors(f.Driver())
+			assert.ElementsMatch(t, want, listed, "%s: %s", f, class)
+		}
+	}
+}
+
+func rulesDoc(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "docs", "rules.md"))
+	require.NoError(t, err)
+	return string(b)
 }
