@@ -157,3 +157,17 @@ func tableClass(fam errFamily, t token) budgetClass {
 	}
 	return classTransient
 }
+
+// Failover reports whether err, or an error it wraps, is of the class
+// failover on its family (MySQL 1290, PostgreSQL 25006, SQL Server 40613,
+// …; docs/rules.md): the connection reached a server that cannot serve
+// it now, so the driver layer takes the connection out of the pool and a
+// retry runs on a new one. It is a method so that the driver layer asks
+// the Retrier it already holds; it reads no state of r, which may be nil.
+func (*Retrier) Failover(err error) bool {
+	if err == nil {
+		return false
+	}
+	f := factsOf(err, false)
+	return f.meaning() == tokenFailover
+}
