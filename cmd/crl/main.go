@@ -86,7 +86,9 @@ Commands:
            to those helpers that write variables from outside them without
            resetting them, or commit or roll back their transaction; the
            embedded sqlx handle taken out of a sqlxcrl handle; GORM's db.DB()
-           and db.ConnPool used to run statements. Handles of those libraries
+           and db.ConnPool used to run statements; GORM calls inside
+           crl.Retry's function (or a function it calls) on a *gorm.DB
+           without its context, which the unit does not see. Handles of those libraries
            are checked in packages that import crl (every package with
            -all). //crlvet:ignore <reason> on a line silences its finding.
            Exits 1 when it finds one.
