@@ -28,30 +28,10 @@ var gormRuns = map[string]bool{
 // tx, db.WithContext(ctx) kept in a variable) or takes as a parameter
 // (the caller may have given it the context) is trusted.
 func checkGormContext(p *pkg) {
-	var work []ast.Node
+	work, begun := p.retryBodies()
 	seen := map[ast.Node]bool{}
-	begun := map[string]bool{} // what the package sets to a Begin's transaction: its Begin is the finding
-	for _, f := range p.pass.Files {
-		ast.Inspect(f, func(n ast.Node) bool {
-			if as, ok := n.(*ast.AssignStmt); ok && len(as.Lhs) == 1 && len(as.Rhs) == 1 {
-				if c, ok := ast.Unparen(as.Rhs[0]).(*ast.CallExpr); ok {
-					if m, _, ok := gormMethod(p.info, c); ok && m == "Begin" {
-						begun[types.ExprString(as.Lhs[0])] = true
-					}
-				}
-			}
-			call, ok := n.(*ast.CallExpr)
-			if !ok {
-				return true
-			}
-			if h, fn, ok := p.helperCall(call); ok && h.name == "crl.Retry" {
-				if body := p.bodyOf(fn); body != nil && !seen[body] {
-					seen[body] = true
-					work = append(work, body)
-				}
-			}
-			return true
-		})
+	for _, n := range work {
+		seen[n] = true
 	}
 	for len(work) > 0 {
 		body := work[len(work)-1]
@@ -69,6 +49,47 @@ func checkGormContext(p *pkg) {
 			return true
 		})
 	}
+}
+
+// retryBodies returns the functions that crl.Retry calls run, each once,
+// and what the package sets to a Begin's transaction (m.tx = m.db.Begin():
+// its Begin is the finding, not each statement on m.tx).
+func (p *pkg) retryBodies() ([]ast.Node, map[string]bool) {
+	var bodies []ast.Node
+	seen := map[ast.Node]bool{}
+	begun := map[string]bool{}
+	for _, f := range p.pass.Files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.AssignStmt:
+				if lhs, ok := p.begunBy(n); ok {
+					begun[lhs] = true
+				}
+			case *ast.CallExpr:
+				if h, fn, ok := p.helperCall(n); ok && h.name == "crl.Retry" {
+					if body := p.bodyOf(fn); body != nil && !seen[body] {
+						seen[body] = true
+						bodies = append(bodies, body)
+					}
+				}
+			}
+			return true
+		})
+	}
+	return bodies, begun
+}
+
+// begunBy returns what as sets to a GORM Begin's transaction, if it does.
+func (p *pkg) begunBy(as *ast.AssignStmt) (string, bool) {
+	if len(as.Lhs) != 1 || len(as.Rhs) != 1 {
+		return "", false
+	}
+	c, ok := ast.Unparen(as.Rhs[0]).(*ast.CallExpr)
+	if !ok {
+		return "", false
+	}
+	m, _, ok := gormMethod(p.info, c)
+	return types.ExprString(as.Lhs[0]), ok && m == "Begin"
 }
 
 // reportGormWithoutContext reports call, in body, when it runs a
