@@ -120,8 +120,10 @@ func TestFailoverReadOnlyMariaDB(t *testing.T) {
 	ctx := context.Background()
 	admin, err := sql.Open("mysql", dsn)
 	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, admin.Close()) }) // after the cleanup below, which uses it
-	admin.SetMaxOpenConns(1)                               // one session, whose lock_wait_timeout bounds SET GLOBAL read_only
+	// Closed after the cleanup below, which uses it.
+	t.Cleanup(func() { assert.NoError(t, admin.Close()) })
+	// One session, whose lock_wait_timeout bounds SET GLOBAL read_only.
+	admin.SetMaxOpenConns(1)
 	const user, table = "crl_classes_ro", "crl_classes_failover"
 	cfg, err := mysql.ParseDSN(dsn)
 	require.NoError(t, err)
