@@ -170,7 +170,7 @@ func TestDriverReadsADSNAsCrlOpenDoes(t *testing.T) {
 		executions int
 	}{
 		{"the DSN's rules", nil, "&retryExec={1205:1,0}", 2},
-		{"the defaults, not the pool's DSN's rules", nil, "", 1},
+		{"the default rule, not the pool's DSN's rules", nil, "", 4},
 		{"code over the DSN", []crl.Option{crl.WithRetryExec("{1205:2,0}")}, "&retryExec={1205:1,0}", 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
