@@ -48,13 +48,10 @@ func newRows(ctx context.Context, ri driver.Rows, cn *conn, query string, cancel
 	if cn.ownBusy {
 		return &rows{inner: ri, cn: cn, ctx: ctx, query: query, cancel: cancel, alone: alone}
 	}
-	// Field by field: a whole-struct store of a value with pointers is a
-	// bulk write barrier while the collector runs.
+	// The whole value: no field of a query before survives.
 	cn.ownBusy = true
-	r := &cn.own
-	r.inner, r.cn, r.ctx, r.query, r.cancel = ri, cn, ctx, query, cancel
-	r.head, r.state, r.alone, r.owned = nil, rowsStreaming, alone, true
-	return r
+	cn.own = rows{inner: ri, cn: cn, ctx: ctx, query: query, cancel: cancel, alone: alone, owned: true}
+	return &cn.own
 }
 
 // release makes the connection's own rows free again, once closed:
