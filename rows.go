@@ -114,8 +114,13 @@ func (r *rows) Columns() []string { return r.inner.Columns() }
 func (r *rows) Next(dest []driver.Value) error {
 	switch r.state {
 	case rowsHead:
-		copy(dest, r.head)
-		clear(r.head) // the values are the caller's now
+		// A loop, not copy and clear: a row has a few columns, and the
+		// runtime's typed copy and clear cost more than their moves.
+		head := r.head[:min(len(r.head), len(dest))] // as copy does, should dest be short
+		for i, v := range head {
+			dest[i], head[i] = v, nil // the values are the caller's now
+		}
+		clear(r.head[len(head):])
 		r.head, r.state = nil, rowsStreaming
 		return nil
 	case rowsEmpty:
