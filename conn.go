@@ -46,13 +46,19 @@ type conn struct {
 	ownBusy bool
 	head    []driver.Value
 
-	// The last statement text the connection ran outside a transaction,
-	// and whether it may begin one (txDialect.mayBegin): services run
-	// the same texts again and again, so the scan is done once per text
-	// in a row, and a text seen again costs a comparison (of pointers,
-	// for the same string).
-	lastText   string
-	lastBegins bool
+	// The last two statement texts the connection ran, and whether each
+	// may begin a transaction (txDialect.mayBegin): services run the same
+	// texts again and again, often two in turn (an UPDATE and a SELECT in
+	// a transaction), so a text seen again costs a comparison (of
+	// pointers, for the same string) instead of a scan. seen[next] is
+	// replaced next.
+	seen [2]textSeen
+	next uint8
+
+	// The connection's transaction object, handed out by BeginTx:
+	// database/sql runs one transaction at a time on a connection and
+	// calls nothing of it after its Commit or Rollback.
+	ownTx tx
 }
 
 var (
@@ -87,12 +93,24 @@ func (cn *conn) use(inner driver.Conn) {
 	cn.skipsArgs = false
 }
 
-// mayBegin is cn.dialect.mayBegin(query), remembered for the last text.
+// textSeen is a statement text and whether it may begin a transaction.
+type textSeen struct {
+	text   string
+	begins bool
+}
+
+// mayBegin is cn.dialect.mayBegin(query), remembered for the last two
+// texts.
 func (cn *conn) mayBegin(query string) bool {
-	if query != cn.lastText {
-		cn.lastText, cn.lastBegins = query, cn.dialect.mayBegin(query)
+	for i := range cn.seen {
+		if query == cn.seen[i].text {
+			return cn.seen[i].begins
+		}
 	}
-	return cn.lastBegins
+	b := cn.dialect.mayBegin(query)
+	cn.seen[cn.next] = textSeen{query, b}
+	cn.next ^= 1
+	return b
 }
 
 // driverConn returns the connection below, for Unwrap.
@@ -430,7 +448,8 @@ func (cn *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, 
 	if u != nil {
 		u.Ran(cn.r)
 	}
-	cn.tx = &tx{inner: ti, cn: cn, unit: u, ctx: ctx, underCtx: cn.c.commitUnderContext}
+	cn.ownTx = tx{inner: ti, cn: cn, unit: u, ctx: ctx, underCtx: cn.c.commitUnderContext}
+	cn.tx = &cn.ownTx
 	return cn.tx, nil
 }
 

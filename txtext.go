@@ -37,8 +37,8 @@ func (cn *conn) inTextTx() bool {
 // may begin one.
 // The common case, in none and a text seen last, is inlined.
 func (cn *conn) textControl(query string) (control, in bool) {
-	if cn.text.driver == nil && cn.text.state == (txState{}) && query == cn.lastText {
-		return cn.lastBegins, false
+	if cn.text.driver == nil && cn.text.state == (txState{}) && query == cn.seen[0].text {
+		return cn.seen[0].begins, false
 	}
 	return cn.textControlRead(query)
 }
