@@ -31,6 +31,7 @@ type Runtime struct {
 	defaults Config        // below the file: the JDBC driver's Azure connectRetryCount, when the DSN names an Azure endpoint
 	start    Config        // the settings read only at start (startOnly), as in effect: only a restart changes them
 	cutoff   time.Duration
+	replay   int // the transaction replay's statement limit; 0: off
 	path     string // absolute; "" when there is no file
 	clock    core.Clock
 	observer core.Observer
@@ -171,6 +172,7 @@ func (r *Runtime) startWith(merged Config) error {
 		o.Refresh = r.refresh
 	}
 	r.cutoff = merged.Cutoff()
+	r.replay = merged.ReplayLimit()
 	r.current.Store(&merged)
 	r.setInterval(merged.RefreshInterval(), r.now())
 	if r.retrier, err = core.NewRetrier(policy, o); err != nil {
@@ -470,7 +472,7 @@ func (r *Runtime) Connector(c driver.Connector) (driver.Connector, error) {
 
 // layerPool returns what the driver layer keeps of r.
 func (r *Runtime) layerPool() connector.Pool {
-	return connector.Pool{Owner: r, Retrier: r.retrier, Family: r.family, Cutoff: r.cutoff, ReadDSN: r.readDSN}
+	return connector.Pool{Owner: r, Retrier: r.retrier, Family: r.family, Cutoff: r.cutoff, TxReplayLimit: r.replay, ReadDSN: r.readDSN}
 }
 
 // readDSN is the layer's Pool.ReadDSN: the settings of a new handle of

@@ -31,6 +31,10 @@ type Pool struct {
 	Family family.Family
 	// Cutoff is the execution cut-off of every new connection; zero: none.
 	Cutoff time.Duration
+	// TxReplayLimit is how many statements a transaction records for its
+	// replay (a longer one is not replayed); zero: transactions are not
+	// recorded nor replayed (txReplay=off).
+	TxReplayLimit int
 	// ReadDSN reads a DSN given to the pool's Driver (Open,
 	// OpenConnector) as the pool's opener reads its own: it returns the
 	// settings of a new pool and the DSN without crl's keys, for the

@@ -38,6 +38,11 @@ type Connector struct {
 	// context, so the layer's transactions end under theirs (commit.go).
 	commitUnderContext bool
 	dialect            *txDialect // how the family's statement texts begin and end transactions (txscan.go)
+	// replayLimit is the statement limit of a transaction's replay
+	// record (replay.go); zero: replay off. liveTx is the family's query
+	// that tells a live transaction after a statement-only error.
+	replayLimit int
+	liveTx      string
 	// faults are the faults injected into the pool (fault.go); nil
 	// without one.
 	faults atomic.Pointer[faults]
@@ -52,7 +57,8 @@ var (
 // (its cut-off is inner's business: see Wrap).
 func newConnector(inner driver.Connector, p Pool) *Connector {
 	c := &Connector{inner: inner, retrier: p.Retrier, owner: p.Owner, readDSN: p.ReadDSN,
-		commitUnderContext: commitIgnoresContext(p.Family), dialect: dialectOf(p.Family)}
+		commitUnderContext: commitIgnoresContext(p.Family), dialect: dialectOf(p.Family),
+		replayLimit: p.TxReplayLimit, liveTx: p.Family.Profile().LiveTx}
 	c.drv = &Driver{c: c}
 	return c
 }
