@@ -31,7 +31,7 @@ type Runtime struct {
 	defaults Config        // below the file: the JDBC driver's Azure connectRetryCount, when the DSN names an Azure endpoint
 	start    Config        // the settings read only at start (startOnly), as in effect: only a restart changes them
 	cutoff   time.Duration
-	replay   int // the transaction replay's statement limit; 0: off
+	replay   int    // the transaction replay's statement limit; 0: off
 	path     string // absolute; "" when there is no file
 	clock    core.Clock
 	observer core.Observer

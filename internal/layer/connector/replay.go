@@ -28,11 +28,11 @@ const (
 
 // txReplay is what a transaction keeps for its replay.
 type txReplay struct {
-	on      bool                // recording: a pool with replay on, a context that allows retries
-	results []*result           // per recorded statement: its exec's result, nil for a query
-	opts    driver.TxOptions    // BeginTx's, for the replay's BEGIN
-	stopped error               // the error of a replay that stopped: the transaction is over
-	gen     uint64              // the connection's transaction number, for results and rows read later
+	on      bool             // recording: a pool with replay on, a context that allows retries
+	results []*result        // per recorded statement: its exec's result, nil for a query
+	opts    driver.TxOptions // BeginTx's, for the replay's BEGIN
+	stopped error            // the error of a replay that stopped: the transaction is over
+	gen     uint64           // the connection's transaction number, for results and rows read later
 }
 
 // startRecording resets the connection's record for t, a transaction
