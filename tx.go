@@ -5,8 +5,7 @@ import (
 	"database/sql"
 	"errors"
 
-	"github.com/crl-go/crl/internal/layer/adapter"
-	"github.com/crl-go/crl/internal/layer/connector"
+	"github.com/crl-go/crl/config"
 )
 
 // errNilFunc is the error of RunInTx and Retry given no function.
@@ -49,30 +48,30 @@ func RunInTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sql.
 		return errNilFunc
 	}
 	rt, ok := RuntimeOf(db)
-	if !ok || connector.NoRetry(ctx) {
+	if !ok || config.NoRetry(ctx) {
 		_, err := runTx(ctx, nil, db, opts, fn)
 		return err
 	}
-	if u := connector.UnitOf(ctx); u != nil {
+	if u := config.UnitOf(ctx); u != nil {
 		_, err := runTx(ctx, u, db, opts, fn)
 		return err
 	}
 	// The loop's events carry the unit too: hooks read its attempt there.
-	u := &connector.Unit{}
-	return rt.Retrier().DoTx(connector.WithUnit(ctx, u), func(ctx context.Context) (string, error) {
+	u := &config.Unit{}
+	return rt.Retrier().DoTx(config.UnitContext(ctx, u), func(ctx context.Context) (string, error) {
 		u.Start()
-		return runTx(connector.WithUnit(ctx, u), u, db, opts, fn)
+		return runTx(config.UnitContext(ctx, u), u, db, opts, fn)
 	})
 }
 
 // runTx runs one attempt of RunInTx, begun with ctx, its statements
 // recorded in u (nil: in none, run once).
-func runTx(ctx context.Context, u *connector.Unit, db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) error) (string, error) {
+func runTx(ctx context.Context, u *config.Unit, db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) error) (string, error) {
 	tx, err := db.BeginTx(ctx, opts)
 	if err != nil {
 		return "", err
 	}
-	return adapter.Run("crl", u.FailedQuery, func() error { return fn(tx) }, tx.Rollback, tx.Commit)
+	return config.RunTx("crl", u.FailedQuery, func() error { return fn(tx) }, tx.Rollback, tx.Commit)
 }
 
 // Retry runs fn, a unit of work — a transaction of a library whose
@@ -102,11 +101,11 @@ func Retry(ctx context.Context, fn func(ctx context.Context) error) error {
 	if fn == nil {
 		return errNilFunc
 	}
-	if connector.NoRetry(ctx) || connector.UnitOf(ctx) != nil {
+	if config.NoRetry(ctx) || config.UnitOf(ctx) != nil {
 		return fn(ctx)
 	}
-	u := &connector.Unit{}
-	uctx := connector.WithUnit(ctx, u) // the loop's events carry the unit too: hooks read its attempt there
+	u := &config.Unit{}
+	uctx := config.UnitContext(ctx, u) // the loop's events carry the unit too: hooks read its attempt there
 	u.Start()
 	err := fn(uctx)
 	r := u.Retrier()
@@ -115,7 +114,7 @@ func Retry(ctx context.Context, fn func(ctx context.Context) error) error {
 	}
 	return r.Resume(uctx, u.FailedQuery(), err, func(ctx context.Context) (string, error) {
 		u.Start()
-		err := fn(connector.WithUnit(ctx, u))
+		err := fn(config.UnitContext(ctx, u))
 		return u.FailedQuery(), err
 	})
 }

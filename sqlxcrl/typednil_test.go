@@ -11,7 +11,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
-	"github.com/crl-go/crl/config"
+	"github.com/crl-go/crl"
 	"github.com/crl-go/crl/gormcrl"
 	"github.com/crl-go/crl/sqlxcrl"
 )
@@ -24,7 +24,7 @@ func TestTypedNilConnectorIsAnErrorAtOpen(t *testing.T) {
 	var c driver.Connector = (*mssql.Connector)(nil)
 	require.True(t, c != nil, "a nil pointer in a non-nil interface")
 
-	_, _, err := config.WrapConnector(c, "sqlserver")
+	_, _, err := crl.WrapConnector(c, "sqlserver")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "nil *mssql.Connector")
 
