@@ -467,3 +467,43 @@ func TestSerializationFailureAtCommitIsReplayed(t *testing.T) {
 	assert.Equal(t, int64(2), inserts)
 	assert.Equal(t, 1, f.obs.replayed)
 }
+
+// MariaDB's lock wait time-out (1205) with innodb_rollback_on_timeout
+// off rolls back the statement only: the layer asks the server, then runs
+// that statement alone again in the live transaction, as the rule says.
+// The INSERT before it is not re-sent (the server ran it once).
+func TestMariaDBLockWaitTimeoutReRunsTheStatementAlone(t *testing.T) {
+	d := realDBNamed(t, "mariadb")
+	f := newReplayFixture(t, d, "")
+	require.NoError(t, f.db.Close())
+	var err error
+	f.db, err = crl.Open(d.driver, d.dsn(t), crl.WithRetryExec("{1205:2,700ms}"), config.WithObserver(f.obs))
+	require.NoError(t, err)
+	f.db.SetMaxOpenConns(1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = f.db.ExecContext(ctx, "SET SESSION innodb_lock_wait_timeout = 1")
+	require.NoError(t, err)
+
+	holder, err := f.admin.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	_, err = holder.ExecContext(ctx, "UPDATE "+f.table+" SET v = v + 1 WHERE id = 2")
+	require.NoError(t, err)
+	tx, err := f.db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	_, err = tx.ExecContext(ctx, f.insertLog(), "lockwait")
+	require.NoError(t, err)
+	released := make(chan error, 1)
+	go func() {
+		time.Sleep(1300 * time.Millisecond) // after the first wait timed out, before the retry
+		released <- holder.Commit()
+	}()
+	_, err = tx.ExecContext(ctx, "UPDATE "+f.table+" SET v = v + 10 WHERE id = 2")
+	require.NoError(t, <-released)
+	require.NoError(t, err, "re-run alone after the lock wait time-out")
+	require.NoError(t, tx.Commit())
+	rows, inserts := f.logState(t)
+	assert.Equal(t, int64(1), rows)
+	assert.Equal(t, int64(1), inserts, "the INSERT was not re-sent: the transaction stayed live")
+	assert.Equal(t, int64(11), f.value(t, 2))
+}
