@@ -219,21 +219,15 @@ func (t *tx) replay(ctx context.Context, query string, err error, again func(ctx
 // server, and its Commit returns err.
 func (t *tx) abandon(err error) {
 	t.rp.stopped = err
-	if rerr := t.inner.Rollback(); rerr != nil {
-		t.cn.noteBroken(rerr)
-	}
+	_ = t.endInner(false, t.inner.Rollback) // err is what the caller must see; a broken connection is noted
 }
 
 // rollbackForReplay rolls the server's transaction back; an error matters
 // only when the connection broke (a transaction the server already ended
 // answers one that says so).
 func (t *tx) rollbackForReplay(context.Context) error {
-	err := t.inner.Rollback()
-	if err != nil {
-		t.cn.noteBroken(err)
-		if t.cn.broken.Load() {
-			return err
-		}
+	if err := t.endInner(false, t.inner.Rollback); err != nil && t.cn.broken.Load() {
+		return err
 	}
 	return nil
 }

@@ -507,3 +507,40 @@ func TestMariaDBLockWaitTimeoutReRunsTheStatementAlone(t *testing.T) {
 	assert.Equal(t, int64(1), inserts, "the INSERT was not re-sent: the transaction stayed live")
 	assert.Equal(t, int64(11), f.value(t, 2))
 }
+
+// The connection broke before the replay could roll back: the replay
+// stops, the caller gets the driver's error joined with
+// ErrReplayDiverged, and the server (which rolled the transaction back
+// when the session ended) holds nothing of it.
+func TestReplayStopsWhenTheConnectionBroke(t *testing.T) {
+	for _, d := range realDBs {
+		t.Run(d.name, func(t *testing.T) {
+			f := newReplayFixture(t, d, "")
+			ctx := context.Background()
+			crltest.Inject(f.db, crltest.Fault{Err: crltest.Deadlock(f.family), Match: "UPDATE", Times: 1, InTx: true, T: t})
+			tx, err := f.db.BeginTx(ctx, nil)
+			require.NoError(t, err)
+			_, err = tx.ExecContext(ctx, f.insertLog(), "broken")
+			require.NoError(t, err)
+			idQuery, kill := "SELECT CONNECTION_ID()", "KILL CONNECTION %d"
+			if d.driver == "pgx" {
+				idQuery, kill = "SELECT pg_backend_pid()", "SELECT pg_terminate_backend(%d)"
+			}
+			var id int64
+			require.NoError(t, tx.QueryRowContext(ctx, idQuery).Scan(&id))
+			_, err = f.admin.Exec(fmt.Sprintf(kill, id))
+			require.NoError(t, err)
+			time.Sleep(100 * time.Millisecond) // the server ends the session
+			_, err = tx.ExecContext(ctx, "UPDATE "+f.table+" SET v = v + 1 WHERE id = 2")
+			require.ErrorIs(t, err, crl.ErrReplayDiverged)
+			assertDriverError(t, d, err)
+			_ = tx.Rollback()
+			rows, _ := f.logState(t)
+			assert.Zero(t, rows)
+			f.obs.mu.Lock()
+			defer f.obs.mu.Unlock()
+			require.NotEmpty(t, f.obs.gaveUp)
+			assert.Equal(t, "broken", f.obs.gaveUp[len(f.obs.gaveUp)-1].Detail)
+		})
+	}
+}
