@@ -105,18 +105,21 @@ func (cn *conn) record(ctx context.Context, query string, err error) {
 	}
 }
 
-// noteBroken marks the connection broken when err says it broke, or when
+// noteBroken marks the connection broken when err says it broke, when
 // the driver's connection is no longer valid after err (go-sql-driver/mysql
 // and pgx close theirs when the context of a running statement ends: a
-// queryTimeout's cut-off), so that database/sql takes it out of the pool
+// queryTimeout's cut-off), or when err is a failover error (the server
+// is read-only, or its database is moving: this connection would meet
+// the same server again), so that database/sql takes it out of the pool
 // (IsValid, ResetSession), and a retry runs on a new one (revive): a read
 // that a rule retries after its connection broke, a statement whose
-// time-out a rule retries.
+// time-out a rule retries, a statement a rule retries for a failover (a
+// write too: the server refused it, so it was not applied).
 func (cn *conn) noteBroken(err error) {
 	if err == driver.ErrSkip {
 		return
 	}
-	if core.IsBadConn(err) || !cn.innerValid() {
+	if core.IsBadConn(err) || cn.r.Failover(err) || !cn.innerValid() {
 		cn.broken.Store(true)
 	}
 }

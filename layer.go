@@ -51,7 +51,7 @@ var (
 )
 
 // newConnector returns the layer's connector over inner with p's settings
-// (its cut-off is inner's business: see Wrap).
+// (its cut-off is inner's business: see wrapConnector).
 func newConnector(inner driver.Connector, p poolSettings) *layerConnector {
 	c := &layerConnector{inner: inner, retrier: p.Retrier, rt: p.Runtime, readDSN: p.ReadDSN,
 		commitUnderContext: commitIgnoresContext(p.Family), dialect: dialectOf(p.Family),
@@ -98,9 +98,6 @@ func (c *layerConnector) Close() error {
 	}
 	return nil
 }
-
-// Retrier returns the Retrier of the pool's statements.
-func (c *layerConnector) Retrier() *core.Retrier { return c.retrier }
 
 // layerDriver is the driver.Driver of a pool crl opened (DB.Driver returns
 // it). Its Open and OpenConnector read the DSN they are given as the

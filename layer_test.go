@@ -22,6 +22,7 @@ import (
 
 	"github.com/crl-go/crl"
 	"github.com/crl-go/crl/config"
+	"github.com/crl-go/crl/conformance"
 	"github.com/crl-go/crl/core/coretest"
 	"github.com/crl-go/crl/gormcrl"
 	"github.com/crl-go/crl/mssqltest"
@@ -46,19 +47,17 @@ var servers = []server{
 			return srv.DSN() + "&" + keys
 		},
 		dialector: func(dsn string) gorm.Dialector { return gormsqlserver.Open(dsn) }},
-	{name: "mariadb", driver: "mysql", dsn: func(t *testing.T) string { return realDSN(t, "CRL_MYSQL_DSN") },
+	{name: "mariadb", driver: "mysql", dsn: func(t *testing.T) string { return realDSN(t, "mariadb") },
 		dialector: func(dsn string) gorm.Dialector { return gormmysql.Open(dsn) }},
-	{name: "postgres", driver: "pgx", dsn: func(t *testing.T) string { return realDSN(t, "CRL_POSTGRES_DSN") },
+	{name: "postgres", driver: "pgx", dsn: func(t *testing.T) string { return realDSN(t, "postgres") },
 		dialector: func(dsn string) gorm.Dialector { return gormpostgres.Open(dsn) }},
 }
 
-// realDSN returns the DSN in env with crl's keys added, or skips.
-func realDSN(t *testing.T, env string) string {
+// realDSN returns the DSN of the real database named name
+// (conformance.DatabaseNamed) with crl's keys added, or skips.
+func realDSN(t *testing.T, name string) string {
 	t.Helper()
-	dsn := os.Getenv(env)
-	if dsn == "" {
-		t.Skip(env + " is not set")
-	}
+	dsn := conformance.DatabaseNamed(t, name).DSN
 	if strings.Contains(dsn, "?") {
 		return dsn + "&" + keys
 	}
@@ -87,7 +86,7 @@ var openers = []struct {
 	{"crl.OpenDB", func(t *testing.T, s server, dsn string) *sql.DB {
 		_, driverDSN, err := config.ParseDSN(s.driver, dsn)
 		require.NoError(t, err)
-		c, err := driverConnector(s.driver, driverDSN)
+		c, err := crl.DriverConnector(s.driver, driverDSN)
 		require.NoError(t, err)
 		db, err := crl.OpenDB(c, s.driver)
 		require.NoError(t, err)
@@ -106,27 +105,6 @@ var openers = []struct {
 		return sqlDB
 	}},
 }
-
-// driverConnector returns the registered driver's own connector for dsn.
-func driverConnector(driverName, dsn string) (driver.Connector, error) {
-	db, err := sql.Open(driverName, dsn)
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	if dc, ok := db.Driver().(driver.DriverContext); ok {
-		return dc.OpenConnector(dsn)
-	}
-	return dsnConnector{drv: db.Driver(), dsn: dsn}, nil // go-mssqldb's Driver has no OpenConnector
-}
-
-type dsnConnector struct {
-	drv driver.Driver
-	dsn string
-}
-
-func (c dsnConnector) Connect(context.Context) (driver.Conn, error) { return c.drv.Open(c.dsn) }
-func (c dsnConnector) Driver() driver.Driver                        { return c.drv }
 
 // selectOne runs SELECT 1 on conn, below database/sql.
 func selectOne(t *testing.T, conn driver.Conn) {
@@ -192,7 +170,7 @@ func TestDriverReadsADSNAsCrlOpenDoes(t *testing.T) {
 		executions int
 	}{
 		{"the DSN's rules", nil, "&retryExec={1205:1,0}", 2},
-		{"the defaults, not the pool's DSN's rules", nil, "", 1},
+		{"the default rule, not the pool's DSN's rules", nil, "", 4},
 		{"code over the DSN", []crl.Option{crl.WithRetryExec("{1205:2,0}")}, "&retryExec={1205:1,0}", 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -18,8 +18,7 @@ import (
 
 // TestTypedNilConnectorIsAnErrorAtOpen: (*mssql.Connector)(nil) is a
 // non-nil driver.Connector whose first Connect panics; every entry point
-// that takes a connector refuses it when it opens, with one message
-// (issue 28, item 3).
+// that takes a connector refuses it when it opens, with one message.
 func TestTypedNilConnectorIsAnErrorAtOpen(t *testing.T) {
 	var c driver.Connector = (*mssql.Connector)(nil)
 	require.True(t, c != nil, "a nil pointer in a non-nil interface")

@@ -18,14 +18,13 @@ import (
 	"github.com/crl-go/crl/sqlxcrl"
 )
 
-// The acceptance of issue 28, item 4: a go-sql-driver/mysql registered
-// under a name the family table does not know (as a tracing wrapper
-// registers it), with config.WithDriverFamily("mariadb"), gets the
-// MariaDB family everywhere: the execution cut-off is set on its
-// connections (not refused as family "other"), and a COMMIT stalled on
-// the wire returns by its transaction's deadline with an error (not a
-// success after the stall), through sqlxcrl.Open (a DSN) and
-// sqlxcrl.OpenDB (a connector).
+// A go-sql-driver/mysql registered under a name the family table does not
+// know (as a tracing wrapper registers it), with
+// config.WithDriverFamily("mariadb"), gets the MariaDB family everywhere:
+// the execution cut-off is set on its connections (not refused as family
+// "other"), and a COMMIT stalled on the wire returns by its transaction's
+// deadline with an error (not a success after the stall), through
+// sqlxcrl.Open (a DSN) and sqlxcrl.OpenDB (a connector).
 func TestWrappedDriverNameKeepsTheFamilyItIsGiven(t *testing.T) {
 	if testing.Short() {
 		t.Skip("stalls real connections")

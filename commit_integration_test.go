@@ -121,11 +121,11 @@ func viaProxy(t *testing.T, db conformance.Database, addr string) (dsn, target s
 	return u.String(), target
 }
 
-// The acceptance of issue 18, item 1: a COMMIT stalled on the wire with a
-// 1.2 s deadline returns by 1.7 s with core.ErrCommitUnknown, through
-// sqlxcrl.RunInTx and gormcrl.Transaction, on MariaDB (whose driver's
-// Commit takes no context: crl ends it under the transaction's context)
-// and on PostgreSQL; the connection it stalled on is not left in use.
+// A COMMIT stalled on the wire with a 1.2 s deadline returns by 1.7 s with
+// core.ErrCommitUnknown, through sqlxcrl.RunInTx and gormcrl.Transaction,
+// on MariaDB (whose driver's Commit takes no context: crl ends it under
+// the transaction's context) and on PostgreSQL; the connection it stalled
+// on is not left in use.
 func TestStalledCommitEndsAtTheDeadline(t *testing.T) {
 	if testing.Short() {
 		t.Skip("stalls real connections")
