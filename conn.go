@@ -59,6 +59,13 @@ type conn struct {
 	// database/sql runs one transaction at a time on a connection and
 	// calls nothing of it after its Commit or Rollback.
 	ownTx tx
+
+	// Transaction replay (replay.go): the record of the transaction
+	// running, reused from one transaction to the next.
+	rec        core.TxRecord
+	results    []*result           // per recorded statement, its exec's result (nil for a query)
+	txGen      uint64              // transactions begun on the connection
+	replayArgs []driver.NamedValue // a re-sent statement's arguments, reused
 }
 
 var (
@@ -246,9 +253,17 @@ func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.Nam
 	}
 	if text, in := cn.textControl(query); text || cn.alone(ctx) {
 		res, err := cn.execInner(ctx, query, args)
-		if err != driver.ErrSkip {
-			cn.ranOnce(ctx, query, err, text, in)
+		if err == driver.ErrSkip {
+			return nil, err
 		}
+		if t := cn.recording(); t != nil {
+			if err == nil {
+				res = cn.recordExec(query, args, res)
+			} else {
+				res, err = t.execFailed(ctx, query, args, err, cn.execInner)
+			}
+		}
+		cn.ranOnce(ctx, query, err, text, in)
 		return res, err
 	}
 	return core.Retry(ctx, cn.r, query, func(ctx context.Context) (driver.Result, error) {
@@ -319,6 +334,10 @@ func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.Na
 		if err == driver.ErrSkip {
 			return nil, err
 		}
+		t := cn.recording()
+		if err != nil && t != nil {
+			ri, err = t.query(ctx, query, err, func(ctx context.Context) (driver.Rows, error) { return cn.queryInner(ctx, query, args) })
+		}
 		if err != nil {
 			cn.ranOnce(ctx, query, err, text, in)
 			return nil, err
@@ -326,7 +345,11 @@ func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.Na
 		if text {
 			cn.noteText(ctx, query, nil, in)
 		}
-		return newRows(ctx, ri, cn, query, nil, true), nil
+		rs := newRows(ctx, ri, cn, query, nil, true)
+		if t != nil {
+			cn.recordQuery(query, args, rs)
+		}
+		return rs, nil
 	}
 	return core.RetryRows(ctx, cn.r, query, func(actx context.Context) (driver.Rows, error) {
 		return cn.queryAttempt(ctx, actx, query, nil, args)
@@ -450,6 +473,7 @@ func (cn *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, 
 	}
 	cn.ownTx = tx{inner: ti, cn: cn, unit: u, ctx: ctx, underCtx: cn.c.commitUnderContext}
 	cn.tx = &cn.ownTx
+	cn.startRecording(ctx, cn.tx, opts)
 	return cn.tx, nil
 }
 
