@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 
+	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/internal/layer/adapter"
 	"github.com/crl-go/crl/internal/layer/connector"
 )
@@ -113,7 +114,7 @@ func Retry(ctx context.Context, fn func(ctx context.Context) error) error {
 	if r == nil {
 		return err
 	}
-	return r.Resume(uctx, u.FailedQuery(), err, func(ctx context.Context) (string, error) {
+	return r.Run(uctx, core.Op{Kind: core.KindTransaction, Query: u.FailedQuery(), Ran: true, Err: err}, func(ctx context.Context) (string, error) {
 		u.Start()
 		err := fn(connector.WithUnit(ctx, u))
 		return u.FailedQuery(), err

@@ -71,10 +71,6 @@ var (
 	// is not run again.
 	ErrAfterFirstRow = errors.New("core: error after the query's first row, not retried")
 
-	// errNotAdmitted is what Admission.DoTx returns for an Admission that
-	// Retrier.Admit did not make (its zero value): nothing ran.
-	errNotAdmitted = errors.New("core: Admission.DoTx needs an Admission from Retrier.Admit")
-
 	// ErrCircuitOpen reports an operation refused at once because the
 	// circuit breaker is open: the last operations all failed with
 	// retryable errors. Nothing of the operation ran. The error still

@@ -198,7 +198,7 @@ func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.Nam
 		}
 		return res, err
 	}
-	return core.Retry(ctx, cn.r, query, func(ctx context.Context) (driver.Result, error) {
+	return retried(ctx, cn.r, core.Op{Query: query}, func(ctx context.Context) (driver.Result, error) {
 		if err := cn.revive(ctx); err != nil {
 			return nil, err
 		}
@@ -273,7 +273,7 @@ func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.Na
 		}
 		return newRows(ctx, ri, cn, query, nil, true), nil
 	}
-	return core.RetryRows(ctx, cn.r, query, func(actx context.Context) (driver.Rows, error) {
+	return retried(ctx, cn.r, core.Op{Query: query, Rows: true}, func(actx context.Context) (driver.Rows, error) {
 		return cn.queryAttempt(ctx, actx, query, func(ctx context.Context) (driver.Rows, error) {
 			return cn.queryInner(ctx, query, args)
 		})
@@ -452,3 +452,18 @@ func (cn *conn) CheckNamedValue(nv *driver.NamedValue) error {
 
 // Close closes the connection below.
 func (cn *conn) Close() error { return cn.inner.Close() }
+
+// retried runs a statement under r's statement loop (core.Retrier.Run),
+// keeping the value of the attempt that succeeded; on failure it is the
+// zero value.
+func retried[T any](ctx context.Context, r *core.Retrier, op core.Op, fn func(ctx context.Context) (T, error)) (T, error) {
+	var out T
+	err := r.Run(ctx, op, func(ctx context.Context) (string, error) {
+		v, err := fn(ctx)
+		if err == nil {
+			out = v
+		}
+		return op.Query, err
+	})
+	return out, err
+}

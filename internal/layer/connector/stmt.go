@@ -87,7 +87,7 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 		s.cn.ranOnce(ctx, s.query, err, text, in)
 		return res, err
 	}
-	return core.Retry(ctx, s.cn.r, s.query, func(ctx context.Context) (driver.Result, error) {
+	return retried(ctx, s.cn.r, core.Op{Query: s.query}, func(ctx context.Context) (driver.Result, error) {
 		if err := s.revive(ctx); err != nil {
 			return nil, err
 		}
@@ -114,7 +114,7 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 		}
 		return newRows(ctx, ri, s.cn, s.query, nil, true), nil
 	}
-	return core.RetryRows(ctx, s.cn.r, s.query, func(actx context.Context) (driver.Rows, error) {
+	return retried(ctx, s.cn.r, core.Op{Query: s.query, Rows: true}, func(actx context.Context) (driver.Rows, error) {
 		if err := s.revive(actx); err != nil {
 			return nil, err
 		}
