@@ -15,7 +15,7 @@ import (
 
 // core's public API fits on one screen (issue 31): what `go doc -short
 // ./core` lists — each top-level const and var declaration, function and
-// type, and each type's constructors and constant groups — is at most 40
+// type, and each type's constructors and constant groups — is at most 38
 // entries, and the loops report to one observer interface.
 func TestCoreAPIFitsOnOneScreen(t *testing.T) {
 	fset := token.NewFileSet()
@@ -47,7 +47,7 @@ func TestCoreAPIFitsOnOneScreen(t *testing.T) {
 			interfaces = append(interfaces, ty.Name)
 		}
 	}
-	assert.LessOrEqual(t, len(listed), 40, "go doc -short ./core lists %d: %v", len(listed), listed)
+	assert.LessOrEqual(t, len(listed), 38, "go doc -short ./core lists %d: %v", len(listed), listed)
 	assert.ElementsMatch(t, []string{"Clock", "Observer"}, interfaces,
 		"core's interfaces: one observer, and the clock")
 }
