@@ -114,9 +114,9 @@ func Retry(ctx context.Context, fn func(ctx context.Context) error) error {
 	if r == nil {
 		return err
 	}
-	return r.Run(uctx, core.Op{Kind: core.KindTransaction, Query: u.FailedQuery(), Ran: true, Err: err}, func(ctx context.Context) (string, error) {
+	op := core.Op{Kind: core.KindTransaction, Ran: true, Query: u.FailedQuery(), Err: err, Failed: u.FailedQuery}
+	return r.Run(uctx, &op, func(ctx context.Context) error {
 		u.Start()
-		err := fn(connector.WithUnit(ctx, u))
-		return u.FailedQuery(), err
+		return fn(connector.WithUnit(ctx, u))
 	})
 }

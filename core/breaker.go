@@ -213,7 +213,6 @@ func (b *Breaker) allow() (permit, error) {
 // before anything of the operation ran: the breaker's two steps (allow
 // before, the permit's report after) split across two calls.
 type admission struct {
-	given   bool
 	pm      permit
 	started time.Time // when the operation started, for Elapsed
 }
@@ -224,11 +223,14 @@ type admission struct {
 // when the observer reads the time) and asks the breaker whether it may
 // run. When the breaker is open the error matches ErrCircuitOpen (and
 // unwraps to the error that opened it), a GaveUp event is emitted, and
-// nothing of the operation may run. Otherwise it returns op admitted:
-// then exactly one of two things ends it — Run, which does not ask the
-// breaker again and reports the outcome of the attempts to it, or
-// Release, which gives the leave back unused.
-func (r *Retrier) Admit(ctx context.Context, op Op) (Op, error) {
+// nothing of the operation may run. Otherwise op is admitted: then
+// exactly one of two things ends it — Run, which does not ask the breaker
+// again and reports the outcome of the attempts to it, or Release, which
+// gives the leave back unused.
+func (r *Retrier) Admit(ctx context.Context, op *Op) error {
+	if op == nil {
+		return errNoOp
+	}
 	if r.refresh != nil {
 		r.refresh()
 	}
@@ -236,17 +238,21 @@ func (r *Retrier) Admit(ctx context.Context, op Op) (Op, error) {
 	r.begin(&o)
 	pm, err := r.admit(&o)
 	if err != nil {
-		return op, err
+		return err
 	}
-	op.admission = admission{given: true, pm: pm, started: o.started}
-	return op, nil
+	op.admitted, op.admission = true, admission{pm: pm, started: o.started}
+	return nil
 }
 
 // Release gives back the leave of an admitted Op that will not be Run: it
 // tells the breaker nothing about the database, and a probe's place goes
 // to the next operation. An Op that Admit did not admit has nothing to
 // give back.
-func (op Op) Release() { op.admission.pm.undecided() }
+func (op *Op) Release() {
+	if op != nil {
+		op.admission.pm.undecided()
+	}
+}
 
 // admit asks the circuit breaker whether o may start, and emits GaveUp
 // when it may not.

@@ -48,7 +48,7 @@ import (
 // and to its reason (ErrLoginTimeout when loginTimeout ran out or leaves
 // no time for a retry).
 func (r *Retrier) Connect(ctx context.Context, fn func(ctx context.Context) error) error {
-	return r.Run(ctx, Op{Kind: KindConnection}, func(ctx context.Context) (string, error) { return "", fn(ctx) })
+	return r.Run(ctx, &Op{Kind: KindConnection}, fn)
 }
 
 // connect is Run for a connection, its caller having refreshed the
@@ -115,8 +115,7 @@ func (c *connectRun) loginLoop(fn attemptFunc) (err, stop error) {
 		// A driver's error about a DSN it cannot read quotes the DSN,
 		// password included: masked here, before any event or caller
 		// sees it.
-		_, err := fn(actx)
-		err = redact.Error(err)
+		err := redact.Error(fn(actx))
 		expired := err != nil && actx.Err() != nil && caller.Err() == nil
 		cancel()
 		if err == nil {

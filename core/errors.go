@@ -71,6 +71,9 @@ var (
 	// is not run again.
 	ErrAfterFirstRow = errors.New("core: error after the query's first row, not retried")
 
+	// errNoOp is what Admit returns given no Op to admit.
+	errNoOp = errors.New("core: Retrier.Admit needs an Op to admit")
+
 	// ErrCircuitOpen reports an operation refused at once because the
 	// circuit breaker is open: the last operations all failed with
 	// retryable errors. Nothing of the operation ran. The error still

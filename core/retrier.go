@@ -80,9 +80,8 @@ func NewRetrier(p Policy, o Options) (*Retrier, error) {
 }
 
 // attemptFunc is one attempt of an operation, the one shape of every
-// loop: it returns the attempt's error and, when it failed, the text of
-// the statement that failed ("" when the failure was not a statement).
-type attemptFunc = func(ctx context.Context) (failedQuery string, err error)
+// loop: it returns the attempt's error.
+type attemptFunc = func(ctx context.Context) error
 
 // operation is what the events of one operation share. (Its attempt
 // function is passed beside it: stored in it, the closure would leak with
@@ -90,8 +89,9 @@ type attemptFunc = func(ctx context.Context) (failedQuery string, err error)
 type operation struct {
 	ctx     context.Context
 	kind    Kind
-	query   string // for a transaction, the statement that failed last
-	id      uint64 // drawn at the first event
+	query   string        // for a transaction, the statement that failed last
+	failed  func() string // Op.Failed
+	id      uint64        // drawn at the first event
 	started time.Time
 }
 
@@ -130,18 +130,14 @@ func (r *Retrier) Policy() Policy { return *r.policy.Load() }
 // Budget returns the retry budget, nil when it is off.
 func (r *Retrier) Budget() *Budget { return r.budget }
 
-// Op describes an operation that Run runs. The zero value is a
-// statement whose first attempt Run runs.
+// Op describes an operation that Run runs. The zero value (and a nil
+// *Op) is a statement whose first attempt Run runs. Run reads it and
+// keeps nothing of it.
 type Op struct {
 	// Kind says which loop runs the operation: a statement (the zero
 	// value), a whole transaction or unit of work, or a connection (see
 	// Connect).
 	Kind Kind
-	// Query is the statement's text, which the rules' query filters are
-	// checked against. For a transaction it is the statement that failed
-	// in the attempt that already ran (Ran), "" when that failure was not
-	// a statement; later attempts return their own (see Run).
-	Query string
 	// Ran says that the operation's first attempt already ran, outside
 	// Run, and ended with Err: Run decides on that outcome as on an
 	// attempt of its own and runs only the retries. It is for an
@@ -152,9 +148,6 @@ type Op struct {
 	// replays). When a rule retries Err, the circuit breaker is asked
 	// before the first retry. Not for a connection.
 	Ran bool
-	// Err is the error of the attempt that already ran (Ran); nil when
-	// it succeeded.
-	Err error
 	// Rows says that the statement's result (rows) is read after fn
 	// returns: on success the attempt's context, bounded by a positive
 	// QueryTimeout, is not cancelled, so reading the rows is bounded too;
@@ -164,8 +157,23 @@ type Op struct {
 	// transaction's attempts are not bounded by QueryTimeout (the
 	// statements inside are, by the driver layer).
 	Rows bool
+	// Query is the statement's text, which the rules' query filters are
+	// checked against. For a transaction it is the statement that failed
+	// in the attempt that already ran (Ran), "" when that failure was not
+	// a statement.
+	Query string
+	// Err is the error of the attempt that already ran (Ran); nil when
+	// it succeeded.
+	Err error
+	// Failed, when set, is asked after each attempt that failed for the
+	// text of the statement that failed ("" when the failure was not a
+	// statement): for a transaction, the statement whose error ended it
+	// (the driver layer records it). Nil: the statement is Query. (A
+	// statement with Failed set never runs its first attempt directly.)
+	Failed func() string
 
-	admission admission // given by Admit: the breaker's leave, taken before anything ran
+	admitted  bool      // Admit gave the breaker's leave before anything ran
+	admission admission // that leave
 }
 
 // limit says how QueryTimeout bounds op's attempts.
@@ -188,12 +196,10 @@ func (op *Op) first() *error {
 	return nil
 }
 
-// Run runs op: fn is called, and called again after the rule's wait while
-// it fails with an error whose rule allows another retry and whose query
-// filter matches the failed statement. fn returns, when it fails, the
-// text of the statement that failed ("" when the failure was not a
-// statement): a statement's own text, or for a transaction the statement
-// whose error ended it (the driver layer records it).
+// Run runs op: fn, one attempt, is called, and called again after the
+// rule's wait while it fails with an error whose rule allows another
+// retry and whose query filter matches the failed statement (op.Query,
+// or what op.Failed says).
 //
 // A first attempt that fails with an error no rule retries is returned
 // unchanged. Every other failure is a *RetryError that unwraps to the last
@@ -208,49 +214,99 @@ func (op *Op) first() *error {
 // OperationEnded) and no queryTimeout: a statement's first attempt runs
 // directly, and a success costs one atomic load of the budget and the
 // observer's Operation.
-func (r *Retrier) Run(ctx context.Context, op Op, fn func(ctx context.Context) (failedQuery string, err error)) error {
-	if op.admission.given {
-		o := operation{ctx: ctx, kind: op.Kind, query: op.Query, started: op.admission.started}
+func (r *Retrier) Run(ctx context.Context, op *Op, fn func(ctx context.Context) error) error {
+	if op == nil || op.Kind != KindStatement || op.Ran || op.admitted || op.Failed != nil {
+		return r.loop(ctx, op, fn)
+	}
+	if op.Rows {
+		return r.statement(ctx, op.Query, limitRows, fn)
+	}
+	return r.statement(ctx, op.Query, limitCall, fn)
+}
+
+// statement is Run for a statement whose first attempt Run runs. When
+// nobody is to be asked or told and no queryTimeout bounds the attempt,
+// the first attempt runs directly and a success costs one atomic load of
+// the budget (and the observer's count); anything else goes through the
+// loop.
+func (r *Retrier) statement(ctx context.Context, query string, l limit, fn attemptFunc) error {
+	if r.refresh != nil {
+		r.refresh() // may swap the policy: load it after
+	}
+	p := r.direct.Load()
+	if p == nil {
+		o := operation{ctx: ctx, kind: KindStatement, query: query}
+		return r.fromStart(&o, l, fn)
+	}
+	err := fn(ctx)
+	r.count(KindStatement)
+	if err == nil {
+		r.budget.earn()
+		return nil
+	}
+	return r.afterDirect(ctx, p, query, l, fn, err)
+}
+
+// afterDirect is the rest of a statement's loop, under p, after its
+// first attempt ran directly and failed with err.
+func (r *Retrier) afterDirect(ctx context.Context, p *Policy, query string, l limit, fn attemptFunc, err error) error {
+	o := operation{ctx: ctx, kind: KindStatement, query: query}
+	return r.run(&o, p, permit{}, fn, l, &err)
+}
+
+// loop is Run for every operation but a plain statement: one whose first
+// attempt already ran (Ran), one that Admit admitted, a transaction, a
+// connection.
+func (r *Retrier) loop(ctx context.Context, op *Op, fn attemptFunc) error {
+	if op == nil {
+		return r.statement(ctx, "", limitCall, fn)
+	}
+	if op.admitted { // Admit counted it, asked the breaker and refreshed
+		o := operation{ctx: ctx, kind: op.Kind, query: op.Query, failed: op.Failed, started: op.admission.started}
 		return r.run(&o, r.policy.Load(), op.admission.pm, fn, op.limit(), op.first())
 	}
 	if r.refresh != nil {
 		r.refresh() // may swap the policy: load it after
 	}
-	if p := r.direct.Load(); p != nil && op.Kind == KindStatement && !op.Ran {
-		failed, err := fn(ctx)
-		r.count(KindStatement)
-		if err == nil {
-			r.budget.earn()
-			return nil
-		}
-		o := operation{ctx: ctx, kind: KindStatement, query: failed}
-		return r.run(&o, p, permit{}, fn, op.limit(), &err)
-	}
 	switch {
 	case op.Kind == KindConnection:
 		return r.connect(ctx, fn)
 	case op.Ran:
-		return r.resume(ctx, &op, fn)
+		return r.resume(ctx, op, fn)
 	}
-	o := operation{ctx: ctx, kind: op.Kind, query: op.Query}
-	r.begin(&o)
-	pm, err := r.admit(&o)
+	o := operation{ctx: ctx, kind: op.Kind, query: op.Query, failed: op.Failed}
+	return r.fromStart(&o, op.limit(), fn)
+}
+
+// fromStart runs o's loop from its first attempt: counted, the breaker
+// asked, then the loop.
+func (r *Retrier) fromStart(o *operation, l limit, fn attemptFunc) error {
+	r.begin(o)
+	pm, err := r.admit(o)
 	if err != nil {
 		return err
 	}
-	return r.run(&o, r.policy.Load(), pm, fn, op.limit(), nil)
+	return r.run(o, r.policy.Load(), pm, fn, l, nil)
 }
 
 // Do runs one statement: Run for a statement whose text is query, with
 // fn's error as each attempt's.
 func (r *Retrier) Do(ctx context.Context, query string, fn func(ctx context.Context) error) error {
-	return r.Run(ctx, Op{Query: query}, func(ctx context.Context) (string, error) { return query, fn(ctx) })
+	return r.statement(ctx, query, limitCall, fn)
 }
 
 // DoTx runs a whole transaction: Run for a transaction, fn running it
-// from BEGIN to COMMIT on a fresh transaction each time.
+// from BEGIN to COMMIT on a fresh transaction each time and returning,
+// when it fails, the text of the statement that failed ("" when the
+// failure was not a statement), so that the rule's query filter is
+// checked against it.
 func (r *Retrier) DoTx(ctx context.Context, fn func(ctx context.Context) (failedQuery string, err error)) error {
-	return r.Run(ctx, Op{Kind: KindTransaction}, fn)
+	var failed string
+	return r.Run(ctx, &Op{Kind: KindTransaction, Failed: func() string { return failed }}, func(ctx context.Context) error {
+		var err error
+		failed, err = fn(ctx)
+		return err
+	})
 }
 
 // resume is Run for an operation whose first attempt already ran: it is
@@ -258,7 +314,7 @@ func (r *Retrier) DoTx(ctx context.Context, fn func(ctx context.Context) (failed
 // before the first retry (an open breaker ends the operation with a
 // *RetryError that matches ErrCircuitOpen and unwraps to op.Err).
 func (r *Retrier) resume(ctx context.Context, op *Op, fn attemptFunc) error {
-	o := operation{ctx: ctx, kind: op.Kind, query: op.Query}
+	o := operation{ctx: ctx, kind: op.Kind, query: op.Query, failed: op.Failed}
 	r.begin(&o)
 	p := r.policy.Load()
 	var pm permit
@@ -451,15 +507,14 @@ func (r *Retrier) succeeded(o *operation, n int) {
 // for the events and the query filter.
 func (r *Retrier) attempt(o *operation, p *Policy, call attemptFunc, l limit) (timedOut bool, err error) {
 	ctx := o.ctx
-	var failed string
 	switch {
 	case p.QueryTimeout <= 0 || l == limitNone:
-		failed, err = call(ctx)
+		err = call(ctx)
 	case l == limitRows:
 		// The rows are read after fn returns: the context lives until they
 		// are closed or read to the end, or until its deadline.
 		actx := newRowsContext(ctx, p.QueryTimeout, r.clock)
-		failed, err = call(actx)
+		err = call(actx)
 		timedOut = err != nil && actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 		if err != nil {
 			actx.cancel(context.Canceled)
@@ -468,12 +523,12 @@ func (r *Retrier) attempt(o *operation, p *Policy, call attemptFunc, l limit) (t
 		}
 	default:
 		actx, cancel := context.WithTimeout(ctx, p.QueryTimeout)
-		failed, err = call(actx)
+		err = call(actx)
 		timedOut = err != nil && actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 		cancel()
 	}
-	if err != nil {
-		o.query = failed
+	if err != nil && o.failed != nil {
+		o.query = o.failed()
 	}
 	return timedOut, err
 }

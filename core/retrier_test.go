@@ -454,12 +454,12 @@ func TestOptionsNoRetry(t *testing.T) {
 // on failure.
 func runValue[T any](ctx context.Context, r *core.Retrier, op core.Op, fn func(context.Context) (T, error)) (T, error) {
 	var out T
-	err := r.Run(ctx, op, func(ctx context.Context) (string, error) {
+	err := r.Run(ctx, &op, func(ctx context.Context) error {
 		v, err := fn(ctx)
 		if err == nil {
 			out = v
 		}
-		return op.Query, err
+		return err
 	})
 	return out, err
 }

@@ -130,8 +130,8 @@ func (c *unitCallbacks) start(db *gorm.DB) {
 	// operation it refuses must not write, and its verdict is applied to
 	// the attempts that ran (crl:unit_end).
 	loop := c.plugin.active(db).forPool(stmt.ConnPool).retrier()
-	admission, err := loop.Admit(stmt.Context, core.Op{Kind: core.KindTransaction})
-	if err != nil {
+	admission := core.Op{Kind: core.KindTransaction}
+	if err := loop.Admit(stmt.Context, &admission); err != nil {
 		_ = db.AddError(err) // the chain's callbacks see it and run nothing
 		return
 	}
@@ -226,7 +226,12 @@ type unitRun struct {
 func (c *unitCallbacks) retry(db *gorm.DB, u *unit) {
 	stmt := db.Statement
 	r := &unitRun{c: c, db: db, u: u}
-	err := u.loop.Run(stmt.Context, u.admission, r.attempt)
+	var failed string
+	u.admission.Failed = func() string { return failed }
+	err := u.loop.Run(stmt.Context, &u.admission, func(ctx context.Context) (err error) {
+		failed, err = r.attempt(ctx)
+		return err
+	})
 	switch {
 	case r.last != nil: // the last attempt is the operation's statement
 		db.RowsAffected = r.last.RowsAffected

@@ -19,9 +19,9 @@ import (
 func RetryRow[R interface{ Err() error }](ctx context.Context, r *core.Retrier, query string, run func(ctx context.Context) R, refused func(err error) R) (R, error) {
 	var row R
 	ran := false
-	err := r.Run(ctx, core.Op{Query: query, Rows: true}, func(ctx context.Context) (string, error) {
+	err := r.Run(ctx, &core.Op{Query: query, Rows: true}, func(ctx context.Context) error {
 		row, ran = run(ctx), true
-		return query, row.Err()
+		return row.Err()
 	})
 	if !ran && err != nil {
 		row = refused(err)

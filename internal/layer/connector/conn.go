@@ -458,12 +458,12 @@ func (cn *conn) Close() error { return cn.inner.Close() }
 // zero value.
 func retried[T any](ctx context.Context, r *core.Retrier, op core.Op, fn func(ctx context.Context) (T, error)) (T, error) {
 	var out T
-	err := r.Run(ctx, op, func(ctx context.Context) (string, error) {
+	err := r.Run(ctx, &op, func(ctx context.Context) error {
 		v, err := fn(ctx)
 		if err == nil {
 			out = v
 		}
-		return op.Query, err
+		return err
 	})
 	return out, err
 }

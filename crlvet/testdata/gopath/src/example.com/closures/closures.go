@@ -228,9 +228,9 @@ func coreUnit(ctx context.Context, r *core.Retrier, n int) error {
 	}); err != nil {
 		return err
 	}
-	return r.Run(ctx, core.Op{}, func(ctx context.Context) (string, error) {
+	return r.Run(ctx, &core.Op{}, func(ctx context.Context) error {
 		n-- // want `the closure given to Run updates n`
-		return "", nil
+		return nil
 	})
 }
 

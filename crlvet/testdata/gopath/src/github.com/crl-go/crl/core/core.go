@@ -11,6 +11,6 @@ func (r *Retrier) DoTx(ctx context.Context, fn func(ctx context.Context) (failed
 
 type Op struct{}
 
-func (r *Retrier) Run(ctx context.Context, op Op, fn func(ctx context.Context) (failedQuery string, err error)) error {
+func (r *Retrier) Run(ctx context.Context, op *Op, fn func(ctx context.Context) error) error {
 	return nil
 }
