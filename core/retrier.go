@@ -83,15 +83,24 @@ func NewRetrier(p Policy, o Options) (*Retrier, error) {
 // loop: it returns the attempt's error.
 type attemptFunc = func(ctx context.Context) error
 
-// operation is what the events of one operation share. (Its attempt
-// function is passed beside it: stored in it, the closure would leak with
-// the context that the events hand to the observer, and allocate.)
+// attempts is how an operation's attempts run: fn, bounded by
+// QueryTimeout as l says, and after a failure failed (when set) tells
+// which statement failed (Op.Failed). It is passed beside the operation:
+// stored in it, the closures would leak with the context that the events
+// hand to the observer, and allocate.
+type attempts struct {
+	fn     attemptFunc
+	failed func() string
+	l      limit
+}
+
+// operation is what the events of one operation share. (Its attempts are
+// passed beside it.)
 type operation struct {
 	ctx     context.Context
 	kind    Kind
-	query   string        // for a transaction, the statement that failed last
-	failed  func() string // Op.Failed
-	id      uint64        // drawn at the first event
+	query   string // for a transaction, the statement that failed last
+	id      uint64 // drawn at the first event
 	started time.Time
 }
 
@@ -187,6 +196,11 @@ func (op *Op) limit() limit {
 	return limitCall
 }
 
+// attempts returns how op's attempts run, fn each.
+func (op *Op) attempts(fn attemptFunc) attempts {
+	return attempts{fn: fn, failed: op.Failed, l: op.limit()}
+}
+
 // first returns the outcome of the attempt that already ran (Ran), nil
 // when none did.
 func (op *Op) first() *error {
@@ -236,7 +250,7 @@ func (r *Retrier) statement(ctx context.Context, query string, l limit, fn attem
 	p := r.direct.Load()
 	if p == nil {
 		o := operation{ctx: ctx, kind: KindStatement, query: query}
-		return r.fromStart(&o, l, fn)
+		return r.fromStart(&o, attempts{fn: fn, l: l})
 	}
 	err := fn(ctx)
 	r.count(KindStatement)
@@ -244,14 +258,14 @@ func (r *Retrier) statement(ctx context.Context, query string, l limit, fn attem
 		r.budget.earn()
 		return nil
 	}
-	return r.afterDirect(ctx, p, query, l, fn, err)
+	return r.afterDirect(ctx, p, query, attempts{fn: fn, l: l}, err)
 }
 
 // afterDirect is the rest of a statement's loop, under p, after its
 // first attempt ran directly and failed with err.
-func (r *Retrier) afterDirect(ctx context.Context, p *Policy, query string, l limit, fn attemptFunc, err error) error {
+func (r *Retrier) afterDirect(ctx context.Context, p *Policy, query string, a attempts, err error) error {
 	o := operation{ctx: ctx, kind: KindStatement, query: query}
-	return r.run(&o, p, permit{}, fn, l, &err)
+	return r.run(&o, p, permit{}, a, &err)
 }
 
 // loop is Run for every operation but a plain statement: one whose first
@@ -262,8 +276,8 @@ func (r *Retrier) loop(ctx context.Context, op *Op, fn attemptFunc) error {
 		return r.statement(ctx, "", limitCall, fn)
 	}
 	if op.admitted { // Admit counted it, asked the breaker and refreshed
-		o := operation{ctx: ctx, kind: op.Kind, query: op.Query, failed: op.Failed, started: op.admission.started}
-		return r.run(&o, r.policy.Load(), op.admission.pm, fn, op.limit(), op.first())
+		o := operation{ctx: ctx, kind: op.Kind, query: op.Query, started: op.admission.started}
+		return r.run(&o, r.policy.Load(), op.admission.pm, op.attempts(fn), op.first())
 	}
 	if r.refresh != nil {
 		r.refresh() // may swap the policy: load it after
@@ -272,21 +286,21 @@ func (r *Retrier) loop(ctx context.Context, op *Op, fn attemptFunc) error {
 	case op.Kind == KindConnection:
 		return r.connect(ctx, fn)
 	case op.Ran:
-		return r.resume(ctx, op, fn)
+		return r.resume(ctx, op, op.attempts(fn))
 	}
-	o := operation{ctx: ctx, kind: op.Kind, query: op.Query, failed: op.Failed}
-	return r.fromStart(&o, op.limit(), fn)
+	o := operation{ctx: ctx, kind: op.Kind, query: op.Query}
+	return r.fromStart(&o, op.attempts(fn))
 }
 
 // fromStart runs o's loop from its first attempt: counted, the breaker
 // asked, then the loop.
-func (r *Retrier) fromStart(o *operation, l limit, fn attemptFunc) error {
+func (r *Retrier) fromStart(o *operation, a attempts) error {
 	r.begin(o)
 	pm, err := r.admit(o)
 	if err != nil {
 		return err
 	}
-	return r.run(o, r.policy.Load(), pm, fn, l, nil)
+	return r.run(o, r.policy.Load(), pm, a, nil)
 }
 
 // Do runs one statement: Run for a statement whose text is query, with
@@ -301,11 +315,19 @@ func (r *Retrier) Do(ctx context.Context, query string, fn func(ctx context.Cont
 // failure was not a statement), so that the rule's query filter is
 // checked against it.
 func (r *Retrier) DoTx(ctx context.Context, fn func(ctx context.Context) (failedQuery string, err error)) error {
+	if r.refresh != nil {
+		r.refresh() // may swap the policy: load it after
+	}
 	var failed string
-	return r.Run(ctx, &Op{Kind: KindTransaction, Failed: func() string { return failed }}, func(ctx context.Context) error {
-		var err error
-		failed, err = fn(ctx)
-		return err
+	o := operation{ctx: ctx, kind: KindTransaction}
+	return r.fromStart(&o, attempts{
+		fn: func(ctx context.Context) error {
+			var err error
+			failed, err = fn(ctx)
+			return err
+		},
+		failed: func() string { return failed },
+		l:      limitNone,
 	})
 }
 
@@ -313,8 +335,8 @@ func (r *Retrier) DoTx(ctx context.Context, fn func(ctx context.Context) (failed
 // counted, and when a rule retries its error the circuit breaker is asked
 // before the first retry (an open breaker ends the operation with a
 // *RetryError that matches ErrCircuitOpen and unwraps to op.Err).
-func (r *Retrier) resume(ctx context.Context, op *Op, fn attemptFunc) error {
-	o := operation{ctx: ctx, kind: op.Kind, query: op.Query, failed: op.Failed}
+func (r *Retrier) resume(ctx context.Context, op *Op, a attempts) error {
+	o := operation{ctx: ctx, kind: op.Kind, query: op.Query}
 	r.begin(&o)
 	p := r.policy.Load()
 	var pm permit
@@ -331,7 +353,7 @@ func (r *Retrier) resume(ctx context.Context, op *Op, fn attemptFunc) error {
 			}
 		}
 	}
-	return r.run(&o, p, pm, fn, op.limit(), op.first())
+	return r.run(&o, p, pm, a, op.first())
 }
 
 // Unretried tells the Retrier of a statement's error that came where it
@@ -399,7 +421,7 @@ func (r *Retrier) elapsed(o *operation) time.Duration {
 // Whatever ends the loop, the outcome reaches the breaker (pm) — a panic
 // (or runtime.Goexit) in call, a hook or an observer counts as a failure,
 // and goes on — and the observer's OperationEnded.
-func (r *Retrier) run(o *operation, p *Policy, pm permit, call attemptFunc, l limit, first *error) (err error) {
+func (r *Retrier) run(o *operation, p *Policy, pm permit, a attempts, first *error) (err error) {
 	if r.timed {
 		err = errRunning // until the loop returns: see ended
 		defer r.ended(o, &err)
@@ -413,7 +435,7 @@ func (r *Retrier) run(o *operation, p *Policy, pm permit, call attemptFunc, l li
 	if first != nil {
 		failed = *first
 	} else {
-		timedOut, failed = r.attempt(o, p, call, l)
+		timedOut, failed = r.attempt(o, p, a)
 	}
 	for n := 1; ; n++ {
 		if failed == nil {
@@ -437,7 +459,7 @@ func (r *Retrier) run(o *operation, p *Policy, pm permit, call attemptFunc, l li
 			settled, failure = true, true
 			return stop
 		}
-		timedOut, failed = r.attempt(o, p, call, l)
+		timedOut, failed = r.attempt(o, p, a)
 	}
 }
 
@@ -505,16 +527,16 @@ func (r *Retrier) succeeded(o *operation, n int) {
 // It reports whether the attempt's own time limit ran out while the
 // caller's context is alive, and notes the failed statement in o.query
 // for the events and the query filter.
-func (r *Retrier) attempt(o *operation, p *Policy, call attemptFunc, l limit) (timedOut bool, err error) {
+func (r *Retrier) attempt(o *operation, p *Policy, a attempts) (timedOut bool, err error) {
 	ctx := o.ctx
 	switch {
-	case p.QueryTimeout <= 0 || l == limitNone:
-		err = call(ctx)
-	case l == limitRows:
+	case p.QueryTimeout <= 0 || a.l == limitNone:
+		err = a.fn(ctx)
+	case a.l == limitRows:
 		// The rows are read after fn returns: the context lives until they
 		// are closed or read to the end, or until its deadline.
 		actx := newRowsContext(ctx, p.QueryTimeout, r.clock)
-		err = call(actx)
+		err = a.fn(actx)
 		timedOut = err != nil && actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 		if err != nil {
 			actx.cancel(context.Canceled)
@@ -523,12 +545,12 @@ func (r *Retrier) attempt(o *operation, p *Policy, call attemptFunc, l limit) (t
 		}
 	default:
 		actx, cancel := context.WithTimeout(ctx, p.QueryTimeout)
-		err = call(actx)
+		err = a.fn(actx)
 		timedOut = err != nil && actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 		cancel()
 	}
-	if err != nil && o.failed != nil {
-		o.query = o.failed()
+	if err != nil && a.failed != nil {
+		o.query = a.failed()
 	}
 	return timedOut, err
 }
