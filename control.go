@@ -3,7 +3,7 @@ package crl
 import (
 	"context"
 
-	"github.com/crl-go/crl/internal/layer/connector"
+	"github.com/crl-go/crl/config"
 )
 
 // WithoutRetry returns a context under which crl retries nothing: a
@@ -28,7 +28,7 @@ import (
 // once and ends the unit when it fails, and the unit is then re-run
 // whole: giving such a statement WithoutRetry changes nothing. To run the
 // unit once, give WithoutRetry to the context the unit starts with.
-func WithoutRetry(ctx context.Context) context.Context { return connector.WithoutRetry(ctx) }
+func WithoutRetry(ctx context.Context) context.Context { return config.NoRetryContext(ctx) }
 
 // Attempt returns which run of a unit that crl re-runs is running: 1 for
 // the first run, 2 for the first re-run, and so on; 0 for a context of no
@@ -52,4 +52,4 @@ func WithoutRetry(ctx context.Context) context.Context { return connector.Withou
 // is that of the unit around it, 0 when there is none. The number belongs
 // to the unit, not to the process: two units running at once have their
 // own.
-func Attempt(ctx context.Context) int { return connector.Attempt(ctx) }
+func Attempt(ctx context.Context) int { return config.Attempt(ctx) }

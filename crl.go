@@ -7,8 +7,6 @@ import (
 	"fmt"
 
 	"github.com/crl-go/crl/config"
-	"github.com/crl-go/crl/internal/layer/adapter"
-	"github.com/crl-go/crl/internal/layer/connector"
 )
 
 // Option is a setting given in code; every config.With… function is one.
@@ -35,11 +33,7 @@ func Open(driverName, dsn string, opts ...Option) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("crl: %w", err)
 	}
-	db, err := adapter.Open(driverName, driverDSN, rt)
-	if err != nil {
-		return nil, fmt.Errorf("crl: %w", err)
-	}
-	return db, nil
+	return OpenRuntime(driverName, driverDSN, rt)
 }
 
 // OpenDB opens a pool like sql.OpenDB over a driver.Connector of your own
@@ -50,9 +44,9 @@ func Open(driverName, dsn string, opts ...Option) (*sql.DB, error) {
 // is no DSN: the settings come from opts, the properties file and the
 // defaults. It does not connect.
 func OpenDB(c driver.Connector, driverName string, opts ...Option) (*sql.DB, error) {
-	wrapped, _, err := config.WrapConnector(c, driverName, opts...)
+	wrapped, _, err := WrapConnector(c, driverName, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("crl: %w", err)
+		return nil, err
 	}
 	return sql.OpenDB(wrapped), nil
 }
@@ -64,12 +58,11 @@ func RuntimeOf(db *sql.DB) (*config.Runtime, bool) {
 	if db == nil {
 		return nil, false
 	}
-	d, ok := db.Driver().(*connector.Driver)
-	if !ok {
+	d, ok := db.Driver().(*layerDriver)
+	if !ok || d.c.rt == nil {
 		return nil, false
 	}
-	rt, ok := d.Owner().(*config.Runtime)
-	return rt, ok && rt != nil
+	return d.c.rt, true
 }
 
 // Unwrap returns the driver's own connection under a connection of a
@@ -80,7 +73,15 @@ func RuntimeOf(db *sql.DB) (*config.Runtime, bool) {
 //		pgxConn := crl.Unwrap(dc).(*stdlib.Conn).Conn()
 //		…
 //	})
-func Unwrap(driverConn any) any { return connector.Unwrap(driverConn) }
+func Unwrap(driverConn any) any {
+	for {
+		u, ok := driverConn.(interface{ driverConn() driver.Conn })
+		if !ok {
+			return driverConn
+		}
+		driverConn = u.driverConn()
+	}
+}
 
 // ErrNotCrlPool is the error of crltest.Check and crltest.Inject given a
 // *sql.DB that crl did not open: its driver has no crl layer to inject a
@@ -93,4 +94,4 @@ var ErrNotCrlPool = errors.New("crl: the *sql.DB was not opened by crl; open it 
 // itself: the helper commits when fn returns nil and rolls back when it
 // returns an error. Nothing is retried; the error also matches
 // sql.ErrTxDone.
-var ErrClosureEndedTx = adapter.ErrClosureEndedTx
+var ErrClosureEndedTx = config.ErrClosureEndedTx

@@ -23,7 +23,10 @@ import (
 	"github.com/crl-go/crl"
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
+	"github.com/crl-go/crl/core/coretest"
+	"github.com/crl-go/crl/crltest"
 	"github.com/crl-go/crl/internal/testsupport/resetproxy"
+	"github.com/crl-go/crl/mssqltest"
 )
 
 // A reset storm through go-sql-driver/mysql's own connector: every login
@@ -519,6 +522,57 @@ func TestTimedOutAttemptRetriedOnANewPgxConnection(t *testing.T) {
 			var n int64
 			require.NoError(t, admin.QueryRow("SELECT last_value FROM "+seq).Scan(&n))
 			assert.Equal(t, int64(2), n, "executions")
+		})
+	}
+}
+
+// With no retryExec anywhere, a pool retries a deadlock victim under the
+// default rule {deadlock,serialization:3,100ms*2}, each wait a random
+// time up to the rule's (full jitter); retryExec= (empty) retries
+// nothing, as the JDBC driver does. Each family: mssqltest, MariaDB,
+// PostgreSQL.
+func TestDefaultRuleRetriesADeadlockWithJitter(t *testing.T) {
+	type pool struct{ name, driver, family, dsn string }
+	srv := mssqltest.NewServer(t)
+	srv.Handle("UPDATE t SET v = 1", mssqltest.Affected(1))
+	pools := []pool{{"mssqltest", "sqlserver", "sqlserver", srv.DSN()}}
+	for _, d := range realDBs {
+		if dsn := os.Getenv(d.env); dsn != "" {
+			pools = append(pools, pool{d.name, d.driver, d.name, dsn})
+		}
+	}
+	for _, p := range pools {
+		t.Run(p.name, func(t *testing.T) {
+			clock := coretest.NewClock(time.Time{})
+			obs := &coretest.Observer{}
+			db, err := crl.Open(p.driver, p.dsn, config.WithClock(clock), config.WithObserver(obs))
+			require.NoError(t, err)
+			defer db.Close()
+			query := "SELECT 1"
+			if p.driver == "sqlserver" {
+				query = "UPDATE t SET v = 1"
+			}
+			crltest.Inject(db, crltest.Fault{Err: crltest.Deadlock(p.family), Times: 3, T: t})
+			_, err = db.Exec(query)
+			require.NoError(t, err, "retried 3 times, the fourth attempt succeeds")
+			sleeps := clock.Sleeps()
+			require.Len(t, sleeps, 3)
+			for i, max := range []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond} {
+				assert.LessOrEqual(t, sleeps[i], max, "wait %d: full jitter, up to the rule's wait", i+1)
+				assert.Equal(t, "deadlock", obs.Snapshot().Retries[i].Token)
+			}
+			assert.NotEqual(t, []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}, sleeps, "jittered")
+
+			sep := "?"
+			if strings.Contains(p.dsn, "?") {
+				sep = "&"
+			}
+			none, err := crl.Open(p.driver, p.dsn+sep+"retryExec=")
+			require.NoError(t, err)
+			defer none.Close()
+			crltest.Inject(none, crltest.Fault{Err: crltest.Deadlock(p.family), Times: 1, T: t})
+			_, err = none.Exec(query)
+			assert.Equal(t, crltest.Deadlock(p.family), err, "retryExec= retries nothing: the driver's own error")
 		})
 	}
 }

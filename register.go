@@ -10,7 +10,6 @@ import (
 	"slices"
 
 	"github.com/crl-go/crl/config"
-	"github.com/crl-go/crl/internal/layer/adapter"
 )
 
 // Register registers, with database/sql, a driver that is driverName's
@@ -70,11 +69,11 @@ func (d *registered) OpenConnector(dsn string) (driver.Connector, error) {
 	if err != nil {
 		return nil, fmt.Errorf("crl: %w", err)
 	}
-	inner, err := adapter.DriverConnector(d.driverName, driverDSN)
+	inner, err := driverConnector(d.driverName, driverDSN)
 	if err != nil {
 		return nil, fmt.Errorf("crl: open %q: %w", d.driverName, err)
 	}
-	c, err := rt.Connector(inner)
+	c, err := wrapRuntime(inner, rt)
 	if err != nil {
 		return nil, fmt.Errorf("crl: %w", err)
 	}

@@ -5,9 +5,8 @@ import (
 	"database/sql"
 	"errors"
 
+	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
-	"github.com/crl-go/crl/internal/layer/adapter"
-	"github.com/crl-go/crl/internal/layer/connector"
 )
 
 // errNilFunc is the error of RunInTx and Retry given no function.
@@ -50,30 +49,30 @@ func RunInTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sql.
 		return errNilFunc
 	}
 	rt, ok := RuntimeOf(db)
-	if !ok || connector.NoRetry(ctx) {
+	if !ok || config.NoRetry(ctx) {
 		_, err := runTx(ctx, nil, db, opts, fn)
 		return err
 	}
-	if u := connector.UnitOf(ctx); u != nil {
+	if u := config.UnitOf(ctx); u != nil {
 		_, err := runTx(ctx, u, db, opts, fn)
 		return err
 	}
 	// The loop's events carry the unit too: hooks read its attempt there.
-	u := &connector.Unit{}
-	return rt.Retrier().DoTx(connector.WithUnit(ctx, u), func(ctx context.Context) (string, error) {
+	u := &config.Unit{}
+	return rt.Retrier().DoTx(config.UnitContext(ctx, u), func(ctx context.Context) (string, error) {
 		u.Start()
-		return runTx(connector.WithUnit(ctx, u), u, db, opts, fn)
+		return runTx(config.UnitContext(ctx, u), u, db, opts, fn)
 	})
 }
 
 // runTx runs one attempt of RunInTx, begun with ctx, its statements
 // recorded in u (nil: in none, run once).
-func runTx(ctx context.Context, u *connector.Unit, db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) error) (string, error) {
+func runTx(ctx context.Context, u *config.Unit, db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) error) (string, error) {
 	tx, err := db.BeginTx(ctx, opts)
 	if err != nil {
 		return "", err
 	}
-	return adapter.Run("crl", u.FailedQuery, func() error { return fn(tx) }, tx.Rollback, tx.Commit)
+	return config.RunTx("crl", u.FailedQuery, func() error { return fn(tx) }, tx.Rollback, tx.Commit)
 }
 
 // Retry runs fn, a unit of work — a transaction of a library whose
@@ -103,11 +102,11 @@ func Retry(ctx context.Context, fn func(ctx context.Context) error) error {
 	if fn == nil {
 		return errNilFunc
 	}
-	if connector.NoRetry(ctx) || connector.UnitOf(ctx) != nil {
+	if config.NoRetry(ctx) || config.UnitOf(ctx) != nil {
 		return fn(ctx)
 	}
-	u := &connector.Unit{}
-	uctx := connector.WithUnit(ctx, u) // the loop's events carry the unit too: hooks read its attempt there
+	u := &config.Unit{}
+	uctx := config.UnitContext(ctx, u) // the loop's events carry the unit too: hooks read its attempt there
 	u.Start()
 	err := fn(uctx)
 	r := u.Retrier()
@@ -117,6 +116,6 @@ func Retry(ctx context.Context, fn func(ctx context.Context) error) error {
 	op := core.Op{Kind: core.KindTransaction, Ran: true, Query: u.FailedQuery(), Err: err, Failed: u.FailedQuery}
 	return r.Run(uctx, &op, func(ctx context.Context) error {
 		u.Start()
-		return fn(connector.WithUnit(ctx, u))
+		return fn(config.UnitContext(ctx, u))
 	})
 }

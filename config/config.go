@@ -12,8 +12,21 @@ import (
 // retryRefresh is not set.
 const DefaultRetryRefresh = 30 * time.Second
 
+// DefaultRetryExec is the statement rule of a handle for which no source
+// (code, DSN, properties file) sets retryExec: deadlock victims and
+// serialization failures, the errors whose statement the server always
+// rolled back, retried 3 times after 100 ms, 200 ms and 400 ms, with full
+// jitter unless retryJitter is set. retryExec= (empty) means no rules, as
+// in the JDBC driver, whose default is none.
+const DefaultRetryExec = "{deadlock,serialization:3,100ms*2}"
+
+// defaultRules is DefaultRetryExec compiled; TestDefaultRetryExecParses
+// holds it to parse.
+var defaultRules, _ = core.ParseStatementRules(DefaultRetryExec)
+
 // Config holds the settings of one database handle. The zero value means
-// the JDBC defaults: no statement rules, the builtin connection list,
+// the JDBC defaults but one: the statement rule DefaultRetryExec with full
+// jitter where the JDBC driver has none; the builtin connection list,
 // connectRetryCount 1, connectRetryInterval 10 s, loginTimeout 30 s, no
 // queryTimeout, the default retry budget, no jitter.
 //
@@ -23,8 +36,10 @@ const DefaultRetryRefresh = 30 * time.Second
 // defaults. The fields take the values of core.Policy, so "off" is never
 // the ambiguous zero.
 type Config struct {
-	// RetryExec is the retryExec rules, as written. "" is not set (no
-	// rules unless a lower source has some); "{}" is explicitly no rules.
+	// RetryExec is the retryExec rules, as written. "" is not set
+	// (DefaultRetryExec unless a lower source has rules); "{}", or ""
+	// given by an option, a DSN (retryExec=) or a properties line, is
+	// explicitly no rules.
 	// A reader or an option that sets it keeps the rules it compiled
 	// beside it, for Policy.
 	RetryExec string
@@ -70,7 +85,9 @@ type Config struct {
 	// queryTimeout". SQL Server needs none: the driver's cancellation
 	// (ATTENTION) stops the statement on the server.
 	ExecutionCutoff time.Duration
-	// Jitter randomises statement waits. Zero: none (the JDBC schedule).
+	// Jitter randomises statement waits. Zero: none (the JDBC schedule),
+	// except under DefaultRetryExec, whose waits are fully jittered unless
+	// retryJitter is set.
 	Jitter core.Jitter
 	// Clock is the time source of the loops and of the refresh. Nil means
 	// the real clock. Only code sets it.
@@ -113,6 +130,13 @@ func (c Config) Policy() (core.Policy, error) {
 	if err != nil {
 		return core.Policy{}, &ValueError{Key: keyRetryConn, Value: c.RetryConn, Reason: err.Error(), Err: err}
 	}
+	jitter := c.Jitter
+	if c.UsesDefaultRule() {
+		stmt = defaultRules
+		if !c.hasKey(keyRetryJitter) {
+			jitter = core.JitterFull
+		}
+	}
 	return core.Policy{
 		Statement:            stmt,
 		Connection:           conn,
@@ -120,9 +144,13 @@ func (c Config) Policy() (core.Policy, error) {
 		ConnectRetryCount:    c.ConnectRetryCount,
 		ConnectRetryInterval: c.ConnectRetryInterval,
 		LoginTimeout:         c.LoginTimeout,
-		Jitter:               c.Jitter,
+		Jitter:               jitter,
 	}, nil
 }
+
+// UsesDefaultRule reports whether no source sets retryExec, so that the
+// handle's statement rules are DefaultRetryExec.
+func (c Config) UsesDefaultRule() bool { return !c.hasKey(keyRetryExec) }
 
 // RefreshInterval returns how often the properties file is looked at:
 // RetryRefresh, or DefaultRetryRefresh when it is zero; a negative value
@@ -153,9 +181,10 @@ func WithConfig(c Config) Option {
 	return func(dst *Config) { *dst = c.over(*dst) }
 }
 
-// WithRetryExec sets the retryExec rules, such as "{1205,1222:3,2*2}".
-// "" or "{}" means no statement is retried, whatever the DSN or the file
-// say.
+// WithRetryExec sets the retryExec rules, such as "{1205,1222:3,2*2}" or
+// "{deadlock,lockTimeout:3,100ms*2}". "" or "{}" means no statement is
+// retried, whatever the DSN or the file say (without any retryExec, a
+// handle runs DefaultRetryExec).
 func WithRetryExec(rules string) Option {
 	exec := compile(rules, core.ParseStatementRules)
 	return option(keyRetryExec, func(c *Config) { c.RetryExec, c.exec = rules, exec })

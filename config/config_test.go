@@ -72,3 +72,48 @@ func TestPolicyCompilesALiteral(t *testing.T) {
 		assert.ErrorIs(t, err, core.ErrInvalidRuleFormat)
 	}
 }
+
+// No source sets retryExec: the handle runs DefaultRetryExec with full
+// jitter (unless retryJitter is set); retryExec set to nothing, in code,
+// the DSN or the file, means no rules, as in the JDBC driver.
+func TestDefaultRetryExec(t *testing.T) {
+	_, err := core.ParseStatementRules(DefaultRetryExec)
+	require.NoError(t, err, "DefaultRetryExec parses")
+	t.Setenv(EnvProperties, "")
+	chdir(t, t.TempDir())
+	for _, tc := range []struct {
+		name        string
+		dsn         string
+		opts        []Option
+		rules       string
+		jitter      core.Jitter
+		usesDefault bool
+	}{
+		{"nothing", "server=h", nil, "{deadlock:3,100ms*2};{serialization:3,100ms*2}", core.JitterFull, true},
+		{"retryJitter set", "server=h;retryJitter=equal", nil, "{deadlock:3,100ms*2};{serialization:3,100ms*2}", core.JitterEqual, true},
+		{"WithJitter none", "server=h", []Option{WithJitter(core.JitterNone)}, "{deadlock:3,100ms*2};{serialization:3,100ms*2}", core.JitterNone, true},
+		{"ADO retryExec=", "server=h;retryExec=", nil, "", core.JitterNone, false},
+		{"URL retryExec=", "sqlserver://h?retryExec=", nil, "", core.JitterNone, false},
+		{"URL retryExec={}", "sqlserver://h?retryExec={}", nil, "", core.JitterNone, false},
+		{"WithRetryExec empty", "server=h", []Option{WithRetryExec("")}, "", core.JitterNone, false},
+		{"a rule of the DSN", "server=h;retryExec={1205:2,1}", nil, "{1205:2,1s+2s}", core.JitterNone, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt, _, err := NewRuntime("sqlserver", tc.dsn, tc.opts...)
+			require.NoError(t, err)
+			p := rt.Retrier().Policy()
+			assert.Equal(t, tc.rules, p.Statement.String())
+			assert.Equal(t, tc.jitter, p.Jitter)
+			assert.Equal(t, tc.usesDefault, rt.Config().UsesDefaultRule())
+		})
+	}
+	for driver, dsn := range map[string]string{"mysql": "u@tcp(h)/db?retryExec=", "pgx": "postgres://u@h/db?retryExec="} {
+		rt, _, err := NewRuntime(driver, dsn)
+		require.NoError(t, err, dsn)
+		assert.Zero(t, rt.Retrier().Policy().Statement.Len(), dsn)
+	}
+	file := newPropertiesFile(t, "retryExec=\n")
+	rt, _, err := NewRuntime("sqlserver", "server=h", WithPropertiesFile(file.path))
+	require.NoError(t, err)
+	assert.Zero(t, rt.Retrier().Policy().Statement.Len(), "a properties line retryExec= means no rules")
+}

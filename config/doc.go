@@ -17,5 +17,13 @@
 // Every Runtime has its own state: two database handles in one process
 // never see each other's rules (the JDBC driver keeps one JVM-wide set).
 //
+// config also holds what the driver layer (package crl) and the helpers
+// above it (crl's, sqlxcrl's, gormcrl's) share, so that none of them
+// imports another's internals: the Unit a helper puts in the context it
+// begins a transaction with and the layer records into, the no-retry
+// mark behind crl.WithoutRetry, a transaction attempt's end (RunTx), the
+// slice a whole read puts back before a re-run (Rewind), and the faults
+// crltest injects into a pool's Runtime.
+//
 // See docs/configuration.md for every key, its default and its range.
 package config

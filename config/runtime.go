@@ -2,7 +2,6 @@ package config
 
 import (
 	"crypto/sha256"
-	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,8 +13,6 @@ import (
 	"time"
 
 	"github.com/crl-go/crl/core"
-	"github.com/crl-go/crl/internal/layer/connector"
-	"github.com/crl-go/crl/internal/layer/typednil"
 	"github.com/crl-go/crl/internal/tables/family"
 )
 
@@ -36,7 +33,7 @@ type Runtime struct {
 	observer core.Observer
 	current  atomic.Pointer[Config] // fixed over the last good file
 
-	// For a DSN given to the pool's Driver (readDSN): the driver name
+	// For a DSN given to the pool's Driver (ForDSN): the driver name
 	// whose DSN forms it is read in (familyDriver's), and the options in
 	// code.
 	driverName string
@@ -44,6 +41,8 @@ type Runtime struct {
 
 	interval  atomic.Int64 // nanoseconds between looks at the file; ≤ 0: never
 	nextCheck atomic.Int64 // unix nanoseconds of the next look
+
+	faults atomic.Pointer[faults] // injected into the pool (AddFault); nil without one
 
 	mu       sync.Mutex  // held by the one goroutine that looks at the file
 	applied  contentHash // of the content in effect, or last reported bad
@@ -157,7 +156,7 @@ func (r *Runtime) startWith(merged Config) error {
 		return err
 	}
 	r.start = startOnlyOf(merged)
-	o := core.Options{Clock: r.clock, Observer: r.observer, NoRetry: connector.NoRetry}
+	o := core.Options{Clock: r.clock, Observer: r.observer, NoRetry: NoRetry}
 	if !merged.NoBudget {
 		if o.Budget, err = core.NewBudget(merged.Budget); err != nil {
 			return err
@@ -414,71 +413,11 @@ func (r *Runtime) now() time.Time {
 	return r.clock.Now()
 }
 
-// WrapConnector returns c under crl's driver layer and connection loop,
-// for plain database/sql (sql.OpenDB; crl.OpenDB does both), sqlc, ent,
-// bun and every other user of a driver.Connector, with the handle's
-// Runtime: one budget, one breaker, one properties file. Every Connect of
-// the returned connector — every new pooled connection — runs the JDBC
-// connection algorithm around c.Connect (both loops, loginTimeout, the
-// retry budget, the events), sets the execution cut-off when one is
-// configured, and, for MySQL/MariaDB, ends COMMIT and ROLLBACK under their
-// transaction's context; its connections run every statement outside a
-// transaction under the Runtime's statement loop (docs/databasesql.md).
-//
-// driverName names the family (internal/tables/family's table: sqlserver, mssql,
-// azuresql, mysql, pgx, postgres, …); a wrapped name (sqlserver-otel)
-// needs WithDriverFamily. Settings come from opts, the properties file and
-// the defaults (there is no DSN to read). A driver of no known family gets
-// the connection loop too, with its errors classified by their shape; an
-// execution cut-off is then an error.
-func WrapConnector(c driver.Connector, driverName string, opts ...Option) (driver.Connector, *Runtime, error) {
-	if typednil.Is(c) {
-		// A nil pointer in a non-nil interface would panic at the first
-		// Connect, far from here.
-		if c == nil {
-			return nil, nil, errors.New("config: WrapConnector: the connector is nil, expected a driver.Connector such as mssql.NewConnector's")
-		}
-		return nil, nil, fmt.Errorf("config: WrapConnector: the connector is a nil %T, expected a driver.Connector such as mssql.NewConnector's", c)
-	}
-	rt, _, err := NewRuntime(driverName, "", opts...)
-	if err != nil {
-		return nil, nil, err
-	}
-	wrapped, err := rt.Connector(c)
-	if err != nil {
-		return nil, nil, fmt.Errorf("config: WrapConnector: %w", err)
-	}
-	return wrapped, rt, nil
-}
-
-// Connector returns c under crl's driver layer and connection loop with
-// r's settings: the connector of a pool whose Runtime is r (crl.RuntimeOf
-// reports it). crl.Open, crl.OpenDB, a crl.Register name and the
-// adapters build their pools with it; WrapConnector is NewRuntime and
-// Connector. It sets the execution cut-off on every new connection when
-// r has one, and for MySQL/MariaDB ends COMMIT and ROLLBACK under their
-// transaction's context.
-//
-// The pool's Driver (DB.Driver) reads a DSN it is given (Open,
-// OpenConnector) as NewRuntime does, with r's driver name and options in
-// code: that DSN's keys over the properties file and the defaults, each
-// such DSN a Runtime of its own, and the driver below gets the DSN
-// without crl's keys.
-func (r *Runtime) Connector(c driver.Connector) (driver.Connector, error) {
-	return connector.Wrap(c, r.layerPool())
-}
-
-// layerPool returns what the driver layer keeps of r.
-func (r *Runtime) layerPool() connector.Pool {
-	return connector.Pool{Owner: r, Retrier: r.retrier, Family: r.family, Cutoff: r.cutoff, ReadDSN: r.readDSN}
-}
-
-// readDSN is the layer's Pool.ReadDSN: the settings of a new handle of
-// r's driver name and options in code, for dsn, and dsn for the driver.
-func (r *Runtime) readDSN(dsn string) (connector.Pool, string, error) {
-	rt, driverDSN, err := newRuntime(r.driverName, r.code, dsn)
-	if err != nil {
-		return connector.Pool{}, "", err
-	}
-	return rt.layerPool(), driverDSN, nil
+// ForDSN returns the Runtime of another handle with r's driver name and
+// options in code, for dsn, and the DSN for the driver (dsn without
+// crl's keys): the driver layer reads a DSN given to a pool's Driver
+// (DB.Driver().Open, OpenConnector) with it, as the pool's opener read
+// its own.
+func (r *Runtime) ForDSN(dsn string) (*Runtime, string, error) {
+	return newRuntime(r.driverName, r.code, dsn)
 }

@@ -313,6 +313,16 @@ func (c *Config) has(i int) bool {
 	return c.set&(1<<i) != 0 || settings[i].isSet(c)
 }
 
+// hasKey reports whether the setting named key is set in c.
+func (c *Config) hasKey(key string) bool {
+	for i := range settings {
+		if settings[i].key == key {
+			return c.has(i)
+		}
+	}
+	return false
+}
+
 // mark records that the setting named key is set in c, even to zero.
 func (c *Config) mark(key string) {
 	for i := range settings {

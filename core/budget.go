@@ -289,8 +289,8 @@ func (b *Budget) settle(d *decision) {
 }
 
 // classOf is the class of a failure: the settings' lists first (its
-// number or SQLSTATE, then the named conditions it meets), then the
-// builtin table.
+// number or SQLSTATE, its class by meaning, then the named conditions it
+// meets), then the builtin table.
 func (b *Budget) classOf(c *errorFacts) budgetClass {
 	if b.overrides != nil {
 		if t, ok := c.errorToken(); ok {
@@ -300,6 +300,11 @@ func (b *Budget) classOf(c *errorFacts) budgetClass {
 		}
 		if c.state != 0 {
 			if k, ok := b.overrides[c.state]; ok {
+				return k
+			}
+		}
+		if m := c.meaning(); m != 0 {
+			if k, ok := b.overrides[m]; ok {
 				return k
 			}
 		}

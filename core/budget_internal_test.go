@@ -186,13 +186,19 @@ func TestBudgetPaysForAHotRow(t *testing.T) {
 // Every entry of the class table parses, and the same number is classed
 // by the family whose error carries it.
 func TestClassTableParses(t *testing.T) {
-	rows, cut := 0, 0
+	rows := 0
 	for _, f := range family.All() {
-		rows += len(f.Profile().Contention) + len(f.Profile().Overload)
-		cut += len(f.Profile().CutoffErrors)
+		for _, c := range errorClasses {
+			if c.errors != nil {
+				rows += len(c.errors(f.Profile()))
+			}
+		}
 	}
-	require.Len(t, builtinClasses, rows, "a class row of the family table does not parse, or is there twice")
-	require.Len(t, cutoffs, cut, "a cut-off error of the family table does not parse, or is there twice")
+	require.Len(t, meanings, rows, "a class row of the family table does not parse, or is there twice")
+	for i, c := range errorClasses {
+		assert.Equal(t, i, classIndex(c.tok), "errorClasses is indexed by classIndex")
+		assert.Equal(t, c.tok, mustToken(t, tokenNames[i]), "tokenNames is indexed by classIndex")
+	}
 	for _, tc := range []struct {
 		err  error
 		want budgetClass
@@ -203,6 +209,9 @@ func TestClassTableParses(t *testing.T) {
 		{sqlServerErr(40501), classOverload},
 		{sqlServerErr(40613), classTransient},
 		{sqlServerErr(4060), classTransient},
+		{sqlServerErr(701), classOverload},
+		{pgErr("55P03"), classOverload},
+		{pgErr("25006"), classTransient},
 		{pgErr("40P01"), classContention},
 		{pgErr("40001"), classContention},
 		{pgErr("53300"), classOverload},
@@ -265,4 +274,11 @@ func TestBudgetAllowance(t *testing.T) {
 	assert.Equal(t, 300, b.Allowance("mysql", "badconn"), "moved to contention")
 	var off *Budget
 	assert.Equal(t, -1, off.Allowance("sqlserver", "1205"))
+}
+
+func mustToken(t *testing.T, s string) token {
+	t.Helper()
+	tok, err := parseToken(s)
+	require.NoError(t, err)
+	return tok
 }

@@ -222,11 +222,11 @@ func factsOf(err error, attemptTimedOut bool) errorFacts {
 // chain carries it.
 func (w *chainFacts) cutoff(state token) bool {
 	if w.isMySQL {
-		if t, ok := numberToken(w.mysql); ok && cutoffs[familyToken{familyOfMySQL, t}] {
+		if t, ok := numberToken(w.mysql); ok && isCutoff(familyOfMySQL, t) {
 			return true
 		}
 	}
-	return state != 0 && cutoffs[familyToken{familyOfState, state}]
+	return state != 0 && isCutoff(familyOfState, state)
 }
 
 // chainFacts is what one walk over an error chain finds for factsOf.

@@ -58,6 +58,10 @@ func (p *Policy) Decide(query string, attempt int, err error) (wait time.Duratio
 // attemptTimedOut says that the attempt's own time limit (queryTimeout)
 // ran out while the caller's context was alive.
 func (p *Policy) decide(kind Kind, query string, attempt int, err error, attemptTimedOut bool) decision {
+	if s, ok := err.(*replayStop); ok {
+		// A replay that must stop whatever the rules say (replay.go).
+		return decision{Reason: s.reason, Detail: s.code, dbFailure: s.code != stopAnswer}
+	}
 	if kind == KindTransaction && errors.Is(err, ErrCommitUnknown) {
 		// Never retried, never silent: the caller must find out whether
 		// the transaction was applied.

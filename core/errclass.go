@@ -43,28 +43,66 @@ var (
 	familyOfState    = family.OfErrors(family.SQLStateErrors)
 )
 
-// familyToken is a key of builtinClasses and cutoffs.
+// familyToken is a key of meanings.
 type familyToken struct {
 	family errFamily
 	tok    token
 }
 
-// builtinClasses is the one table of classes, the families' rows
-// (family.Profile.Contention and Overload) as a lookup: every error it
-// does not name is transient, and a time-out (the named condition
-// timeout) is overload whatever its number. It is never written after
-// package initialisation.
-var builtinClasses = func() map[familyToken]budgetClass {
-	m := map[familyToken]budgetClass{}
+// errorClass is one class by meaning: the rule token that names it, the
+// errors it holds on each family, what the retry budget charges for one
+// of them, and whether a connection rule may name it.
+type errorClass struct {
+	tok    token
+	errors func(p *family.Profile) []string // the family's errors of the class; nil: a condition no number holds (badconn)
+	cost   budgetClass
+	conn   bool // retryConn may name it: a login may fail with it
+}
+
+// errorClasses is the one table of the classes by meaning, indexed by
+// classIndex. Rules name a class by its token (tokenNames); the family
+// table (family.Profile) lists each family's errors of each class; the
+// retry budget charges each class's cost. A time-out is overload
+// whatever its number; the listed numbers of timeout are the servers'
+// execution cut-offs. Statement classes (deadlock, serialization,
+// lockTimeout) never fail a login, so retryConn refuses them.
+var errorClasses = [...]errorClass{
+	-1 - tokenTimeout:       {tok: tokenTimeout, errors: func(p *family.Profile) []string { return p.CutoffErrors }, cost: classOverload, conn: true},
+	-1 - tokenBadConn:       {tok: tokenBadConn, cost: classTransient, conn: true},
+	-1 - tokenDeadlock:      {tok: tokenDeadlock, errors: func(p *family.Profile) []string { return p.Deadlock }, cost: classContention},
+	-1 - tokenSerialization: {tok: tokenSerialization, errors: func(p *family.Profile) []string { return p.Serialization }, cost: classContention},
+	-1 - tokenLockTimeout:   {tok: tokenLockTimeout, errors: func(p *family.Profile) []string { return p.LockTimeout }, cost: classOverload},
+	-1 - tokenFailover:      {tok: tokenFailover, errors: func(p *family.Profile) []string { return p.Failover }, cost: classTransient, conn: true},
+	-1 - tokenThrottle:      {tok: tokenThrottle, errors: func(p *family.Profile) []string { return p.Throttle }, cost: classOverload, conn: true},
+}
+
+// classIndex is the index in errorClasses of a class token.
+func classIndex(t token) int { return int(-1 - t) }
+
+// classOf returns the class a token names, or nil when t names no class
+// (an error number or a SQLSTATE).
+func classOf(t token) *errorClass {
+	if i := classIndex(t); t < 0 && i < len(errorClasses) {
+		return &errorClasses[i]
+	}
+	return nil
+}
+
+// meanings maps each family's error tokens to the token of their class,
+// the families' rows of errorClasses as a lookup: an error it does not
+// name is of no class (transient for the budget). It is never written
+// after package initialisation.
+var meanings = func() map[familyToken]token {
+	m := map[familyToken]token{}
 	for _, f := range family.All() {
-		p := f.Profile()
-		for _, row := range [...]struct {
-			toks  []string
-			class budgetClass
-		}{{p.Contention, classContention}, {p.Overload, classOverload}} {
-			for _, tok := range row.toks {
-				if t, err := parseToken(tok); err == nil { // TestClassTableParses catches a typo
-					m[familyToken{f, t}] = row.class
+		for i := range errorClasses {
+			c := &errorClasses[i]
+			if c.errors == nil {
+				continue
+			}
+			for _, tok := range c.errors(f.Profile()) {
+				if t, err := parseToken(tok); err == nil && t >= 0 { // TestClassTableParses catches a typo
+					m[familyToken{f, t}] = c.tok
 				}
 			}
 		}
@@ -72,20 +110,17 @@ var builtinClasses = func() map[familyToken]budgetClass {
 	return m
 }()
 
-// cutoffs are the errors of a statement that a server's execution cut-off
-// stopped (family.Profile.CutoffErrors): time-outs. It is never written
-// after package initialisation.
-var cutoffs = func() map[familyToken]bool {
-	m := map[familyToken]bool{}
-	for _, f := range family.All() {
-		for _, tok := range f.Profile().CutoffErrors {
-			if t, err := parseToken(tok); err == nil { // TestClassTableParses catches a typo
-				m[familyToken{f, t}] = true
-			}
-		}
+// isCutoff reports an error token of family fam that its server's
+// execution cut-off sends: a time-out.
+func isCutoff(fam errFamily, t token) bool { return meanings[familyToken{fam, t}] == tokenTimeout }
+
+// meaning returns the token of f's class by the table (0 for none).
+func (f *errorFacts) meaning() token {
+	if t, ok := f.errorToken(); ok {
+		return meanings[familyToken{f.family, t}]
 	}
-	return m
-}()
+	return 0
+}
 
 // errorToken is the token the class table knows an error by: its SQLSTATE
 // for PostgreSQL, its number otherwise (0, false without either).
@@ -110,14 +145,29 @@ func (f *errorFacts) builtinClass() budgetClass {
 	return classTransient
 }
 
-// tableClass is the class of the error token t of family fam by the
-// table: overload for a time-out, the table's entry, else transient.
+// tableClass is the budget class of the error token t of family fam by
+// the table: a class token's own (overload for a time-out), the class
+// of the error's meaning, else transient.
 func tableClass(fam errFamily, t token) budgetClass {
-	if t == tokenTimeout {
-		return classOverload
+	if c := classOf(t); c != nil {
+		return c.cost
 	}
-	if k, ok := builtinClasses[familyToken{fam, t}]; ok {
-		return k
+	if m, ok := meanings[familyToken{fam, t}]; ok {
+		return classOf(m).cost
 	}
 	return classTransient
+}
+
+// Failover reports whether err, or an error it wraps, is of the class
+// failover on its family (MySQL 1290, PostgreSQL 25006, SQL Server 40613,
+// …; docs/rules.md): the connection reached a server that cannot serve
+// it now, so the driver layer takes the connection out of the pool and a
+// retry runs on a new one. It is a method so that the driver layer asks
+// the Retrier it already holds; it reads no state of r, which may be nil.
+func (*Retrier) Failover(err error) bool {
+	if err == nil {
+		return false
+	}
+	f := factsOf(err, false)
+	return f.meaning() == tokenFailover
 }

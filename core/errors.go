@@ -80,6 +80,14 @@ var (
 	// unwraps to the driver error that opened the breaker (an earlier
 	// operation's, not this one's).
 	ErrCircuitOpen = errors.New("core: circuit breaker open")
+
+	// ErrReplayDiverged is joined with the original driver error when a
+	// transaction replay stopped after it ran: an answer the caller had seen
+	// came back different, a re-sent statement failed where the caller had
+	// seen it succeed, or the connection broke. Nothing of the transaction is
+	// left on the server. A helper that re-runs its closure (crl.RunInTx,
+	// sqlxcrl.RunInTxx, gormcrl.Transaction, crl.Retry) runs it again then.
+	ErrReplayDiverged = errors.New("core: transaction replay diverged: an answer the caller saw came back different")
 )
 
 // RuleError is a parse error of a rule string: it names the rule and the

@@ -125,6 +125,7 @@ type RetryScheduled struct {
 	Elapsed time.Duration // since the first attempt started (0 for an Observer without OperationEnded)
 	Token   string        // the error token whose rule fired; "" for a connection
 	Err     error         // the attempt's error
+	Replay  bool          // a transaction replay of the driver layer (Retrier.Replay), not a unit's re-run
 }
 
 // GaveUp describes an error returned after a retryable failure, or an
@@ -137,6 +138,14 @@ type GaveUp struct {
 	Attempts int   // attempts that ran
 	Reason   error // a sentinel: ErrRetriesExhausted, ErrRetryBudgetExceeded, ...
 	Err      error // the last attempt's error
+	// Replay marks a transaction replay (Retrier.Replay) that stopped
+	// (Reason ErrReplayDiverged) or did not run (Detail says why:
+	// rows_open, limit, batch).
+	Replay bool
+	// Detail says more about Reason, as RetryError's Detail; for a
+	// replay, its stop code: diverged, broken, rows_open, limit, batch,
+	// answer (the failed statement ran again and failed on its own).
+	Detail string
 }
 
 // Succeeded describes an operation that succeeded after retries.
@@ -147,6 +156,7 @@ type Succeeded struct {
 	Query    string        // for a transaction, the statement that failed last
 	Attempts int           // attempts that ran, the successful one included (≥ 2)
 	Elapsed  time.Duration // from the start of the first attempt to the end of the last (0 as in RetryScheduled)
+	Replay   bool          // a transaction replay of the driver layer (Retrier.Replay) that succeeded
 }
 
 // RulesReloaded describes a reload of a properties file.

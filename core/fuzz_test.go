@@ -40,7 +40,7 @@ func FuzzParseStatementRules(f *testing.F) {
 }
 
 func FuzzParseConnectionRules(f *testing.F) {
-	for _, s := range []string{"", "{+4060}", "{4060};{+40143}", "{+4060,4070}", "{4060:3}", "{abc}", "{40P01,badconn}"} {
+	for _, s := range []string{"", "{+4060}", "{4060};{+40143}", "{+4060,4070}", "{4060:3}", "{abc}", "{40P01,badconn}", "{+failover,throttle}", "{deadlock}", "{Failover;4060}"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -28,7 +28,9 @@ const (
 // connectRetryInterval 10 s, loginTimeout 30 s, no queryTimeout, no
 // jitter. A Policy is immutable once handed to a Retrier.
 type Policy struct {
-	// Statement is the retryExec rules. Zero: no statement is retried.
+	// Statement is the retryExec rules. Zero: no statement is retried (a
+	// handle that config builds with no retryExec from any source gets
+	// config.DefaultRetryExec instead).
 	Statement StatementRules
 	// Connection is the retryConn rules. Zero: the builtin list.
 	Connection ConnectionRules

@@ -100,6 +100,7 @@ type operation struct {
 	ctx     context.Context
 	kind    Kind
 	query   string // for a transaction, the statement that failed last
+	replay  bool   // a transaction replay (Retrier.Replay): its events say so
 	id      uint64 // drawn at the first event
 	started time.Time
 }
@@ -501,7 +502,7 @@ func (r *Retrier) schedule(o *operation, n int, err error, wait time.Duration, d
 	}
 	if r.observer != nil {
 		e := RetryScheduled{Context: o.ctx, Op: r.opID(o), Kind: o.kind, Query: o.query,
-			Attempt: n, Wait: wait, Elapsed: r.elapsed(o), Err: err}
+			Attempt: n, Wait: wait, Elapsed: r.elapsed(o), Err: err, Replay: o.replay}
 		if o.kind != KindConnection {
 			e.Token = d.tok.String()
 		}
@@ -519,7 +520,7 @@ func (r *Retrier) schedule(o *operation, n int, err error, wait time.Duration, d
 func (r *Retrier) succeeded(o *operation, n int) {
 	if r.observer != nil {
 		r.observer.Succeeded(Succeeded{Context: o.ctx, Op: r.opID(o), Kind: o.kind, Query: o.query,
-			Attempts: n, Elapsed: r.elapsed(o)})
+			Attempts: n, Elapsed: r.elapsed(o), Replay: o.replay})
 	}
 }
 
@@ -558,7 +559,8 @@ func (r *Retrier) attempt(o *operation, p *Policy, a attempts) (timedOut bool, e
 // giveUp emits GaveUp and returns the *RetryError of a loop that stops.
 func (r *Retrier) giveUp(o *operation, attempts int, reason, err, ctxErr error, detail string) error {
 	if r.observer != nil {
-		r.observer.GaveUp(GaveUp{Context: o.ctx, Op: r.opID(o), Kind: o.kind, Query: o.query, Attempts: attempts, Reason: reason, Err: err})
+		r.observer.GaveUp(GaveUp{Context: o.ctx, Op: r.opID(o), Kind: o.kind, Query: o.query, Attempts: attempts, Reason: reason, Err: err,
+			Replay: o.replay, Detail: detail})
 	}
 	return &RetryError{Attempts: attempts, Reason: reason, Err: err, CtxErr: ctxErr, Detail: detail, final: o.kind != KindConnection}
 }

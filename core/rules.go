@@ -9,6 +9,7 @@ import (
 	"github.com/crl-go/crl/internal/text/quote"
 	"github.com/crl-go/crl/internal/text/sqlscan"
 
+	"github.com/crl-go/crl/internal/tables/family"
 	"github.com/crl-go/crl/internal/tables/keywords"
 	"github.com/crl-go/crl/internal/tables/limits"
 )
@@ -30,8 +31,27 @@ type Rule struct {
 func (r Rule) Count() int { return r.count }
 
 // Token returns the error token the rule is for, as written in a rule:
-// an error number, a SQLSTATE, "timeout" or "badconn".
+// an error number, a SQLSTATE, or a class (deadlock, serialization,
+// lockTimeout, failover, throttle, timeout, badconn).
 func (r Rule) Token() string { return r.tok.String() }
+
+// Errors returns the error tokens (numbers or SQLSTATEs, as rules write
+// them) that the rule stands for on the family of the database/sql
+// driver driverName: its own token for a number or a SQLSTATE; for a
+// class, the family's errors of the class, in the family table's order
+// (for timeout, the server's execution cut-offs, besides any attempt that
+// ran out of its time); none for badconn (a broken connection has no
+// number) or for a class on a driver whose family crl does not know.
+func (r Rule) Errors(driverName string) []string {
+	c := classOf(r.tok)
+	switch {
+	case c == nil:
+		return []string{r.tok.String()}
+	case c.errors == nil:
+		return nil
+	}
+	return append([]string(nil), c.errors(family.Of(driverName).Profile())...)
+}
 
 // WaitTimes returns the wait before each retry, one per retry: len is the
 // retry count. The slice is a copy.
@@ -111,8 +131,10 @@ type StatementRules struct {
 }
 
 // Lookup returns the rule for a server error number (or an all-digit
-// SQLSTATE). A number no rule can name (a negative one) has no rule. It
-// does not allocate.
+// SQLSTATE): the rule naming the number, else the rule of a class that
+// holds it, the number read as SQL Server's (the JDBC driver's numbers;
+// LookupError reads an error of any family). A number no rule can name
+// (a negative one) has no rule. It does not allocate.
 func (s StatementRules) Lookup(errorNumber int32) (Rule, bool) {
 	t, ok := numberToken(errorNumber)
 	if !ok {
@@ -120,6 +142,26 @@ func (s StatementRules) Lookup(errorNumber int32) (Rule, bool) {
 	}
 	r, ok := s.byToken[t]
 	if !ok {
+		r, ok = s.byToken[meanings[familyToken{familyOfNumbered, t}]]
+	}
+	if !ok {
+		return Rule{}, false
+	}
+	return *r, true
+}
+
+// LookupError returns the rule the statement loop applies to err: the
+// rule naming its number or SQLSTATE, else the rule of its class on the
+// family its driver's error type tells (1213 is a deadlock from
+// go-sql-driver/mysql, 1205 one from go-mssqldb), else timeout's or
+// badconn's when err is one.
+func (s StatementRules) LookupError(err error) (Rule, bool) {
+	if err == nil {
+		return Rule{}, false
+	}
+	facts := factsOf(err, false)
+	r := s.lookup(&facts)
+	if r == nil {
 		return Rule{}, false
 	}
 	return *r, true
@@ -135,8 +177,11 @@ func numberToken(n int32) (token, bool) {
 	return token(n), true
 }
 
-// lookup finds the rule for a classified error: its number first, then its
-// SQLSTATE, then the named conditions.
+// lookup finds the rule for a classified error: its number first, then
+// its SQLSTATE, then its class by meaning on its family (the error's
+// shape tells the family), then the named conditions. A number or
+// SQLSTATE that a rule names wins over a class that holds it, wherever
+// the rules stand in the value.
 func (s StatementRules) lookup(c *errorFacts) *Rule {
 	if len(s.byToken) == 0 {
 		return nil
@@ -148,6 +193,11 @@ func (s StatementRules) lookup(c *errorFacts) *Rule {
 	}
 	if c.state != 0 {
 		if r, ok := s.byToken[c.state]; ok {
+			return r
+		}
+	}
+	if m := c.meaning(); m != 0 {
+		if r, ok := s.byToken[m]; ok {
 			return r
 		}
 	}
@@ -545,7 +595,8 @@ func isTransient(n int32) bool {
 
 // Retryable reports whether the connection loop retries a login error
 // with this number that a SQL Server sent: the builtin list unless
-// replaced, plus the listed numbers. (The builtin list holds SQL Server's
+// replaced, plus the listed numbers and the SQL Server numbers of the
+// listed classes. (The builtin list holds SQL Server's
 // numbers: for a MySQL or PostgreSQL server only the listed errors are
 // retried.) (A network failure is retried by the
 // connection loop only when the rules list it; see Retrier.Connect.)
@@ -557,8 +608,12 @@ func (c ConnectionRules) Retryable(errorNumber int32) bool {
 	if !c.replace && isTransient(errorNumber) {
 		return true
 	}
-	_, ok = c.set[t]
-	return ok
+	if _, ok = c.set[t]; ok {
+		return true
+	}
+	m := meanings[familyToken{familyOfNumbered, t}]
+	_, ok = c.set[m]
+	return ok && m != 0
 }
 
 // retryable decides for a classified connection error. The builtin list
@@ -576,14 +631,14 @@ func (c ConnectionRules) retryable(cl errorFacts, fromServer bool) bool {
 }
 
 // names reports whether the rules list the error explicitly: its number,
-// its SQLSTATE, or a named condition it meets.
+// its SQLSTATE, its class on its family, or a named condition it meets.
 func (c ConnectionRules) names(cl errorFacts) bool {
 	if t, ok := numberToken(cl.number); cl.hasNumber && ok {
 		if _, ok := c.set[t]; ok {
 			return true
 		}
 	}
-	for _, t := range [...]token{cl.state, tokenTimeout, tokenBadConn} {
+	for _, t := range [...]token{cl.state, cl.meaning(), tokenTimeout, tokenBadConn} {
 		if t == 0 || t == tokenTimeout && !cl.timeout || t == tokenBadConn && !cl.badConn() {
 			continue
 		}
@@ -634,6 +689,9 @@ func ParseConnectionRules(s string) (ConnectionRules, error) {
 		if err != nil {
 			return err
 		}
+		if err := connClasses(raw, toks); err != nil {
+			return err
+		}
 		if out.set == nil {
 			out.set = make(map[token]struct{})
 		}
@@ -646,4 +704,17 @@ func ParseConnectionRules(s string) (ConnectionRules, error) {
 		return ConnectionRules{}, err
 	}
 	return out, nil
+}
+
+// connClasses refuses a class that no login fails with (deadlock,
+// serialization, lockTimeout: a statement's errors) in the connection
+// rule raw.
+func connClasses(raw string, toks []token) error {
+	for _, t := range toks {
+		if c := classOf(t); c != nil && !c.conn {
+			return numberError(raw, t.String(), "is a class of statement errors, which a login never fails with: expected in retryConn an error number, a SQLSTATE, or "+
+				classWordsWhere(func(c *errorClass) bool { return c.conn })+" (name it in retryExec)")
+		}
+	}
+	return nil
 }

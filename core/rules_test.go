@@ -58,6 +58,12 @@ var validStatementCases = []statementCase{
 	{name: "suite two retries 3+4", value: "{2714,2716:2,3+4:CREATE}", waits: map[int32][]time.Duration{2714: coretest.Seconds(3, 7), 2716: coretest.Seconds(3, 7)}},
 	{name: "suite multiple rules", value: "{2716:1,2*2:CREATE;2714:1,2*2:CREATE}", waits: map[int32][]time.Duration{2714: coretest.Seconds(2), 2716: coretest.Seconds(2)}},
 	{name: "suite empty", value: "{}", waits: map[int32][]time.Duration{2714: nil}},
+	// Classes by meaning, numbers read as SQL Server's.
+	{name: "the default rule", value: "{deadlock,serialization:3,100ms*2}",
+		waits: map[int32][]time.Duration{1205: coretest.Seconds(0.1, 0.2, 0.4), 3960: coretest.Seconds(0.1, 0.2, 0.4), 41325: coretest.Seconds(0.1, 0.2, 0.4), 1222: nil}},
+	{name: "classes with a filter", value: "{lockTimeout,throttle:2,1:select};{failover:3,0}",
+		waits:  map[int32][]time.Duration{1222: coretest.Seconds(1, 3), 40501: coretest.Seconds(1, 3), 40613: coretest.Seconds(0, 2, 4), 1205: nil},
+		filter: map[int32][]string{1222: {"select"}, 40613: nil}},
 	{name: "suite empty rule", value: "{;}", waits: map[int32][]time.Duration{2714: nil}},
 	{name: "suite length 2", value: "{2714:1,3;}", waits: map[int32][]time.Duration{2714: coretest.Seconds(3)}},
 	{name: "suite operand no change +", value: "{2714:1,3+;}", waits: map[int32][]time.Duration{2714: coretest.Seconds(3)}},
@@ -162,6 +168,9 @@ var invalidStatementCases = []struct {
 	{"{1205:3:select,,update}", core.ErrInvalidRuleFormat, `""`},
 	{"{2147483648:1}", core.ErrInvalidParameterNumber, `"2147483648"`},
 	{"{40P0:1}", core.ErrInvalidParameterNumber, `"40P0"`},
+	// An unknown class word names itself and lists the classes.
+	{"{deadlok:3,1}", core.ErrInvalidParameterNumber, `"deadlok" is not a number, a SQLSTATE or a class, expected an error number, a five-character SQLSTATE, or a class: deadlock, serialization, lockTimeout, failover, throttle, badconn, timeout (did you mean deadlock?)`},
+	{"{deadlock,lockwait:3,1}", core.ErrInvalidParameterNumber, `"lockwait"`},
 	{"{1205:}", core.ErrInvalidParameterNumber, `""`},
 	// The rest of docs/rules.md's error table, each a value the JDBC
 	// driver accepts with a meaning of its own.
@@ -249,8 +258,8 @@ func TestRuleErrorMessages(t *testing.T) {
 	for _, tc := range []struct {
 		value, token, want string
 	}{
-		{"{:3}", "", `core: rule "{:3}": "" is an empty error token, expected an error number, a SQLSTATE, "timeout" or "badconn"`},
-		{"{1205,:3}", "", `core: rule "{1205,:3}": "" is an empty error token, expected an error number, a SQLSTATE, "timeout" or "badconn"`},
+		{"{:3}", "", `core: rule "{:3}": "" is an empty error token, expected an error number, a five-character SQLSTATE, or a class: deadlock, serialization, lockTimeout, failover, throttle, badconn, timeout`},
+		{"{1205,:3}", "", `core: rule "{1205,:3}": "" is an empty error token, expected an error number, a five-character SQLSTATE, or a class: deadlock, serialization, lockTimeout, failover, throttle, badconn, timeout`},
 		{"{1205:3,}", "", `core: rule "{1205:3,}": "" is an empty time, expected seconds such as 2 or a time with a unit such as 100ms`},
 		{"{1213:3,2*2:select;update}", "update", `core: rule "update}": ` + timings +
 			`; "update" follows a rule with a filter: ';' separates rules and ',' separates filter words, so write {1213:3,2*2:select,update}`},
@@ -392,6 +401,9 @@ func TestParseConnectionRulesInvalid(t *testing.T) {
 		{"{4060:3}", core.ErrInvalidRuleFormat, "no timings"},
 		{"{+4060:3,2}", core.ErrInvalidRuleFormat, "no timings"},
 		{"{abc}", core.ErrInvalidParameterNumber, `"abc"`},
+		{"{+serialization}", core.ErrInvalidParameterNumber, `"serialization" is a class of statement errors`},
+		{"{lockTimeout,4060}", core.ErrInvalidParameterNumber, `"lockTimeout"`},
+		{"{+failovr}", core.ErrInvalidParameterNumber, `did you mean failover?`},
 		{"{+}", core.ErrInvalidParameterNumber, `""`},
 		{"{+4060,+4070}", core.ErrInvalidParameterNumber, `"+4070"`},
 		{"{4060,,4070}", core.ErrInvalidParameterNumber, `""`},

@@ -1,9 +1,12 @@
 package core
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/crl-go/crl/internal/text/editdist"
 )
 
 // A token is one entry of a rule's error list, encoded as an int64 key so
@@ -14,25 +17,73 @@ import (
 //   - a five-character SQLSTATE with at least one letter (such as 40P01) is
 //     stateBase plus its base-36 value; an all-digit SQLSTATE such as 40001
 //     is the error number 40001, so both spellings are one token;
-//   - the named conditions timeout and badconn are negative keys.
+//   - the named conditions timeout and badconn, and the classes by
+//     meaning (deadlock, serialization, lockTimeout, failover, throttle),
+//     are negative keys, indexes of errorClasses (classIndex).
 type token int64
 
+// The negative tokens, in the order rules are printed: the classes by
+// meaning, then the named conditions (their values are those rules
+// always had).
 const (
-	tokenTimeout token = -1
-	tokenBadConn token = -2
-	stateBase    token = 1 << 40
+	tokenDeadlock token = -7 + iota
+	tokenSerialization
+	tokenLockTimeout
+	tokenFailover
+	tokenThrottle
+	tokenBadConn // -2
+	tokenTimeout // -1
 )
 
-// Names of the two named conditions, as written in rules.
 const (
-	conditionTimeout = "timeout"
-	conditionBadConn = "badconn"
+	stateBase token = 1 << 40
 )
+
+// tokenNames are the words rules write for the negative tokens, by
+// classIndex; a rule may write them in any case.
+var tokenNames = [...]string{
+	-1 - tokenTimeout:       "timeout",
+	-1 - tokenBadConn:       "badconn",
+	-1 - tokenDeadlock:      "deadlock",
+	-1 - tokenSerialization: "serialization",
+	-1 - tokenLockTimeout:   "lockTimeout",
+	-1 - tokenFailover:      "failover",
+	-1 - tokenThrottle:      "throttle",
+}
+
+// classWords lists the class words for messages.
+var classWords = classWordsWhere(func(*errorClass) bool { return true })
+
+// classWordsWhere lists the words of the classes for which keep reports
+// true, in the order rules are printed, for messages.
+func classWordsWhere(keep func(*errorClass) bool) string {
+	var words []string
+	for t := tokenDeadlock; t < 0; t++ {
+		if keep(classOf(t)) {
+			words = append(words, t.String())
+		}
+	}
+	return strings.Join(words, ", ")
+}
+
+// expectedToken is what an error token is expected to be, for messages.
+var expectedToken = "expected an error number, a five-character SQLSTATE, or a class: " + classWords
+
+// namedToken returns the negative token that the word s names, in any
+// case.
+func namedToken(s string) (token, bool) {
+	for i, n := range tokenNames {
+		if strings.EqualFold(s, n) {
+			return token(-1 - i), true
+		}
+	}
+	return 0, false
+}
 
 // parseToken reads one error token of a rule. It does not trim.
 func parseToken(s string) (token, error) {
 	if s == "" {
-		return 0, fmt.Errorf(`"" is an empty error token, expected an error number, a SQLSTATE, %q or %q`, conditionTimeout, conditionBadConn)
+		return 0, errors.New(`"" is an empty error token, ` + expectedToken)
 	}
 	if isDigits(s) {
 		n, err := strconv.ParseInt(s, 10, 64)
@@ -41,16 +92,31 @@ func parseToken(s string) (token, error) {
 		}
 		return token(n), nil
 	}
-	switch strings.ToLower(s) {
-	case conditionTimeout:
-		return tokenTimeout, nil
-	case conditionBadConn:
-		return tokenBadConn, nil
+	if t, ok := namedToken(s); ok {
+		return t, nil
 	}
 	if t, ok := stateToken(s); ok {
 		return t, nil
 	}
-	return 0, fmt.Errorf("%q is not a number, expected an error number, a five-character SQLSTATE, %q or %q", s, conditionTimeout, conditionBadConn)
+	return 0, fmt.Errorf("%q is not a number, a SQLSTATE or a class, %s%s", s, expectedToken, didYouMean(s))
+}
+
+// didYouMean suggests the class word closest to s, when s is a near miss
+// of one ("" otherwise).
+func didYouMean(s string) string {
+	if len(s) < 4 {
+		return ""
+	}
+	best, bestDist := "", 3
+	for _, n := range tokenNames {
+		if d := editdist.Distance([]rune(strings.ToLower(s)), []rune(strings.ToLower(n)), bestDist); d < bestDist {
+			best, bestDist = n, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return " (did you mean " + best + "?)"
 }
 
 // stateToken encodes a SQLSTATE. An all-digit state is an error number.
@@ -85,10 +151,8 @@ func stateToken(s string) (token, bool) {
 // String prints the token the way a rule writes it.
 func (t token) String() string {
 	switch {
-	case t == tokenTimeout:
-		return conditionTimeout
-	case t == tokenBadConn:
-		return conditionBadConn
+	case t < 0 && classIndex(t) < len(tokenNames):
+		return tokenNames[classIndex(t)]
 	case t >= stateBase:
 		v := int64(t - stateBase)
 		var b [5]byte

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/crl-go/crl"
-	"github.com/crl-go/crl/internal/layer/connector"
+	"github.com/crl-go/crl/config"
 )
 
 // Kind selects the statements a Fault matches by how they run.
@@ -79,7 +79,7 @@ type Fault struct {
 // fault at COMMIT rolls the transaction back, as a COMMIT the server
 // refused leaves it.
 func Inject(db *sql.DB, f Fault) (undo func()) {
-	c, err := pool(db, f)
+	rt, err := pool(db, f)
 	if err != nil {
 		if f.T != nil {
 			f.T.Helper()
@@ -87,7 +87,7 @@ func Inject(db *sql.DB, f Fault) (undo func()) {
 		}
 		return func() {}
 	}
-	undo = c.AddFault(newInjected(f))
+	undo = rt.AddFault(newInjected(f))
 	if f.T != nil {
 		f.T.Cleanup(undo)
 	}
@@ -107,8 +107,8 @@ func Check(db *sql.DB, f Fault) error {
 // errNoErr is Check's error for a Fault without Err.
 var errNoErr = errors.New(`crltest: Fault.Err is nil, expected the error to inject, such as crltest.Deadlock("mysql")`)
 
-// pool returns db's connector when f can be injected into it.
-func pool(db *sql.DB, f Fault) (*connector.Connector, error) {
+// pool returns db's Runtime when f can be injected into it.
+func pool(db *sql.DB, f Fault) (*config.Runtime, error) {
 	switch {
 	case f.Err == nil:
 		return nil, errNoErr
@@ -119,11 +119,11 @@ func pool(db *sql.DB, f Fault) (*connector.Connector, error) {
 	case f.Times < 0:
 		return nil, fmt.Errorf("crltest: Fault.Times %d, expected 0 (every matching statement) or more", f.Times)
 	}
-	if _, ok := crl.RuntimeOf(db); !ok { // nil too
+	rt, ok := crl.RuntimeOf(db) // nil too
+	if !ok {
 		return nil, fmt.Errorf("crltest: cannot inject a fault: %w", crl.ErrNotCrlPool)
 	}
-	d, _ := db.Driver().(*connector.Driver) // RuntimeOf found one
-	return d.Connector(), nil
+	return rt, nil
 }
 
 // injected is a Fault in the driver layer.
@@ -136,7 +136,7 @@ type injected struct {
 	left  atomic.Int64 // failures left; below zero when used up
 }
 
-var _ connector.Fault = (*injected)(nil)
+var _ config.Fault = (*injected)(nil)
 
 func newInjected(f Fault) *injected {
 	in := &injected{err: f.Err, match: f.Match, kind: f.Kind, inTx: f.InTx, times: f.Times > 0}
@@ -146,7 +146,7 @@ func newInjected(f Fault) *injected {
 
 // Fail returns the fault's error for a statement it matches while it has
 // failures left.
-func (in *injected) Fail(s connector.Statement) error {
+func (in *injected) Fail(s config.FaultStatement) error {
 	if !in.matches(s) {
 		return nil
 	}
@@ -157,13 +157,13 @@ func (in *injected) Fail(s connector.Statement) error {
 }
 
 // Matches reports whether Fail would fail s now.
-func (in *injected) Matches(s connector.Statement) bool {
+func (in *injected) Matches(s config.FaultStatement) bool {
 	return in.matches(s) && (!in.times || in.left.Load() > 0)
 }
 
 // matches reports whether s is a statement the fault selects.
-func (in *injected) matches(s connector.Statement) bool {
-	if in.kind == AnyStatement && s.Kind == connector.Commit || in.kind != AnyStatement && kinds[in.kind] != s.Kind {
+func (in *injected) matches(s config.FaultStatement) bool {
+	if in.kind == AnyStatement && s.Kind == config.StatementCommit || in.kind != AnyStatement && kinds[in.kind] != s.Kind {
 		return false
 	}
 	if in.inTx && !s.InTx {
@@ -174,7 +174,7 @@ func (in *injected) matches(s connector.Statement) bool {
 
 // kinds is the driver layer's kind of statement each Kind but
 // AnyStatement matches.
-var kinds = [...]connector.StatementKind{Exec: connector.Exec, Query: connector.Query, Commit: connector.Commit}
+var kinds = [...]config.StatementKind{Exec: config.StatementExec, Query: config.StatementQuery, Commit: config.StatementCommit}
 
 // containsFold reports whether s contains sub, compared without regard to
 // case, without allocating.

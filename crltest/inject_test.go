@@ -41,6 +41,11 @@ type stand struct {
 // newStand opens a pool with the DSN parameters params (URL form) on a
 // new server that answers update and insert with one row affected and
 // read with one row.
+// noRules are the DSN parameters of a pool without statement rules
+// (retryExec= is none; without it a pool runs the default rule, which
+// retries a deadlock), for tests of the faults themselves.
+const noRules = "&retryExec="
+
 func newStand(t *testing.T, params string, opts ...crl.Option) *stand {
 	t.Helper()
 	s := &stand{srv: mssqltest.NewServer(t), clock: coretest.NewClock(time.Time{}), obs: &coretest.Observer{}}
@@ -93,7 +98,7 @@ func TestInjectedStatementIsRetriedAndNeverSent(t *testing.T) {
 }
 
 func TestInjectedErrorIsTheDriversValue(t *testing.T) {
-	s := newStand(t, "") // no rule: the caller gets the error as the driver would return it
+	s := newStand(t, noRules) // the caller gets the error as the driver would return it
 	defer crltest.Inject(s.db, crltest.Fault{Err: crltest.Deadlock("sqlserver")})()
 
 	_, err := s.db.Exec(update)
@@ -176,7 +181,7 @@ func TestFaultSelects(t *testing.T) {
 		{"Match no COMMIT", crltest.Fault{Match: "update", Kind: crltest.Commit}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newStand(t, "")
+			s := newStand(t, noRules)
 			f := tc.fault
 			f.Err = crltest.LockTimeout("sqlserver")
 			defer crltest.Inject(s.db, f)()
@@ -208,7 +213,7 @@ func failing(t *testing.T, db *sql.DB) []string {
 }
 
 func TestFaultTimes(t *testing.T) {
-	s := newStand(t, "")
+	s := newStand(t, noRules)
 	undo := crltest.Inject(s.db, crltest.Fault{Err: crltest.Throttle("sqlserver"), Times: 2})
 	for i, fails := range []bool{true, true, false, false} {
 		_, err := s.db.Exec(update)
@@ -224,7 +229,7 @@ func TestFaultTimes(t *testing.T) {
 }
 
 func TestUndoRestores(t *testing.T) {
-	s := newStand(t, "")
+	s := newStand(t, noRules)
 	undo := crltest.Inject(s.db, crltest.Fault{Err: crltest.Failover("sqlserver")})
 	for range 3 {
 		_, err := s.db.Exec(update)
@@ -237,7 +242,7 @@ func TestUndoRestores(t *testing.T) {
 }
 
 func TestFaultsStackAndUndoAlone(t *testing.T) {
-	s := newStand(t, "")
+	s := newStand(t, noRules)
 	undoFirst := crltest.Inject(s.db, crltest.Fault{Err: crltest.Deadlock("sqlserver"), Match: "accounts"})
 	undoSecond := crltest.Inject(s.db, crltest.Fault{Err: crltest.LockTimeout("sqlserver")})
 	defer undoSecond()
@@ -254,7 +259,7 @@ func TestFaultsStackAndUndoAlone(t *testing.T) {
 }
 
 func TestFaultStaysInItsPool(t *testing.T) {
-	a, b := newStand(t, ""), newStand(t, "")
+	a, b := newStand(t, noRules), newStand(t, noRules)
 	defer crltest.Inject(a.db, crltest.Fault{Err: crltest.Deadlock("sqlserver")})()
 	_, err := a.db.Exec(update)
 	requireNumber(t, err, 1205)
@@ -264,7 +269,7 @@ func TestFaultStaysInItsPool(t *testing.T) {
 
 // Times holds when statements run at once on many connections.
 func TestFaultTimesUnderConcurrency(t *testing.T) {
-	s := newStand(t, "")
+	s := newStand(t, noRules)
 	s.db.SetMaxOpenConns(8)
 	defer crltest.Inject(s.db, crltest.Fault{Err: crltest.Deadlock("sqlserver"), Times: 10})()
 	var failed atomic.Int64
@@ -410,7 +415,7 @@ func TestInjectOnAPoolCrlDidNotOpen(t *testing.T) {
 }
 
 func TestCheckRefusesAFaultItCannotInject(t *testing.T) {
-	s := newStand(t, "")
+	s := newStand(t, noRules)
 	for _, tc := range []struct {
 		fault crltest.Fault
 		want  string
@@ -434,7 +439,7 @@ func TestCheckRefusesAFaultItCannotInject(t *testing.T) {
 }
 
 func TestFaultWithTIsUndoneAtTheTestsEnd(t *testing.T) {
-	s := newStand(t, "")
+	s := newStand(t, noRules)
 	rec := &recorder{TB: t}
 	crltest.Inject(s.db, crltest.Fault{Err: crltest.Deadlock("sqlserver"), T: rec})
 	_, err := s.db.Exec(update)

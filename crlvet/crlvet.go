@@ -112,8 +112,9 @@ func New(s Settings) *analysis.Analyzer {
 			"crlvet reports transactions begun by hand (database/sql, sqlx, GORM, ent, bun) that nothing re-runs, " +
 			"naming the helper that retries the whole transaction; closures given to crl's retry helpers that " +
 			"write variables from outside them without resetting them, or commit or roll back their transaction; " +
-			"the embedded sqlx handle taken out of a sqlxcrl handle; and GORM's db.DB() and db.ConnPool used to run " +
-			"statements. Handles of other libraries are checked in packages that import crl (every package with -all). " +
+			"the embedded sqlx handle taken out of a sqlxcrl handle; GORM's db.DB() and db.ConnPool used to run " +
+			"statements; and GORM calls inside crl.Retry's function (or a function it calls) on a *gorm.DB without " +
+			"its context, which the unit does not see. Handles of other libraries are checked in packages that import crl (every package with -all). " +
 			"//crlvet:ignore <reason> on the line silences a finding.",
 		URL:        "https://github.com/crl-go/crl/blob/main/docs/semantics.md#safe-to-run-again",
 		Run:        c.run,
@@ -146,6 +147,7 @@ func (c *checker) run(pass *analysis.Pass) (any, error) {
 	}
 	if handles {
 		checkGormSQLDB(p)
+		checkGormContext(p)
 	}
 	return &Result{HandlesChecked: handles}, nil
 }

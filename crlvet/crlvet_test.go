@@ -30,6 +30,13 @@ func TestAnalyzerReviewCases(t *testing.T) {
 	analysistest.Run(t, testdata(t), Analyzer, "./review")
 }
 
+// Shapes met in real adoptions: a transaction begun in a helper method a
+// unit calls, and GORM calls inside crl.Retry's function without its
+// context.
+func TestAnalyzerAdoptionCases(t *testing.T) {
+	analysistest.Run(t, testdata(t), Analyzer, "./adoption")
+}
+
 func TestAnalyzerGormAll(t *testing.T) {
 	a := newFlagged(t)
 	analysistest.Run(t, testdata(t), a, "./gormplain", "./gormuse", "./clean")

@@ -1,6 +1,7 @@
 // Package faults holds crl's fault-injection suite: Shopify's toxiproxy,
 // in process, between crl (its adapters sqlxcrl and gormcrl, and a plain
-// *sql.DB of crl.Open with crl.RunInTx: the driver layer alone) and real
+// *sql.DB of crl.Open with crl.RunInTx: the driver layer alone; and
+// pgxcrl's pool with pgxcrl.RunInTx, pgx's own interface) and real
 // MariaDB and PostgreSQL servers, injecting connection resets, silent links,
 // streams cut short, latency with jitter and a full outage right before
 // COMMIT and in the middle of a transaction, and a 2 s outage under load,

@@ -25,9 +25,13 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/crl-go/crl"
+	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 	"github.com/crl-go/crl/gormcrl"
+	"github.com/crl-go/crl/pgxcrl"
 	"github.com/crl-go/crl/sqlxcrl"
 
 	_ "github.com/jackc/pgx/v5/stdlib"
@@ -120,8 +124,13 @@ func TestFaults(t *testing.T) {
 			if dsn == "" {
 				t.Skipf("%s is not set", db.env)
 			}
-			for _, via := range []string{"sqlxcrl", "gormcrl", "crl"} {
-				t.Run(via, func(t *testing.T) { runLedger(t, db, dsn, via) })
+			for _, via := range []string{"sqlxcrl", "gormcrl", "crl", "pgxcrl"} {
+				t.Run(via, func(t *testing.T) {
+					if via == "pgxcrl" && db.driver != "pgx" {
+						t.Skip("pgxcrl is PostgreSQL's")
+					}
+					runLedger(t, db, dsn, via)
+				})
 			}
 		})
 	}
@@ -360,6 +369,8 @@ func open(t *testing.T, db database, via, dsn string) (run func(context.Context,
 			})
 		}
 		return run, func() { require.NoError(t, h.Close()) }, func() int { return h.Stats().InUse }
+	case "pgxcrl":
+		return openPgx(t, db, dsn)
 	case "crl":
 		pool, err := crl.Open(db.driver, dsn, crl.WithRetryExec(rules))
 		require.NoError(t, err)
@@ -412,6 +423,37 @@ func open(t *testing.T, db database, via, dsn string) (run func(context.Context,
 		}
 		return run, func() { require.NoError(t, sqlDB.Close()) }, func() int { return sqlDB.Stats().InUse }
 	}
+}
+
+// openPgx is open for pgxcrl: pgx's own interface over pgxpool, with
+// pgxcrl.RunInTx.
+func openPgx(t *testing.T, db database, dsn string) (run func(context.Context, *ledger, transfer, func(point)) error, closeHandle func(), inUse func() int) {
+	t.Helper()
+	pool, err := pgxcrl.Open(context.Background(), dsn, config.WithRetryExec(rules))
+	require.NoError(t, err)
+	run = func(ctx context.Context, l *ledger, tr transfer, at func(point)) error {
+		return pgxcrl.RunInTx(ctx, pool, pgx.TxOptions{}, func(tx pgx.Tx) error {
+			call(at, attemptBegins)
+			for i, s := range tr.statements(l) {
+				if i == 1 {
+					call(at, midTransaction)
+					rows, err := tx.Query(ctx, "SELECT balance FROM "+l.accountsTable+" ORDER BY id")
+					if err != nil {
+						return err
+					}
+					if _, err := pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
+						return err
+					}
+				}
+				if _, err := tx.Exec(ctx, rebind(db, s.query), s.args...); err != nil {
+					return err
+				}
+			}
+			call(at, beforeCommit)
+			return nil
+		})
+	}
+	return run, pool.Close, func() int { return int(pool.Stat().AcquiredConns()) }
 }
 
 // readAll reads every row of query in tx, as a caller of database/sql

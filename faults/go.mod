@@ -2,11 +2,15 @@ module github.com/crl-go/crl/faults
 
 go 1.25.0
 
-replace github.com/crl-go/crl => ../
+replace (
+	github.com/crl-go/crl => ../
+	github.com/crl-go/crl/pgxcrl => ../pgxcrl
+)
 
 require (
 	github.com/Shopify/toxiproxy/v2 v2.5.0
 	github.com/crl-go/crl v0.0.0-00010101000000-000000000000
+	github.com/crl-go/crl/pgxcrl v0.0.0-00010101000000-000000000000
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/prometheus/client_golang v1.13.0

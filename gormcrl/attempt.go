@@ -10,9 +10,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/callbacks"
 
+	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
-	"github.com/crl-go/crl/internal/layer/adapter"
-	"github.com/crl-go/crl/internal/layer/connector"
 )
 
 // A statement callback as one attempt of the statement loop.
@@ -60,12 +59,12 @@ const readMarker = "crl:read"
 type attempts struct {
 	db       *gorm.DB
 	original func(*gorm.DB)
-	query    string         // the text the rule's filter sees
-	rewind   adapter.Rewind // a read's slice
-	restore  func()         // a write's value and statement; nil for a read
-	n        int            // the attempts run
-	failed   attemptLog     // the last attempt that failed
-	caller   string         // the operation's caller, found for the first retry
+	query    string        // the text the rule's filter sees
+	rewind   config.Rewind // a read's slice
+	restore  func()        // a write's value and statement; nil for a read
+	n        int           // the attempts run
+	failed   attemptLog    // the last attempt that failed
+	caller   string        // the operation's caller, found for the first retry
 }
 
 // callbacksOf is what wrapStatement uses of a GORM processor (whose type
@@ -115,7 +114,7 @@ func statementLoop(db *gorm.DB) *core.Retrier {
 	if db.Error != nil || db.DryRun {
 		return nil
 	}
-	if !poolRetriesStatements(stmt.ConnPool) || propagateNoRetry(stmt) || connector.UnitOf(stmt.Context) != nil {
+	if !poolRetriesStatements(stmt.ConnPool) || propagateNoRetry(stmt) || config.UnitOf(stmt.Context) != nil {
 		return nil
 	}
 	p, ok := pluginOf(db)
@@ -156,7 +155,7 @@ func wholeStatement(original func(*gorm.DB), write bool) func(*gorm.DB) {
 		}
 		parent := stmt.Context
 		// The attempt's statement is not a loop of the driver layer's.
-		err := loop.Do(connector.WithUnit(parent, &connector.Unit{}), a.query, a.run)
+		err := loop.Do(config.UnitContext(parent, &config.Unit{}), a.query, a.run)
 		stmt.Context = parent
 		db.Error = err
 		setResultError(stmt, err)
@@ -193,7 +192,7 @@ func (a *attempts) run(ctx context.Context) error {
 // appended to.
 func (a *attempts) prepareRead() bool {
 	callbacks.BuildQuerySQL(a.db)
-	a.query, a.rewind = a.db.Statement.SQL.String(), adapter.RewindOf(a.db.Statement.Dest)
+	a.query, a.rewind = a.db.Statement.SQL.String(), config.RewindOf(a.db.Statement.Dest)
 	return true
 }
 

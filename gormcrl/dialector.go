@@ -10,9 +10,8 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/crl-go/crl"
 	"github.com/crl-go/crl/config"
-	"github.com/crl-go/crl/internal/layer/adapter"
-	"github.com/crl-go/crl/internal/layer/typednil"
 	"github.com/crl-go/crl/internal/tables/family"
 )
 
@@ -66,7 +65,7 @@ var (
 // runs the connection loop, initializes it, registers the plugin and puts
 // the copy in db.Dialector.
 func (d *dialector) Initialize(db *gorm.DB) error {
-	if typednil.Is(d.Dialector) {
+	if isNil(d.Dialector) {
 		return errors.New("gormcrl: Open: the dialector is nil")
 	}
 	inner, rt, pool, err := withConnectionLoop(d.Dialector, d.opts)
@@ -266,7 +265,7 @@ func withConnectionLoop(d gorm.Dialector, opts []Option) (gorm.Dialector, *confi
 			}
 		}
 	}
-	db, err := adapter.Open(driverName, driverDSN, rt)
+	db, err := crl.OpenRuntime(driverName, driverDSN, rt)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("gormcrl: Open: %w", err)
 	}
@@ -363,4 +362,20 @@ func dialectorDSN(d gorm.Dialector) (form, dsn string) {
 	}
 	form, _, dsn = f.settings(d.Name())
 	return form, dsn
+}
+
+// isNil reports whether v is nil or holds a nil pointer, map, slice,
+// channel, function or interface: (*mysql.Dialector)(nil) is a non-nil
+// gorm.Dialector whose first method call panics, far from the Open or
+// OpenDB that took it.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.Interface, reflect.UnsafePointer:
+		return rv.IsNil()
+	}
+	return false
 }

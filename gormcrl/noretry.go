@@ -6,7 +6,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"github.com/crl-go/crl/internal/layer/connector"
+	"github.com/crl-go/crl/config"
 )
 
 // NoRetry opts one operation out of every retry of this package:
@@ -52,7 +52,7 @@ func (noRetry) ModifyStatement(stmt *gorm.Statement) {
 // statements once, and the statements GORM runs for it (preloads,
 // associations, hooks) inherit it.
 func propagateNoRetry(stmt *gorm.Statement) bool {
-	if stmt.Context != nil && connector.NoRetry(stmt.Context) {
+	if stmt.Context != nil && config.NoRetry(stmt.Context) {
 		return true
 	}
 	if _, ok := stmt.Clauses[noRetryClause]; ok {
@@ -60,7 +60,7 @@ func propagateNoRetry(stmt *gorm.Statement) bool {
 		if ctx == nil {
 			ctx = context.Background()
 		}
-		stmt.Context = connector.WithoutRetry(ctx)
+		stmt.Context = config.NoRetryContext(ctx)
 		return true
 	}
 	return false

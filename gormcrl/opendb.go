@@ -9,8 +9,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/crl-go/crl/config"
-	"github.com/crl-go/crl/internal/layer/typednil"
+	"github.com/crl-go/crl"
 )
 
 // OpenDB is Open for a driver.Connector of your own: the driver's dialector
@@ -30,7 +29,7 @@ import (
 // exported Conn field, as gorm.io/driver/sqlserver, mysql and postgres
 // have); its DSN is not used to connect and not read for settings (the
 // connector already holds what it needs), so the settings come from opts,
-// the properties file and the defaults, as with config.WrapConnector. The
+// the properties file and the defaults, as with crl.WrapConnector. The
 // driver family is the dialector's Name (sqlserver, mysql, postgres);
 // config.WithDriverFamily overrides it.
 //
@@ -55,10 +54,10 @@ var _ gorm.Dialector = (*connectorDialector)(nil)
 // connector under the connection loop, initializes it, registers the
 // plugin and puts the copy in db.Dialector.
 func (d *connectorDialector) Initialize(db *gorm.DB) error {
-	if typednil.Is(d.Dialector) {
+	if isNil(d.Dialector) {
 		return errors.New("gormcrl: OpenDB: the dialector is nil")
 	}
-	if typednil.Is(d.connector) {
+	if isNil(d.connector) {
 		return errors.New("gormcrl: OpenDB: the connector is nil")
 	}
 	name := d.Dialector.Name()
@@ -73,7 +72,7 @@ func (d *connectorDialector) Initialize(db *gorm.DB) error {
 	if f.driverName.IsValid() {
 		driverName = f.driverName.String()
 	}
-	wrapped, rt, err := config.WrapConnector(d.connector, dsnForm(name, driverName), d.opts...)
+	wrapped, rt, err := crl.WrapConnector(d.connector, dsnForm(name, driverName), d.opts...)
 	if err != nil {
 		return fmt.Errorf("gormcrl: OpenDB: %w", err)
 	}

@@ -78,8 +78,8 @@ var connectorWays = []connectorWay{
 			close: db.Close,
 		}
 	}},
-	{"sql.OpenDB(config.WrapConnector)", func(t *testing.T, c driver.Connector, driverName string, _ gorm.Dialector, opts ...config.Option) connectorHandle {
-		wrapped, rt, err := config.WrapConnector(c, driverName, opts...)
+	{"sql.OpenDB(crl.WrapConnector)", func(t *testing.T, c driver.Connector, driverName string, _ gorm.Dialector, opts ...config.Option) connectorHandle {
+		wrapped, rt, err := crl.WrapConnector(c, driverName, opts...)
 		require.NoError(t, err)
 		db := sql.OpenDB(wrapped)
 		return connectorHandle{

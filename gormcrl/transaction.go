@@ -8,8 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/crl-go/crl/internal/layer/adapter"
-	"github.com/crl-go/crl/internal/layer/connector"
+	"github.com/crl-go/crl/config"
 )
 
 // Transaction runs fn in a transaction and commits it, like
@@ -64,7 +63,7 @@ func Transaction(db *gorm.DB, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions
 	}
 	// Over a pool crl opened, the driver layer records the transaction's
 	// statements: the transaction is GORM's own, its ConnPool a *sql.Tx.
-	if u := connector.UnitOf(ctx); u != nil {
+	if u := config.UnitOf(ctx); u != nil {
 		_, err := runUnitTx(db.WithContext(ctx), u, fn, opts) // an enclosing unit is the one retried
 		return err
 	}
@@ -72,17 +71,17 @@ func Transaction(db *gorm.DB, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions
 	if hasPlugin {
 		r = p.forPool(db.Statement.ConnPool).retrier()
 	}
-	u := &connector.Unit{} // in the loop's context too: its events carry the attempt
-	return r.DoTx(connector.WithUnit(ctx, u), func(ctx context.Context) (string, error) {
+	u := &config.Unit{} // in the loop's context too: its events carry the attempt
+	return r.DoTx(config.UnitContext(ctx, u), func(ctx context.Context) (string, error) {
 		u.Start()
-		return runUnitTx(db.WithContext(connector.WithUnit(ctx, u)), u, fn, opts)
+		return runUnitTx(db.WithContext(config.UnitContext(ctx, u)), u, fn, opts)
 	})
 }
 
 // runUnitTx is one attempt of Transaction over a pool crl opened: GORM's
 // own transaction, begun with the context that carries u, in which the
 // driver layer records the statement that failed.
-func runUnitTx(db *gorm.DB, u *connector.Unit, fn func(tx *gorm.DB) error, opts []*sql.TxOptions) (failed string, err error) {
+func runUnitTx(db *gorm.DB, u *config.Unit, fn func(tx *gorm.DB) error, opts []*sql.TxOptions) (failed string, err error) {
 	tx := db.Begin(opts...)
 	if tx.Error != nil {
 		return "", tx.Error // BEGIN failed: nothing to end
@@ -92,7 +91,7 @@ func runUnitTx(db *gorm.DB, u *connector.Unit, fn func(tx *gorm.DB) error, opts 
 		return "", endUncommittable(tx.Statement.ConnPool)
 	}
 	failedQuery := func() string { q, _ := u.Failed(); return q }
-	return adapter.Run("gormcrl", failedQuery, func() error { return fn(tx) }, committer.Rollback, committer.Commit)
+	return config.RunTx("gormcrl", failedQuery, func() error { return fn(tx) }, committer.Rollback, committer.Commit)
 }
 
 // endUncommittable ends a transaction that a pool of the user's own began

@@ -7,9 +7,8 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
-	"github.com/crl-go/crl/internal/layer/adapter"
-	"github.com/crl-go/crl/internal/layer/connector"
 )
 
 // The whole-unit retry of Create, Update and Delete.
@@ -30,7 +29,7 @@ import (
 //     the operation's error and the chain runs nothing. Then it snapshots
 //     the value and clones the statement as it is before any callback
 //     changed it.
-//     The statement's context carries a connector.Unit from here on, so
+//     The statement's context carries a config.Unit from here on, so
 //     GORM begins its transaction with it and the driver layer records
 //     there the statement whose error ends the transaction.
 //   - crl:unit_tx (after gorm:begin_transaction): when GORM did not open a
@@ -62,7 +61,7 @@ type unitKey struct{ stmt *gorm.Statement }
 // unit is the state of one Create, Update or Delete under the whole-unit
 // retry, or of one of its retries (retry set).
 type unit struct {
-	rec        connector.Unit  // what the driver layer records of the transaction
+	rec        config.Unit     // what the driver layer records of the transaction
 	parent     context.Context // the statement's context before the unit's was put on it
 	committing bool            // GORM is committing: a failure is the COMMIT's
 	armed      bool            // the chain runs in a transaction this package records
@@ -144,9 +143,9 @@ func (c *unitCallbacks) start(db *gorm.DB) {
 // now on, so that GORM begins its transaction with it.
 func (u *unit) watch(stmt *gorm.Statement) {
 	u.parent = stmt.Context
-	stmt.Context = connector.WithUnit(stmt.Context, &u.rec)
-	if connector.NoRetry(u.parent) { // NoRetry: still recorded, still run once
-		stmt.Context = connector.WithoutRetry(stmt.Context)
+	stmt.Context = config.UnitContext(stmt.Context, &u.rec)
+	if config.NoRetry(u.parent) { // NoRetry: still recorded, still run once
+		stmt.Context = config.NoRetryContext(stmt.Context)
 	}
 	stmt.Settings.Store(unitKey{stmt}, u)
 }
@@ -277,14 +276,14 @@ func (r *unitRun) attempt(ctx context.Context) (string, error) {
 
 // outcome is what an attempt returns to the transaction loop: the
 // statement that failed and the error, or the failed COMMIT as
-// adapter.CommitOutcome classifies it (its outcome may be unknown).
+// config.CommitOutcome classifies it (its outcome may be unknown).
 func (u *unit) outcome(err error) (string, error) {
 	if err == nil {
 		return "", nil
 	}
 	query, cause := u.rec.Failed()
 	if u.committing && query == "" {
-		return adapter.CommitOutcome("gormcrl", err)
+		return config.CommitOutcome("gormcrl", err)
 	}
 	return query, keepCause(err, cause)
 }

@@ -12,8 +12,6 @@ import (
 	"github.com/crl-go/crl"
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
-	"github.com/crl-go/crl/internal/layer/adapter"
-	"github.com/crl-go/crl/internal/layer/connector"
 	"github.com/crl-go/crl/internal/tables/family"
 )
 
@@ -45,7 +43,7 @@ func Open(driverName, dsn string, opts ...Option) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlxcrl: %w", err)
 	}
-	sqlDB, err := adapter.Open(driverName, driverDSN, rt)
+	sqlDB, err := crl.OpenRuntime(driverName, driverDSN, rt)
 	if err != nil {
 		return nil, fmt.Errorf("sqlxcrl: %w", err)
 	}
@@ -65,7 +63,7 @@ func bindName(driverName string, rt *config.Runtime) string {
 
 // OpenDB opens a database over a driver.Connector of your own, like
 // sql.OpenDB with sqlx on top, with crl: every new pooled connection runs
-// the connection loop around c.Connect (config.WrapConnector), and the
+// the connection loop around c.Connect (crl.WrapConnector), and the
 // statements and RunInTx run under the statement loops of the same
 // handle (one budget, one breaker, one properties file). driverName names
 // the driver's family (sqlserver, mysql, pgx, …; a wrapped name needs
@@ -73,7 +71,7 @@ func bindName(driverName string, rt *config.Runtime) string {
 // settings come from opts, the properties file and the defaults. It does
 // not connect.
 func OpenDB(c driver.Connector, driverName string, opts ...Option) (*DB, error) {
-	wrapped, rt, err := config.WrapConnector(c, driverName, opts...)
+	wrapped, rt, err := crl.WrapConnector(c, driverName, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlxcrl: %w", err)
 	}
@@ -137,7 +135,7 @@ func MustConnect(driverName, dsn string, opts ...Option) *DB {
 func NewDb(db *sql.DB, driverName string, opts ...Option) *DB {
 	out, err := WrapDB(db, driverName, opts...)
 	if err != nil {
-		return &DB{DB: sqlx.NewDb(sql.OpenDB(adapter.FailingConnector(err)), driverName)}
+		return &DB{DB: sqlx.NewDb(sql.OpenDB(failingConnector{err}), driverName)}
 	}
 	return out
 }
@@ -261,7 +259,7 @@ func (db *DB) BeginTxx(ctx context.Context, opts *sql.TxOptions) (*Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Tx{Tx: tx, unit: connector.UnitOf(ctx)}, nil
+	return &Tx{Tx: tx, unit: config.UnitOf(ctx)}, nil
 }
 
 // Beginx is BeginTxx with context.Background() and default options.

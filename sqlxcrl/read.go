@@ -3,9 +3,8 @@ package sqlxcrl
 import (
 	"context"
 
+	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
-	"github.com/crl-go/crl/internal/layer/adapter"
-	"github.com/crl-go/crl/internal/layer/connector"
 )
 
 // read runs fn, a query together with the scan of its whole result into
@@ -20,13 +19,13 @@ import (
 // r is nil (a pool crl did not open, a Tx's statement) and under
 // crl.WithoutRetry.
 func read(ctx context.Context, r *core.Retrier, query string, dest any, fn func(context.Context) error) error {
-	if r == nil || connector.NoRetry(ctx) {
+	if r == nil || config.NoRetry(ctx) {
 		return fn(ctx)
 	}
-	if connector.UnitOf(ctx) == nil {
-		ctx = connector.WithUnit(ctx, &connector.Unit{})
+	if config.UnitOf(ctx) == nil {
+		ctx = config.UnitContext(ctx, &config.Unit{})
 	}
-	attempt, rewind := 0, adapter.RewindOf(dest)
+	attempt, rewind := 0, config.RewindOf(dest)
 	return r.Do(ctx, query, func(ctx context.Context) error {
 		if attempt++; attempt > 1 {
 			rewind.Reset()

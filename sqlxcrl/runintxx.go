@@ -8,9 +8,8 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/crl-go/crl"
+	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
-	"github.com/crl-go/crl/internal/layer/adapter"
-	"github.com/crl-go/crl/internal/layer/connector"
 )
 
 // RunInTxx is crl.RunInTx on sqlx's own types: it runs fn in a
@@ -52,27 +51,27 @@ func runInTx[T transaction](ctx context.Context, r *core.Retrier, begin func(con
 	if fn == nil {
 		return errNilFunc
 	}
-	if r == nil || connector.NoRetry(ctx) {
+	if r == nil || config.NoRetry(ctx) {
 		_, err := runAttempt(ctx, nil, begin, fn)
 		return err
 	}
-	if u := connector.UnitOf(ctx); u != nil {
+	if u := config.UnitOf(ctx); u != nil {
 		_, err := runAttempt(ctx, u, begin, fn)
 		return err
 	}
-	u := &connector.Unit{} // in the loop's context too: its events carry the attempt
-	return r.DoTx(connector.WithUnit(ctx, u), func(ctx context.Context) (string, error) {
+	u := &config.Unit{} // in the loop's context too: its events carry the attempt
+	return r.DoTx(config.UnitContext(ctx, u), func(ctx context.Context) (string, error) {
 		u.Start()
-		return runAttempt(connector.WithUnit(ctx, u), u, begin, fn)
+		return runAttempt(config.UnitContext(ctx, u), u, begin, fn)
 	})
 }
 
 // runAttempt runs one attempt of runInTx, begun with ctx, its statements
 // recorded in u (nil: in none, run once).
-func runAttempt[T transaction](ctx context.Context, u *connector.Unit, begin func(context.Context) (T, error), fn func(T) error) (string, error) {
+func runAttempt[T transaction](ctx context.Context, u *config.Unit, begin func(context.Context) (T, error), fn func(T) error) (string, error) {
 	tx, err := begin(ctx)
 	if err != nil {
 		return "", err
 	}
-	return adapter.Run("sqlxcrl", u.FailedQuery, func() error { return fn(tx) }, tx.Rollback, tx.Commit)
+	return config.RunTx("sqlxcrl", u.FailedQuery, func() error { return fn(tx) }, tx.Rollback, tx.Commit)
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/crl-go/crl/core"
-	"github.com/crl-go/crl/internal/layer/adapter"
 )
 
 // Stmt is a prepared *sqlx.Stmt. A DB's (DB.Preparex) executions are
@@ -93,7 +92,7 @@ func (s *Stmt) Queryx(args ...any) (*sqlx.Rows, error) {
 // QueryRowContext runs the statement as a one-row query.
 func (s *Stmt) QueryRowContext(ctx context.Context, args ...any) *sql.Row {
 	if s.err != nil {
-		return adapter.ErrorRow(s.err)
+		return errorRow(s.err)
 	}
 	return s.Stmt.QueryRowContext(ctx, args...)
 }
@@ -284,9 +283,9 @@ func must(res sql.Result, err error) sql.Result {
 }
 
 // errorRowx returns a *sqlx.Row whose Scan and Err return err: the row of
-// a one-row query that never ran (see adapter.ErrorDB).
+// a one-row query that never ran (see errorDB).
 func errorRowx(err error) *sqlx.Row {
-	db := adapter.ErrorDB(err)
-	defer adapter.CloseErrorDB(db)
+	db := errorDB(err)
+	defer closeErrorDB(db)
 	return sqlx.NewDb(db, "").QueryRowxContext(context.Background(), "")
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
-	"github.com/crl-go/crl/internal/layer/connector"
+	"github.com/crl-go/crl/config"
 )
 
 // Tx is a *sqlx.Tx whose statements are never retried one by one: SQL
@@ -20,7 +20,7 @@ import (
 // RunInTx checks the rule's query filter against it.
 type Tx struct {
 	*sqlx.Tx
-	unit *connector.Unit // the unit of the context the transaction was begun with, if any
+	unit *config.Unit // the unit of the context the transaction was begun with, if any
 }
 
 var (

@@ -11,20 +11,19 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
-	"github.com/crl-go/crl/config"
+	"github.com/crl-go/crl"
 	"github.com/crl-go/crl/gormcrl"
 	"github.com/crl-go/crl/sqlxcrl"
 )
 
 // TestTypedNilConnectorIsAnErrorAtOpen: (*mssql.Connector)(nil) is a
 // non-nil driver.Connector whose first Connect panics; every entry point
-// that takes a connector refuses it when it opens, with one message
-// (issue 28, item 3).
+// that takes a connector refuses it when it opens, with one message.
 func TestTypedNilConnectorIsAnErrorAtOpen(t *testing.T) {
 	var c driver.Connector = (*mssql.Connector)(nil)
 	require.True(t, c != nil, "a nil pointer in a non-nil interface")
 
-	_, _, err := config.WrapConnector(c, "sqlserver")
+	_, _, err := crl.WrapConnector(c, "sqlserver")
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "nil *mssql.Connector")
 

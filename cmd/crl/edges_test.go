@@ -19,14 +19,14 @@ func TestNoArgumentsPrintsHelpAndExitsTwo(t *testing.T) {
 }
 
 // explain without statement rules says so, instead of a table with no
-// rows, and still tells the connection loop.
+// rows, and still tells the connection loop; with no retryExec at all it
+// explains the default rule, and names the numbers of its classes.
 func TestExplainWithoutStatementRules(t *testing.T) {
 	isolate(t)
 	for _, args := range [][]string{
-		{"explain"},
 		{"explain", "{}"},
-		{"explain", "-conn", "{+4060}"},
-		{"explain", "-dsn", "sqlserver://h?database=x"},
+		{"explain", "-conn", "{+4060}", "{}"},
+		{"explain", "-dsn", "sqlserver://h?database=x&retryExec="},
 	} {
 		code, out, errOut := runCRL(args...)
 		require.Equal(t, 0, code, "%q: %s", args, errOut)
@@ -34,6 +34,30 @@ func TestExplainWithoutStatementRules(t *testing.T) {
 		assert.NotContains(t, out, "token", "%q prints no table header", args)
 		assert.Contains(t, out, "connection: ", "%q", args)
 	}
+	for args, numbers := range map[string][2]string{
+		"":                  {"class deadlock on sqlserver: 1205", "class serialization on sqlserver: 3960, 41301, 41302, 41305, 41325"},
+		"u@tcp(h)/db":       {"class deadlock on mysql: 1213, 1614", "class serialization on mysql: 1020"},
+		"postgres://u@h/db": {"class deadlock on postgres: 40P01", "class serialization on postgres: 40001"},
+	} {
+		for _, cmd := range []string{"explain", "check"} {
+			code, out, errOut := runCRL(cmd, "-dsn", args)
+			require.Equal(t, 0, code, "%q: %s", args, errOut)
+			assert.Contains(t, out, "statement rules: the default rule {deadlock,serialization:3,100ms*2}", "%s %q", cmd, args)
+			assert.Contains(t, out, numbers[0], "%s %q", cmd, args)
+			assert.Contains(t, out, numbers[1], "%s %q", cmd, args)
+			if cmd == "explain" {
+				assert.Contains(t, out, "deadlock       3      400ms", "%q", args)
+				assert.Contains(t, out, "jitter full", "%q", args)
+			}
+		}
+	}
+	code, out, errOut := runCRL("explain", "-dsn", "postgres://u@h/db", "-conn", "{+failover,throttle}", "{lockTimeout,1213:2,1}")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "class lockTimeout on postgres: 55P03")
+	assert.Contains(t, out, "class failover on postgres: 25006, 57P01")
+	assert.Contains(t, out, "class throttle on postgres: 53000, 53200, 53300, 53400")
+	assert.NotContains(t, out, "default rule")
+	assert.NotContains(t, out, "jitter")
 }
 
 // check prints the connection loop's settings in effect, as explain does:

@@ -48,6 +48,11 @@ Usage:
 
 RULES is a retryExec value (statement rules); -conn takes a retryConn value
 (connection rules). Quote them: the shell would otherwise expand the braces.
+A rule may name errors by class instead of number: deadlock, serialization,
+lockTimeout, failover, throttle, timeout, badconn (check and explain print
+the numbers each stands for on the DSN's database). With no retryExec from
+any source, a handle runs the default rule {deadlock,serialization:3,100ms*2};
+retryExec= with no value turns it off.
 
 Commands:
   check    Reads the settings exactly as a crl handle would: the rules given
@@ -70,6 +75,7 @@ Commands:
            and the retries that queryTimeout refuses; then the connection loop.
              crl explain '{1205:3,2*2}'
              crl explain -querytimeout 5 '{1205:5,2*2}'
+             crl explain -dsn 'u@tcp(db)/shop' '{deadlock,lockTimeout:3,100ms*2}'
   vet      Runs crlvet (the analyzer: beside crl, on PATH, or built for the
            run from crl's clone or crl's version) on Go packages (default:
            the one in the working directory), test files included, and
@@ -80,7 +86,9 @@ Commands:
            to those helpers that write variables from outside them without
            resetting them, or commit or roll back their transaction; the
            embedded sqlx handle taken out of a sqlxcrl handle; GORM's db.DB()
-           and db.ConnPool used to run statements. Handles of those libraries
+           and db.ConnPool used to run statements; GORM calls inside
+           crl.Retry's function (or a function it calls) on a *gorm.DB
+           without its context, which the unit does not see. Handles of those libraries
            are checked in packages that import crl (every package with
            -all). //crlvet:ignore <reason> on a line silences its finding.
            Exits 1 when it finds one.
@@ -192,13 +200,72 @@ func checkOrExplain(cmd string, args []string, stdout, stderr io.Writer) int {
 	if cmd == "check" {
 		if code == 0 {
 			fmt.Fprintf(stdout, "ok: %d statement rule(s), connection rules %s\n", policy.Statement.Len(), connSummary(policy.Connection, fam))
+			if cfg.UsesDefaultRule() {
+				fmt.Fprintln(stdout, defaultRuleLine)
+			}
+			for _, line := range classLines(policy, driver) {
+				fmt.Fprintln(stdout, line)
+			}
 			fmt.Fprintln(stdout, connectionLine(policy, fam))
 		}
 		return code
 	}
-	explain(stdout, policy, fam)
+	explain(stdout, policy, driver, cfg.UsesDefaultRule())
 	return code
 }
+
+// defaultRuleLine tells that no source sets retryExec, so the handle runs
+// the default rule.
+const defaultRuleLine = "statement rules: the default rule " + config.DefaultRetryExec +
+	", since no retryExec is set (retryExec= with no value turns it off); its waits are fully jittered unless retryJitter is set"
+
+// classLines names, for each class (deadlock, failover, ...) that the
+// statement or connection rules of p name, the errors it stands for on
+// the family of driver, so that a rule written by meaning can be read by
+// number.
+func classLines(p core.Policy, driver string) []string {
+	fam := family.Of(driver)
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range p.Statement.Rules() {
+		if tok := r.Token(); !isNumberToken(tok) && !seen[tok] {
+			seen[tok] = true
+			out = append(out, classLine(tok, r.Errors(driver), fam))
+		}
+	}
+	// ConnectionRules prints its tokens as {[+]tok,...}; a class reads the
+	// same in a statement rule, whose Errors name its numbers.
+	for _, tok := range strings.Split(strings.Trim(p.Connection.String(), "{+}"), ",") {
+		if tok == "" || isNumberToken(tok) || seen[tok] {
+			continue
+		}
+		seen[tok] = true
+		if rules, err := core.ParseStatementRules("{" + tok + ":0}"); err == nil && rules.Len() == 1 {
+			out = append(out, classLine(tok, rules.Rules()[0].Errors(driver), fam))
+		}
+	}
+	return out
+}
+
+// classLine names the errors errs that the class tok stands for on fam.
+func classLine(tok string, errs []string, fam family.Family) string {
+	switch {
+	case tok == "badconn":
+		return "class badconn: a broken connection (no error number)"
+	case tok == "timeout":
+		if len(errs) == 0 {
+			return "class timeout: an attempt that ran out of its time (queryTimeout, the context's deadline)"
+		}
+		return "class timeout on " + fam.String() + ": an attempt that ran out of its time, and the execution cut-off's " + strings.Join(errs, ", ")
+	case len(errs) == 0:
+		return "class " + tok + ": no errors on a driver whose family crl does not know (give -driver sqlserver, mysql or pgx)"
+	}
+	return "class " + tok + " on " + fam.String() + ": " + strings.Join(errs, ", ")
+}
+
+// isNumberToken reports an error number or a SQLSTATE, as opposed to a
+// class: both start with a digit.
+func isNumberToken(tok string) bool { return tok != "" && tok[0] >= '0' && tok[0] <= '9' }
 
 // parseFlags reads the flags and the one RULES argument, in any order.
 func parseFlags(cmd string, args []string) (options, error) {
@@ -411,15 +478,31 @@ func connExample(fam family.Family) string {
 	return "{+<error number>}"
 }
 
-// explain prints the wait table of the statement rules and the connection
-// loop's settings for a server of family fam.
-func explain(w io.Writer, p core.Policy, fam family.Family) {
+// explain prints the wait table of the statement rules, the errors each
+// class they name stands for, and the connection loop's settings, for a
+// server of driver's family; usesDefault says that no source set
+// retryExec.
+func explain(w io.Writer, p core.Policy, driver string, usesDefault bool) {
+	fam := family.Of(driver)
 	if p.Statement.Len() == 0 {
-		fmt.Fprintln(w, "statement rules: none, so no statement is retried (give RULES, -exec, a DSN's retryExec or a properties file's)")
+		fmt.Fprintln(w, "statement rules: none, so no statement is retried (retryExec is set to nothing; without any retryExec the default rule "+
+			config.DefaultRetryExec+" applies)")
 		fmt.Fprintln(w, connectionLine(p, fam))
 		return
 	}
+	if usesDefault {
+		fmt.Fprintln(w, defaultRuleLine)
+	}
+	for _, line := range classLines(p, driver) {
+		fmt.Fprintln(w, line)
+	}
 	waitTable(w, p.Statement.Rules(), p)
+	switch p.Jitter {
+	case core.JitterFull:
+		fmt.Fprintln(w, "jitter full: each wait is a random time up to the wait shown")
+	case core.JitterEqual:
+		fmt.Fprintln(w, "jitter equal: each wait is a random time between half the wait shown and the wait")
+	}
 	fmt.Fprintln(w, connectionLine(p, fam))
 }
 

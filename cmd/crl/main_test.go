@@ -364,7 +364,7 @@ func chdir(t *testing.T, dir string) {
 func TestCheckParseMessages(t *testing.T) {
 	isolate(t)
 	for _, tc := range []struct{ rules, want string }{
-		{"{:3}", `config: retryExec="{:3}": core: rule "{:3}": "" is an empty error token, expected an error number, a SQLSTATE, "timeout" or "badconn"`},
+		{"{:3}", `config: retryExec="{:3}": core: rule "{:3}": "" is an empty error token, expected an error number, a five-character SQLSTATE, or a class: deadlock, serialization, lockTimeout, failover, throttle, badconn, timeout`},
 		{"{1213:3,2*2:select;update}", `config: retryExec="{1213:3,2*2:select;update}": core: rule "update}": a statement rule needs timings, expected {errors:count[,initial[op change]][:filter]} such as {1205:3,2*2}; ` +
 			`"update" follows a rule with a filter: ';' separates rules and ',' separates filter words, so write {1213:3,2*2:select,update}`},
 	} {

@@ -47,20 +47,42 @@ var profiles = [count]Profile{
 		// its context ends.
 		CutoffByDriver: true,
 		Errors:         NumberedErrors,
-		// Deadlock victim; snapshot isolation update conflict; In-Memory
-		// OLTP commit dependency, update conflict, repeatable-read and
-		// serializable validation failures.
-		Contention: []string{"1205", "3960", "41301", "41302", "41305", "41325"},
-		// Insufficient memory; lock resources exhausted; lock request
-		// time-out; memory grant time-out; Azure SQL resource limits
-		// (10928, 10929), service busy (40501) and too many requests or
-		// operations (49918–49920).
-		Overload:       []string{"701", "1204", "1222", "8645", "10928", "10929", "40501", "49918", "49919", "49920"},
+		Deadlock:       []string{"1205"},
+		// Snapshot isolation update conflict; In-Memory OLTP commit
+		// dependency, update conflict, repeatable-read and serializable
+		// validation failures.
+		Serialization: []string{"3960", "41301", "41302", "41305", "41325"},
+		LockTimeout:   []string{"1222"},
+		// Availability groups: database not accessible (976), read-only
+		// intent required (978), replica neither primary nor secondary
+		// (983), a secondary compute or replica change ended the
+		// transaction (3947, 3948); the database is read-only (3906);
+		// database not recovered, not started, in transition, without
+		// quorum, offline (921, 941, 952, 988, 615); Azure SQL
+		// reconfiguration (40197, 40143, 40540), database unavailable
+		// (40613, 49802), read-secondary login wait (4221), serverless pool
+		// warming up (42109).
+		Failover: []string{"615", "921", "941", "952", "976", "978", "983", "988", "3906", "3947", "3948",
+			"4221", "40143", "40197", "40540", "40613", "42109", "49802"},
+		// Insufficient memory (701), memory grants (8645, 8651), lock
+		// resources (1204), version store shrunk (3966), optimizer time-out
+		// (8628); Azure SQL resource and request limits (10928, 10929,
+		// 10936, 40189), service or server busy (10930, 40501, 40642,
+		// 40675, 40903), too many requests or operations (40648,
+		// 49918–49920), not enough resources (22498).
+		Throttle: []string{"701", "1204", "3966", "8628", "8645", "8651", "10928", "10929", "10930", "10936",
+			"22498", "40189", "40501", "40642", "40648", "40675", "40903", "49918", "49919", "49920"},
 		JDBCLogin:      true,
 		TransientList:  true,
 		PropertiesFile: true,
 		AzureDefaults:  true,
 		TxText:         TxTextTSQL,
+		// Deadlock victim; snapshot isolation update conflict: both roll
+		// the transaction back. A lock request time-out (1222) ends the
+		// statement only, unless XACT_ABORT is on.
+		EndsTx:        []string{"1205", "3960"},
+		EndsStatement: []string{"1222"},
+		LiveTx:        "SELECT CASE WHEN XACT_STATE() = 1 THEN 1 ELSE 0 END",
 	},
 	MySQL: {
 		Name:       "mysql",
@@ -82,18 +104,30 @@ var profiles = [count]Profile{
 		CutoffUnknown: 1193, // unknown system variable: MySQL has no max_statement_time
 		CutoffErrors:  []string{"1969", "3024"},
 		Errors:        MySQLErrors,
-		// Deadlock (ER_LOCK_DEADLOCK); XA branch rolled back as a deadlock
-		// victim (ER_XA_RBDEADLOCK); a row changed since the
-		// transaction's snapshot (ER_CHECKREAD, MariaDB's snapshot
-		// isolation).
-		Contention: []string{"1213", "1614", "1020"},
-		// Out of memory (1037, 1038, 1041); too many connections (1040,
-		// and per user 1203, 1226); lock-wait time-out (1205); NOWAIT lock
-		// not available (3572); the execution cut-offs (MySQL 3024,
-		// MariaDB 1969), which are time-outs too.
-		Overload:           []string{"1037", "1038", "1040", "1041", "1203", "1205", "1226", "1969", "3024", "3572"},
+		// ER_LOCK_DEADLOCK; an XA branch rolled back as a deadlock victim
+		// (ER_XA_RBDEADLOCK). InnoDB reports its serialization conflicts
+		// as deadlocks too.
+		Deadlock: []string{"1213", "1614"},
+		// A row changed since the transaction's snapshot (ER_CHECKREAD,
+		// MariaDB's snapshot isolation).
+		Serialization: []string{"1020"},
+		// Lock-wait time-out (innodb_lock_wait_timeout); NOWAIT lock not
+		// available.
+		LockTimeout: []string{"1205", "3572"},
+		// The server is read-only (--read-only, as a demoted primary is:
+		// ER_OPTION_PREVENTS_STATEMENT; ER_READ_ONLY_MODE).
+		Failover: []string{"1290", "1836"},
+		// Too many connections (1040, and per user 1203, 1226); out of
+		// memory (1037, 1038, 1041).
+		Throttle:           []string{"1037", "1038", "1040", "1041", "1203", "1226"},
 		TooManyConnections: "1040",
 		TxText:             TxTextMySQL,
+		// Deadlock: InnoDB rolls the transaction back. A lock-wait
+		// time-out (1205) ends the statement only, unless
+		// innodb_rollback_on_timeout is on.
+		EndsTx:        []string{"1213"},
+		EndsStatement: []string{"1205"},
+		LiveTx:        "SELECT @@innodb_rollback_on_timeout = 0",
 	},
 	Postgres: {
 		Name:       "postgres",
@@ -106,17 +140,23 @@ var profiles = [count]Profile{
 		Cutoff: func(d time.Duration) []string {
 			return []string{"SET statement_timeout = " + millis(d)}
 		},
-		CutoffErrors: []string{"57014"}, // query_canceled
-		Errors:       SQLStateErrors,
-		// Deadlock detected; serialization failure.
-		Contention: []string{"40P01", "40001"},
+		CutoffErrors:  []string{"57014"}, // query_canceled
+		Errors:        SQLStateErrors,
+		Deadlock:      []string{"40P01"},
+		Serialization: []string{"40001"},
+		LockTimeout:   []string{"55P03"}, // lock_not_available: lock_timeout, NOWAIT
+		// A write in a read-only transaction (a standby, or
+		// default_transaction_read_only after a failover);
+		// administrator shutdown.
+		Failover: []string{"25006", "57P01"},
 		// Insufficient resources, out of memory, too many connections,
-		// configuration limit exceeded, lock not available, statement
-		// cancelled (statement_timeout, a time-out too).
-		Overload:           []string{"53000", "53200", "53300", "53400", "55P03", "57014"},
+		// configuration limit exceeded.
+		Throttle:           []string{"53000", "53200", "53300", "53400"},
 		TooManyConnections: "53300",
 		SimpleProtocol:     "default_query_exec_mode=simple_protocol",
 		TxText:             TxTextPostgres,
+		// Any error aborts the transaction (40P01 and 40001 among them).
+		AnyErrorEndsTx: true,
 	},
 }
 

@@ -78,16 +78,20 @@ func TestProfiles(t *testing.T) {
 		assert.NotContains(t, shapes, p.Errors, "%s: an error shape is one family's", f)
 		shapes[p.Errors] = f
 		assert.Equal(t, f, family.OfErrors(p.Errors))
-		for _, tok := range p.CutoffErrors {
-			assert.Contains(t, p.Overload, tok, "%s: a cut-off is overload", f)
-		}
 		if p.TooManyConnections != "" {
-			assert.Contains(t, p.Overload, p.TooManyConnections, "%s: too many connections is overload", f)
+			assert.Contains(t, p.Throttle, p.TooManyConnections, "%s: too many connections is throttling", f)
 		}
+		assert.NotEmpty(t, p.Deadlock, "%s: deadlock", f)
+		assert.NotEmpty(t, p.Serialization, "%s: serialization", f)
+		assert.NotEmpty(t, p.LockTimeout, "%s: lockTimeout", f)
+		assert.NotEmpty(t, p.Failover, "%s: failover", f)
+		assert.NotEmpty(t, p.Throttle, "%s: throttle", f)
 		seen := map[string]bool{}
-		for _, tok := range append(append([]string(nil), p.Contention...), p.Overload...) {
-			assert.False(t, seen[tok], "%s: %s is classed twice", f, tok)
-			seen[tok] = true
+		for _, list := range [][]string{p.Deadlock, p.Serialization, p.LockTimeout, p.Failover, p.Throttle, p.CutoffErrors} {
+			for _, tok := range list {
+				assert.False(t, seen[tok], "%s: %s is classed twice (a cut-off error is a time-out)", f, tok)
+				seen[tok] = true
+			}
 		}
 	}
 	assert.Equal(t, family.Other, family.OfScheme("sqlite"))

@@ -59,13 +59,32 @@ type Profile struct {
 	// Errors is the shape of the driver's errors, by which core tells the
 	// family of an error and reads its token (OfErrors).
 	Errors ErrorShape
-	// Contention are the error tokens the retry budget classes as
-	// contention: the database is healthy and chose a victim.
-	Contention []string
-	// Overload are the error tokens the retry budget classes as overload:
-	// the database is short of something. Every other token of the family
-	// is transient.
-	Overload []string
+	// Deadlock, Serialization, LockTimeout, Failover and Throttle are the
+	// error tokens (numbers or SQLSTATEs, as rules write them) of each class
+	// by meaning: what the rule tokens deadlock, serialization,
+	// lockTimeout, failover and throttle stand for on the family, and what
+	// the retry budget charges (core's class table says the cost of each).
+	// An error of none of them (nor of CutoffErrors) is transient.
+	//
+	// Deadlock: the server chose the statement's transaction as a deadlock
+	// victim and rolled it back.
+	Deadlock []string
+	// Serialization: the transaction could not be serialized with a
+	// concurrent one (an update conflict, a validation failure) and was
+	// rolled back.
+	Serialization []string
+	// LockTimeout: a lock wait ran out (or a NOWAIT lock was not
+	// available); the server may have rolled back the statement only.
+	LockTimeout []string
+	// Failover: the connection reached a server that cannot serve it now
+	// (read-only after a failover, a database being moved or restarted);
+	// the connection leaves the pool and a retry runs on a new one. The
+	// server sent the error as the statement's answer, so the statement
+	// was not applied (a read-only server refused it before running it).
+	Failover []string
+	// Throttle: the server refused or gave up on the work for lack of a
+	// resource (request or connection limits, memory, lock resources).
+	Throttle []string
 	// TooManyConnections is the family's error token of too many
 	// connections, which crl explain gives as an example of retryConn;
 	// "" when the family has none to show.
@@ -100,6 +119,24 @@ type Profile struct {
 	// transactions (the driver layer's reading of BEGIN, COMMIT, SET
 	// autocommit and the like).
 	TxText TxText
+
+	// EndsTx are the error tokens whose error ended the server's
+	// transaction (rolled it back whole): a transaction replay re-sends
+	// the transaction's statements on a new one.
+	EndsTx []string
+	// AnyErrorEndsTx: every error inside a transaction leaves it aborted
+	// (PostgreSQL: nothing but ROLLBACK runs until it ends), so every
+	// error a rule retries is replayed as EndsTx's are.
+	AnyErrorEndsTx bool
+	// EndsStatement are the error tokens whose error rolled back the
+	// failed statement only, while LiveTx says the transaction is live:
+	// that statement alone is run again inside it.
+	EndsStatement []string
+	// LiveTx is a query whose one value is 1 when the transaction is
+	// still live after an EndsStatement error, 0 when the server rolled
+	// it back whole (a server setting decides: MySQL's
+	// innodb_rollback_on_timeout, SQL Server's XACT_ABORT).
+	LiveTx string
 }
 
 // DSNForm is how config reads a family's DSNs.

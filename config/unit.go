@@ -1,0 +1,169 @@
+package config
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/crl-go/crl/core"
+	"github.com/crl-go/crl/internal/text/sqlscan"
+)
+
+// Unit records what one unit of work ran in the driver layer: the pool
+// it ran on (its Retrier), the statement whose error ended it, and which
+// run of the unit this is (Attempt). A unit
+// is a transaction attempt (crl.RunInTx and the adapters' helpers put one
+// in the context they begin the transaction with), a run of crl.Retry's
+// function, or an attempt that an adapter runs under its own loop
+// (sqlx's whole reads): a statement run with a context that carries a
+// Unit is run once, never retried by the layer on its own. The zero value
+// is ready; it is safe for concurrent use. It sits in config, below the
+// driver layer (package crl) and the adapters, so that the layer records
+// into the same Unit that a helper of any of them put in the context.
+type Unit struct {
+	mu        sync.Mutex
+	retrier   *core.Retrier
+	failed    string
+	failedErr error
+	attempt   atomic.Int32
+}
+
+// unitKey is the one context key of the driver layer: its value is a
+// *Unit, or a withoutRetry. One key, so that the layer learns both from
+// one ctx.Value per statement.
+type unitKey struct{}
+
+// withoutRetry is the value of unitKey in a context given NoRetryContext:
+// the unit the context carried before, if any, stays readable (UnitOf,
+// Attempt). A struct of one pointer, so storing it allocates nothing.
+type withoutRetry struct{ unit *Unit }
+
+// mark is what a context says to the driver layer: the unit it carries
+// (nil when none), and whether retries are off (NoRetryContext).
+type mark struct {
+	unit    *Unit
+	noRetry bool
+}
+
+// markOf reads ctx's mark with one lookup.
+func markOf(ctx context.Context) mark {
+	switch v := ctx.Value(unitKey{}).(type) {
+	case *Unit:
+		return mark{unit: v}
+	case withoutRetry:
+		return mark{unit: v.unit, noRetry: true}
+	}
+	return mark{}
+}
+
+// UnitContext returns ctx carrying u, in place of what it carried: given a
+// context without retries (NoRetryContext), the mark is gone, so a helper
+// asks NoRetry before it makes a unit (a unit of such a context runs once
+// and needs none).
+func UnitContext(ctx context.Context, u *Unit) context.Context {
+	return context.WithValue(ctx, unitKey{}, u)
+}
+
+// UnitOf returns the Unit ctx carries, nil when none.
+func UnitOf(ctx context.Context) *Unit { return markOf(ctx).unit }
+
+// NoRetryContext returns ctx under which nothing is retried (it is
+// crl.WithoutRetry): the driver layer runs each statement once (outside
+// a transaction and a unit under the statement loop, whose Retrier asks
+// NoRetry after a failure, so that the observer sees it), and the helpers
+// run their units once. The unit
+// ctx carries, if any, stays readable: its statements are still recorded
+// in it.
+func NoRetryContext(ctx context.Context) context.Context {
+	m := markOf(ctx)
+	if m.noRetry {
+		return ctx
+	}
+	return context.WithValue(ctx, unitKey{}, withoutRetry{unit: m.unit})
+}
+
+// NoRetry reports whether ctx was given NoRetryContext (or derives from one
+// that was).
+func NoRetry(ctx context.Context) bool { return markOf(ctx).noRetry }
+
+// Attempt returns the run of the unit ctx carries that is running: 1 for
+// the first, 2 for the first re-run, …; 0 when ctx carries no unit, or
+// one that is not re-run as a whole (an adapter's attempt of one
+// statement).
+func Attempt(ctx context.Context) int {
+	if u := markOf(ctx).unit; u != nil {
+		return int(u.attempt.Load())
+	}
+	return 0
+}
+
+// Ran notes that a statement of the unit ran on the pool of r: the
+// driver layer calls it when it begins a transaction in the unit.
+func (u *Unit) Ran(r *core.Retrier) {
+	u.mu.Lock()
+	if u.retrier == nil {
+		u.retrier = r
+	}
+	u.mu.Unlock()
+}
+
+// Record records, for the driver layer, the outcome of a statement of
+// the unit that ran on the pool of r: a failure makes it the statement that ended the unit,
+// unless it is a ROLLBACK (to a savepoint, or of the transaction) after
+// an earlier failure, which that failure caused: GORM rolls back to its
+// savepoint after the statement that failed, and that rollback fails
+// too when the server already ended the transaction (a deadlock victim's).
+func (u *Unit) Record(r *core.Retrier, query string, err error) {
+	u.mu.Lock()
+	if u.retrier == nil {
+		u.retrier = r
+	}
+	if err != nil && replaces(query, u.failedErr != nil) {
+		u.failed, u.failedErr = query, err
+	}
+	u.mu.Unlock()
+}
+
+// replaces reports whether the failure of query is the one that ended a
+// unit, over an earlier failure of the unit (hadFailure): it does, unless
+// it is a ROLLBACK (to a savepoint, or of the transaction), which that
+// earlier failure caused.
+func replaces(query string, hadFailure bool) bool {
+	return !hadFailure || !sqlscan.EqualFold(sqlscan.FirstKeyword(query), "rollback")
+}
+
+// Retrier returns the Retrier of the pool the unit's first statement ran
+// on, nil when no statement reached a pool crl opened.
+func (u *Unit) Retrier() *core.Retrier {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.retrier
+}
+
+// Failed returns the statement whose error ended the unit and that error
+// ("", nil when no statement failed).
+func (u *Unit) Failed() (query string, err error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.failed, u.failedErr
+}
+
+// FailedQuery returns the statement whose error ended the unit, "" when
+// none did or u is nil (a unit run without retries records nothing).
+func (u *Unit) FailedQuery() string {
+	if u == nil {
+		return ""
+	}
+	q, _ := u.Failed()
+	return q
+}
+
+// Start begins the unit's next run, which Attempt then reports (1 for the
+// first): the failure recorded is forgotten; the pool is kept. Only a
+// helper that re-runs the unit as a whole starts it.
+func (u *Unit) Start() {
+	u.mu.Lock()
+	u.failed, u.failedErr = "", nil
+	u.mu.Unlock()
+	u.attempt.Add(1)
+}

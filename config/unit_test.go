@@ -1,0 +1,44 @@
+package config_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/crl-go/crl/config"
+)
+
+// The layer's one context key carries a unit, a WithoutRetry mark, or
+// both: WithoutRetry keeps the unit readable (its statements are still
+// recorded in it, its run is still the attempt), and a unit given to a
+// context replaces what it carried, so helpers ask NoRetry first.
+func TestUnitAndWithoutRetry(t *testing.T) {
+	bg := context.Background()
+	assert.Nil(t, config.UnitOf(bg))
+	assert.False(t, config.NoRetry(bg))
+	assert.Zero(t, config.Attempt(bg))
+
+	u := &config.Unit{}
+	inUnit := config.UnitContext(bg, u)
+	assert.Same(t, u, config.UnitOf(inUnit))
+	assert.False(t, config.NoRetry(inUnit))
+	assert.Zero(t, config.Attempt(inUnit), "a unit no helper started: an adapter's attempt of one statement")
+	u.Start()
+	u.Start()
+	assert.Equal(t, 2, config.Attempt(inUnit), "the unit's second run")
+
+	off := config.NoRetryContext(inUnit)
+	assert.True(t, config.NoRetry(off))
+	assert.Same(t, u, config.UnitOf(off), "the unit stays")
+	assert.Equal(t, 2, config.Attempt(off))
+	assert.Equal(t, off, config.NoRetryContext(off), "once is enough")
+
+	alone := config.NoRetryContext(bg)
+	assert.True(t, config.NoRetry(alone))
+	assert.Nil(t, config.UnitOf(alone))
+	assert.False(t, config.NoRetry(config.UnitContext(alone, u)), "a unit replaces the mark")
+
+	var none *config.Unit
+	assert.Empty(t, none.FailedQuery(), "no unit (a helper under WithoutRetry) records nothing")
+}

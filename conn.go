@@ -1,0 +1,473 @@
+package crl
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"sync/atomic"
+
+	"github.com/crl-go/crl/config"
+	"github.com/crl-go/crl/core"
+)
+
+// conn is a connection of the driver layer over a connection of the
+// chain below (inner). database/sql uses a connection from one goroutine
+// at a time; only broken is read from another (IsValid, ResetSession).
+// It has every optional interface; database/sql gets it under a type
+// with those of the driver's connection (offer, iface.go).
+type conn struct {
+	inner driver.Conn
+	c     *layerConnector
+	r     *core.Retrier
+
+	// The optional interfaces of inner, found once per inner connection.
+	execer    driver.ExecerContext
+	execerOld driver.Execer
+	queryer   driver.QueryerContext
+	queryOld  driver.Queryer
+
+	tx        *tx        // the transaction running on the connection, nil outside one
+	text      txText     // a transaction BeginTx did not begin (txtext.go)
+	dialect   *txDialect // how the family's statement texts begin and end one (txscan.go)
+	gen       uint64     // how many times the connection was replaced (revive); statements re-prepare after
+	skipsArgs bool       // the driver answered driver.ErrSkip to a statement with arguments (go-sql-driver/mysql without interpolateParams): database/sql prepares those
+	broken    atomic.Bool
+}
+
+var (
+	_ driver.Conn               = (*conn)(nil)
+	_ driver.ConnBeginTx        = (*conn)(nil)
+	_ driver.ConnPrepareContext = (*conn)(nil)
+	_ driver.ExecerContext      = (*conn)(nil)
+	_ driver.QueryerContext     = (*conn)(nil)
+	_ driver.Pinger             = (*conn)(nil)
+	_ driver.SessionResetter    = (*conn)(nil)
+	_ driver.Validator          = (*conn)(nil)
+	_ driver.NamedValueChecker  = (*conn)(nil)
+)
+
+func newConn(inner driver.Conn, c *layerConnector) *conn {
+	cn := &conn{c: c, r: c.retrier, dialect: c.dialect}
+	cn.use(inner)
+	return cn
+}
+
+// use makes inner, a new session, the connection under cn.
+func (cn *conn) use(inner driver.Conn) {
+	cn.inner = inner
+	cn.newSession(inner)
+	cn.execer, _ = inner.(driver.ExecerContext)
+	cn.execerOld, _ = inner.(driver.Execer) //nolint:staticcheck // database/sql's fallback too
+	cn.queryer, _ = inner.(driver.QueryerContext)
+	cn.queryOld, _ = inner.(driver.Queryer) //nolint:staticcheck // database/sql's fallback too
+	cn.skipsArgs = false
+}
+
+// driverConn returns the connection below, for Unwrap.
+func (cn *conn) driverConn() driver.Conn { return cn.inner }
+
+// alone reports whether a statement run with ctx runs once, recorded,
+// instead of under the statement loop: inside a transaction that BeginTx
+// began, or in a unit. A transaction begun as statement text counts too
+// (textControl, asked first). Under WithoutRetry and in no unit it runs
+// under the loop, which asks NoRetry after a failure and retries nothing
+// (config gives the Retrier NoRetry), so that it is an operation the
+// observer sees. One ctx.Value.
+func (cn *conn) alone(ctx context.Context) bool {
+	return cn.tx != nil || config.UnitOf(ctx) != nil
+}
+
+// record records the outcome of a statement run alone: in the unit of
+// the connection's transaction (BeginTx's, else the one begun as text),
+// else in the unit ctx carries.
+func (cn *conn) record(ctx context.Context, query string, err error) {
+	if err != nil {
+		cn.noteBroken(err)
+	}
+	u := config.UnitOf(ctx)
+	switch {
+	case cn.tx != nil:
+		if cn.tx.unit != nil {
+			u = cn.tx.unit
+		}
+	case cn.text.unit != nil && cn.inTextTx():
+		u = cn.text.unit
+	}
+	if u != nil {
+		u.Record(cn.r, query, err)
+	}
+}
+
+// noteBroken marks the connection broken when err says it broke, when
+// the driver's connection is no longer valid after err (go-sql-driver/mysql
+// and pgx close theirs when the context of a running statement ends: a
+// queryTimeout's cut-off), or when err is a failover error (the server
+// is read-only, or its database is moving: this connection would meet
+// the same server again), so that database/sql takes it out of the pool
+// (IsValid, ResetSession), and a retry runs on a new one (revive): a read
+// that a rule retries after its connection broke, a statement whose
+// time-out a rule retries, a statement a rule retries for a failover (a
+// write too: the server refused it, so it was not applied).
+func (cn *conn) noteBroken(err error) {
+	if err == driver.ErrSkip {
+		return
+	}
+	if core.IsBadConn(err) || cn.r.Failover(err) || !cn.innerValid() {
+		cn.broken.Store(true)
+	}
+}
+
+// innerValid reports whether the connection below says it is usable
+// (driver.Validator); true when it cannot tell.
+func (cn *conn) innerValid() bool {
+	v, ok := cn.inner.(driver.Validator)
+	return !ok || v.IsValid()
+}
+
+// revive replaces a broken connection with a new one of the pool's
+// connector (under the connection loop), before a retry of a statement
+// whose connection broke; the statement loop retries only reads then,
+// unless the error was not the break itself (a time-out that the driver
+// ended by closing its connection, which the rule retries).
+func (cn *conn) revive(ctx context.Context) error {
+	if !cn.broken.Load() {
+		return nil
+	}
+	return cn.reconnect(ctx)
+}
+
+// reconnect is revive's replacement of a broken connection.
+func (cn *conn) reconnect(ctx context.Context) error {
+	if cn.tx != nil {
+		return driver.ErrBadConn // never reached: a transaction's statements are not retried
+	}
+	inner, err := cn.c.connectInner(ctx)
+	if err != nil {
+		return err
+	}
+	old := cn.inner
+	cn.use(inner)
+	cn.gen++
+	cn.broken.Store(false)
+	// The old connection is broken: the error of its Close says nothing
+	// the statement's error has not said.
+	_ = old.Close()
+	return nil
+}
+
+// Prepare is PrepareContext with context.Background().
+func (cn *conn) Prepare(query string) (driver.Stmt, error) {
+	return cn.PrepareContext(context.Background(), query)
+}
+
+// PrepareContext prepares query on the connection. The preparation is
+// not retried (go-mssqldb's does not reach the server; the statement's
+// executions are retried).
+func (cn *conn) PrepareContext(ctx context.Context, query string) (driver.Stmt, error) {
+	si, err := cn.prepareInner(ctx, query)
+	if err != nil {
+		cn.record(ctx, query, err)
+		return nil, err
+	}
+	return newStmt(si, cn, query), nil
+}
+
+// prepareInner prepares query on the connection below, as database/sql
+// would.
+func (cn *conn) prepareInner(ctx context.Context, query string) (driver.Stmt, error) {
+	if p, ok := cn.inner.(driver.ConnPrepareContext); ok {
+		return p.PrepareContext(ctx, query)
+	}
+	si, err := cn.inner.Prepare(query)
+	if err == nil && ctx.Err() != nil {
+		_ = si.Close() // database/sql's own fallback drops it too
+		return nil, ctx.Err()
+	}
+	return si, err
+}
+
+// ExecContext runs query: under the statement loop outside a transaction
+// (begun by BeginTx or as text) and a unit, else once. A connection
+// without ExecerContext or Execer answers driver.ErrSkip: database/sql
+// then prepares the statement; so does a statement with arguments that
+// an injected fault would fail (fault.go).
+func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if cn.execer == nil && cn.execerOld == nil || len(args) > 0 && (cn.skipsArgs || cn.toPrepare(query, kindExec)) {
+		return nil, driver.ErrSkip
+	}
+	if text, in := cn.textControl(query); text || cn.alone(ctx) {
+		res, err := cn.execInner(ctx, query, args)
+		if err != driver.ErrSkip {
+			cn.ranOnce(ctx, query, err, text, in)
+		}
+		return res, err
+	}
+	return retried(ctx, cn.r, core.Op{Query: query}, func(ctx context.Context) (driver.Result, error) {
+		if err := cn.revive(ctx); err != nil {
+			return nil, err
+		}
+		res, err := cn.execInner(ctx, query, args)
+		if err != nil {
+			cn.noteBroken(err)
+		}
+		return res, err
+	})
+}
+
+// execInner runs query on the connection below, as database/sql would.
+func (cn *conn) execInner(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if err := cn.injected(query, kindExec); err != nil {
+		return nil, err
+	}
+	if cn.execer == nil {
+		return cn.execLegacy(ctx, query, args)
+	}
+	res, err := cn.execer.ExecContext(ctx, query, args)
+	if err != nil {
+		cn.noteSkip(err, args)
+	}
+	return res, err
+}
+
+// execLegacy runs query through the driver's Execer, which takes no
+// context, as database/sql would.
+func (cn *conn) execLegacy(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	res, err := legacy(ctx, args, func(v []driver.Value) (driver.Result, error) { return cn.execerOld.Exec(query, v) })
+	cn.noteSkip(err, args)
+	return res, err
+}
+
+// noteSkip notes a driver that answers driver.ErrSkip to a statement with
+// arguments (database/sql then prepares it; see skipsArgs). Not for a
+// driver that runs statements through Execer or Queryer: there, as in
+// database/sql's own fallback, named arguments are refused before the
+// driver could answer.
+func (cn *conn) noteSkip(err error, args []driver.NamedValue) {
+	if err == driver.ErrSkip && len(args) > 0 && cn.noLegacyForm() {
+		cn.skipsArgs = true
+	}
+}
+
+// noLegacyForm reports whether the driver runs no statement through
+// Execer or Queryer (it has the context form, or neither).
+func (cn *conn) noLegacyForm() bool {
+	return (cn.execer != nil || cn.execerOld == nil) && (cn.queryer != nil || cn.queryOld == nil)
+}
+
+// QueryContext runs query: under the statement loop outside a transaction
+// (begun by BeginTx or as text) and a unit, its first row read inside
+// each attempt; else once. A connection without QueryerContext or
+// Queryer answers driver.ErrSkip, as does a statement with arguments that
+// an injected fault would fail.
+func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	if cn.queryer == nil && cn.queryOld == nil || len(args) > 0 && (cn.skipsArgs || cn.toPrepare(query, kindQuery)) {
+		return nil, driver.ErrSkip
+	}
+	if text, in := cn.textControl(query); text || cn.alone(ctx) {
+		ri, err := cn.queryInner(ctx, query, args)
+		if err == driver.ErrSkip {
+			return nil, err
+		}
+		if err != nil {
+			cn.ranOnce(ctx, query, err, text, in)
+			return nil, err
+		}
+		if text {
+			cn.noteText(ctx, query, nil, in)
+		}
+		return newRows(ctx, ri, cn, query, nil, true), nil
+	}
+	return retried(ctx, cn.r, core.Op{Query: query, Rows: true}, func(actx context.Context) (driver.Rows, error) {
+		return cn.queryAttempt(ctx, actx, query, func(ctx context.Context) (driver.Rows, error) {
+			return cn.queryInner(ctx, query, args)
+		})
+	})
+}
+
+// queryAttempt is one attempt of a query outside a transaction and a
+// unit: run (on the attempt's context actx), then the first row. ctx is
+// the caller's, for the events of an error met after the first row.
+func (cn *conn) queryAttempt(ctx, actx context.Context, query string, run func(ctx context.Context) (driver.Rows, error)) (driver.Rows, error) {
+	if err := cn.revive(actx); err != nil {
+		return nil, err
+	}
+	// A bounded attempt's context (queryTimeout) lives while the rows are
+	// read: the rows end it when they close.
+	qctx, cancel := actx, context.CancelFunc(nil)
+	if actx != ctx {
+		qctx, cancel = context.WithCancel(actx)
+	}
+	ri, err := run(qctx)
+	if err == nil {
+		rows := newRows(ctx, ri, cn, query, cancel, false)
+		if err = rows.first(); err == nil {
+			return rows, nil
+		}
+	}
+	if cancel != nil {
+		cancel()
+	}
+	cn.noteBroken(err)
+	return nil, err
+}
+
+// queryInner runs query on the connection below, as database/sql would.
+func (cn *conn) queryInner(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	var (
+		ri  driver.Rows
+		err error
+	)
+	if err := cn.injected(query, kindQuery); err != nil {
+		return nil, err
+	}
+	if cn.queryer != nil {
+		ri, err = cn.queryer.QueryContext(ctx, query, args)
+	} else {
+		ri, err = legacy(ctx, args, func(v []driver.Value) (driver.Rows, error) { return cn.queryOld.Query(query, v) })
+	}
+	if err != nil {
+		cn.noteSkip(err, args)
+	}
+	return ri, err
+}
+
+// legacy runs a call of a driver without the context forms, as
+// database/sql does: the arguments as plain values, ctx checked first.
+func legacy[T any](ctx context.Context, args []driver.NamedValue, call func([]driver.Value) (T, error)) (T, error) {
+	var zero T
+	v, err := plainValues(args)
+	if err != nil {
+		return zero, err
+	}
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
+	return call(v)
+}
+
+// errNamedArgs is database/sql's error for named arguments given to a
+// driver without the context forms.
+var errNamedArgs = errors.New("sql: driver does not support the use of Named Parameters")
+
+// plainValues returns args' values; named arguments are an error.
+func plainValues(args []driver.NamedValue) ([]driver.Value, error) {
+	v := make([]driver.Value, len(args))
+	for i, a := range args {
+		if a.Name != "" {
+			return nil, errNamedArgs
+		}
+		v[i] = a.Value
+	}
+	return v, nil
+}
+
+// Begin is BeginTx with context.Background() and the default options.
+func (cn *conn) Begin() (driver.Tx, error) {
+	return cn.BeginTx(context.Background(), driver.TxOptions{})
+}
+
+// BeginTx begins a transaction on the connection: its statements run
+// alone and are recorded in the unit of ctx, when it carries one.
+func (cn *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	ti, err := cn.beginInner(ctx, opts)
+	u := config.UnitOf(ctx)
+	if err != nil {
+		cn.noteBroken(err)
+		if u != nil {
+			u.Ran(cn.r)
+		}
+		return nil, err
+	}
+	if u != nil {
+		u.Ran(cn.r)
+	}
+	cn.tx = &tx{inner: ti, cn: cn, unit: u, ctx: ctx, underCtx: cn.c.commitUnderContext}
+	return cn.tx, nil
+}
+
+// beginInner begins a transaction on the connection below, as
+// database/sql would.
+func (cn *conn) beginInner(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
+	if b, ok := cn.inner.(driver.ConnBeginTx); ok {
+		return b.BeginTx(ctx, opts)
+	}
+	if opts.Isolation != driver.IsolationLevel(0) {
+		return nil, errors.New("sql: driver does not support non-default isolation level")
+	}
+	if opts.ReadOnly {
+		return nil, errors.New("sql: driver does not support read-only transactions")
+	}
+	ti, err := cn.inner.Begin() //nolint:staticcheck // database/sql's fallback too
+	if err == nil && ctx.Err() != nil {
+		_ = ti.Rollback() // database/sql's own fallback drops it too
+		return nil, ctx.Err()
+	}
+	return ti, err
+}
+
+// Ping pings the connection below when it can be pinged.
+func (cn *conn) Ping(ctx context.Context) error {
+	if p, ok := cn.inner.(driver.Pinger); ok {
+		err := p.Ping(ctx)
+		if err != nil {
+			cn.noteBroken(err)
+		}
+		return err
+	}
+	return nil
+}
+
+// ResetSession refuses a broken connection, else resets the one below
+// when it can be reset.
+func (cn *conn) ResetSession(ctx context.Context) error {
+	if cn.broken.Load() {
+		return driver.ErrBadConn
+	}
+	cn.tx = nil
+	cn.text.unit = nil
+	if cn.dialect.resetEnds {
+		cn.text.state = txState{} // the driver's reset rolls the session's transaction back
+	}
+	if r, ok := cn.inner.(driver.SessionResetter); ok {
+		return r.ResetSession(ctx)
+	}
+	return nil
+}
+
+// IsValid reports whether the connection may go back to the pool.
+func (cn *conn) IsValid() bool {
+	if cn.broken.Load() {
+		return false
+	}
+	if v, ok := cn.inner.(driver.Validator); ok {
+		return v.IsValid()
+	}
+	return true
+}
+
+// CheckNamedValue is the connection's check of an argument, or
+// driver.ErrSkip (database/sql's default conversion) without one.
+func (cn *conn) CheckNamedValue(nv *driver.NamedValue) error {
+	if c, ok := cn.inner.(driver.NamedValueChecker); ok {
+		return c.CheckNamedValue(nv)
+	}
+	return driver.ErrSkip
+}
+
+// Close closes the connection below.
+func (cn *conn) Close() error { return cn.inner.Close() }
+
+// retried runs a statement under r's statement loop (core.Retrier.Run),
+// keeping the value of the attempt that succeeded; on failure it is the
+// zero value.
+func retried[T any](ctx context.Context, r *core.Retrier, op core.Op, fn func(ctx context.Context) (T, error)) (T, error) {
+	var out T
+	err := r.Run(ctx, &op, func(ctx context.Context) error {
+		v, err := fn(ctx)
+		if err == nil {
+			out = v
+		}
+		return err
+	})
+	return out, err
+}

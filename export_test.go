@@ -1,0 +1,5 @@
+package crl
+
+// DriverConnector is driverConnector for the external tests: the
+// registered driver's own connector for a DSN, as Open builds it.
+var DriverConnector = driverConnector

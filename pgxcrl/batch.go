@@ -1,0 +1,95 @@
+package pgxcrl
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// SendBatch sends b on a connection of the pool (opened under the
+// connection loop when the pool opens one) and runs it once. A batch is
+// not retried on its own: its errors come while the caller reads its
+// results, after SendBatch returned, and a retry would run again
+// statements whose results the caller has already read (and, with
+// pgx.QueryExecModeSimpleProtocol or statements that end the implicit
+// transaction, that committed). Run it inside RunInTx to have it retried
+// as a whole. The connection returns to the pool when the results are
+// closed.
+func (p *Pool) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+	c, err := p.acquire(ctx)
+	if err != nil {
+		return errBatchResults{err: err}
+	}
+	return &batchResults{inner: c.SendBatch(ctx, b), c: c}
+}
+
+// CopyFrom copies rowSrc into tableName on a connection of the pool
+// (opened under the connection loop when the pool opens one), once. It
+// is not retried on its own: a pgx.CopyFromSource is read once and
+// cannot be rewound in general (pgx.CopyFromFunc, pgx.CopyFromRows over
+// a reader). Run it inside RunInTx, whose closure builds the source
+// anew, to have it retried.
+func (p *Pool) CopyFrom(ctx context.Context, tableName pgx.Identifier, columnNames []string, rowSrc pgx.CopyFromSource) (int64, error) {
+	c, err := p.acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Release()
+	return c.Conn().CopyFrom(ctx, tableName, columnNames, rowSrc)
+}
+
+// batchResults are a batch's results on a connection of the pool, which
+// goes back to the pool when they are closed.
+type batchResults struct {
+	inner pgx.BatchResults
+	c     *pgxpool.Conn
+}
+
+// Exec reads the next statement's result, as pgx.BatchResults.Exec.
+func (b *batchResults) Exec() (pgconn.CommandTag, error) { return b.inner.Exec() }
+
+// Query reads the next statement's rows, as pgx.BatchResults.Query.
+func (b *batchResults) Query() (pgx.Rows, error) { return b.inner.Query() }
+
+// QueryRow reads the next statement's row, as pgx.BatchResults.QueryRow.
+func (b *batchResults) QueryRow() pgx.Row { return b.inner.QueryRow() }
+
+// Close closes the results and returns the connection to the pool.
+func (b *batchResults) Close() error {
+	err := b.inner.Close()
+	if b.c != nil {
+		b.c.Release()
+		b.c = nil
+	}
+	return err
+}
+
+// errBatchResults are the results of a batch that could not be sent.
+type errBatchResults struct{ err error }
+
+// Exec returns the error the batch was not sent for.
+func (b errBatchResults) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, b.err }
+
+// Query returns rows in error, and the error.
+func (b errBatchResults) Query() (pgx.Rows, error) { return &rows{err: b.err, state: rowsDone}, b.err }
+
+// QueryRow returns a row whose Scan returns the error.
+func (b errBatchResults) QueryRow() pgx.Row { return (*row)(&rows{err: b.err, state: rowsDone}) }
+
+// Close returns the error.
+func (b errBatchResults) Close() error { return b.err }
+
+// Tx returns the transaction the batch ran in, as
+// pgx.BatchResults.Tx of the pgx versions that have it: nil where the
+// results cannot tell.
+func (b *batchResults) Tx() pgx.Tx {
+	if t, ok := b.inner.(interface{ Tx() pgx.Tx }); ok {
+		return t.Tx()
+	}
+	return nil
+}
+
+// Tx returns nil: the batch was not sent.
+func (errBatchResults) Tx() pgx.Tx { return nil }

@@ -1,0 +1,73 @@
+package pgxcrl
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// lease is the connection one statement runs on, through its attempts:
+// a connection of the pool, acquired at the first attempt and held
+// during the rule's waits (as the database/sql layer holds its
+// connection), replaced by a new one when it broke; or a Conn's own
+// connection (fixed), never replaced nor released.
+type lease struct {
+	p     *Pool
+	c     *pgxpool.Conn
+	fixed bool
+}
+
+// resends is how many times a statement that pgx never sent runs again on
+// a new connection (database/sql's count for driver.ErrBadConn).
+const resends = 2
+
+// conn returns the connection of the next attempt: the one held, unless
+// it broke, else a new one of the pool (under the connection loop). A
+// broken connection goes back to the pool, which closes it.
+func (l *lease) conn(ctx context.Context) (*pgx.Conn, error) {
+	if l.c != nil {
+		if cn := l.c.Conn(); l.fixed || !cn.IsClosed() {
+			return cn, nil
+		}
+		l.c.Release()
+		l.c = nil
+	}
+	c, err := l.p.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l.c = c
+	return c.Conn(), nil
+}
+
+// release returns the pool's connection, if one is held.
+func (l *lease) release() {
+	if l.c != nil && !l.fixed {
+		l.c.Release()
+		l.c = nil
+	}
+}
+
+// unsent reports whether err failed a statement that pgx never sent
+// (pgconn.SafeToRetry) on a pool connection that is closed: such a
+// statement runs again at once on a new connection, whatever it does,
+// as database/sql re-runs one that failed with driver.ErrBadConn.
+func (l *lease) unsent(err error) bool {
+	return !l.fixed && l.c != nil && pgconn.SafeToRetry(err) && l.c.Conn().IsClosed()
+}
+
+// exec is one attempt of Exec.
+func (l *lease) exec(ctx context.Context, sql string, args []any) (pgconn.CommandTag, error) {
+	for n := 0; ; n++ {
+		cn, err := l.conn(ctx)
+		if err != nil {
+			return pgconn.CommandTag{}, err
+		}
+		tag, err := cn.Exec(ctx, sql, args...)
+		if err == nil || n == resends || !l.unsent(err) {
+			return tag, err
+		}
+	}
+}

@@ -1,0 +1,173 @@
+package crl
+
+import (
+	"context"
+	"database/sql/driver"
+	"io"
+	"reflect"
+)
+
+// rows are the rows of a query in the driver layer. Outside a transaction
+// and a unit, their first row is read inside the statement loop's attempt
+// (first) and handed to the caller's first Next; an error met after it
+// is reported to the pool's Retrier (Retrier.Unretried) and returned. In
+// a transaction or a unit, an error met while they are read is recorded,
+// as a statement's error is.
+type rows struct {
+	inner  driver.Rows
+	cn     *conn
+	ctx    context.Context // the caller's, for the events of an error
+	query  string
+	cancel context.CancelFunc // ends a bounded attempt's context when the rows close
+	head   []driver.Value     // the first row, read by first, until Next hands it
+	state  uint8
+	alone  bool // in a transaction or a unit: record errors instead of reporting them
+}
+
+const (
+	rowsStreaming uint8 = iota // Next reads from the driver's rows
+	rowsHead                   // head holds the first row
+	rowsEmpty                  // the first result set had no row: Next answers io.EOF once
+)
+
+var (
+	_ driver.Rows                           = (*rows)(nil)
+	_ driver.RowsNextResultSet              = (*rows)(nil)
+	_ driver.RowsColumnTypeScanType         = (*rows)(nil)
+	_ driver.RowsColumnTypeDatabaseTypeName = (*rows)(nil)
+	_ driver.RowsColumnTypeLength           = (*rows)(nil)
+	_ driver.RowsColumnTypeNullable         = (*rows)(nil)
+	_ driver.RowsColumnTypePrecisionScale   = (*rows)(nil)
+)
+
+// newRows wraps the driver's rows of query; alone says that the query ran
+// in a transaction or a unit (its caller knows: it chose the path).
+func newRows(ctx context.Context, ri driver.Rows, cn *conn, query string, cancel context.CancelFunc, alone bool) *rows {
+	return &rows{inner: ri, cn: cn, ctx: ctx, query: query, cancel: cancel, alone: alone}
+}
+
+// first reads the first row into head, inside the attempt. On an error
+// the driver's rows are closed.
+func (r *rows) first() error {
+	head := make([]driver.Value, len(r.inner.Columns()))
+	switch err := r.inner.Next(head); err {
+	case nil:
+		r.head, r.state = head, rowsHead
+	case io.EOF:
+		r.state = rowsEmpty
+	default:
+		_ = r.inner.Close() // the attempt's error is err
+		return err
+	}
+	return nil
+}
+
+// failed handles an error met while the rows are read.
+func (r *rows) failed(err error) {
+	if err == nil || err == io.EOF {
+		return
+	}
+	if r.alone {
+		r.cn.record(r.ctx, r.query, err)
+		return
+	}
+	r.cn.noteBroken(err)
+	r.cn.r.Unretried(r.ctx, r.query, err)
+}
+
+// Columns returns the driver rows' column names.
+func (r *rows) Columns() []string { return r.inner.Columns() }
+
+// Next hands the first row, then reads the driver's rows.
+func (r *rows) Next(dest []driver.Value) error {
+	switch r.state {
+	case rowsHead:
+		copy(dest, r.head)
+		r.head, r.state = nil, rowsStreaming
+		return nil
+	case rowsEmpty:
+		r.state = rowsStreaming
+		return io.EOF
+	}
+	err := r.inner.Next(dest)
+	if err != nil && err != io.EOF {
+		r.failed(err)
+	}
+	return err
+}
+
+// Close closes the driver's rows and ends a bounded attempt's context.
+func (r *rows) Close() error {
+	err := r.inner.Close()
+	if err != nil {
+		r.failed(err)
+	}
+	if r.cancel != nil {
+		r.cancel()
+	}
+	return err
+}
+
+// HasNextResultSet reports the driver's answer, false when its rows have
+// one result set only.
+func (r *rows) HasNextResultSet() bool {
+	if n, ok := r.inner.(driver.RowsNextResultSet); ok {
+		return n.HasNextResultSet()
+	}
+	return false
+}
+
+// NextResultSet moves to the driver's next result set; io.EOF when it
+// has one result set only.
+func (r *rows) NextResultSet() error {
+	n, ok := r.inner.(driver.RowsNextResultSet)
+	if !ok {
+		return io.EOF
+	}
+	r.head, r.state = nil, rowsStreaming
+	err := n.NextResultSet()
+	if err != nil && err != io.EOF {
+		r.failed(err)
+	}
+	return err
+}
+
+// ColumnTypeScanType is the driver's, else database/sql's default.
+func (r *rows) ColumnTypeScanType(index int) reflect.Type {
+	if t, ok := r.inner.(driver.RowsColumnTypeScanType); ok {
+		return t.ColumnTypeScanType(index)
+	}
+	return reflect.TypeOf(new(any)).Elem()
+}
+
+// ColumnTypeDatabaseTypeName is the driver's, else "".
+func (r *rows) ColumnTypeDatabaseTypeName(index int) string {
+	if t, ok := r.inner.(driver.RowsColumnTypeDatabaseTypeName); ok {
+		return t.ColumnTypeDatabaseTypeName(index)
+	}
+	return ""
+}
+
+// ColumnTypeLength is the driver's, else unknown.
+func (r *rows) ColumnTypeLength(index int) (int64, bool) {
+	if t, ok := r.inner.(driver.RowsColumnTypeLength); ok {
+		return t.ColumnTypeLength(index)
+	}
+	return 0, false
+}
+
+// ColumnTypeNullable is the driver's, else unknown.
+func (r *rows) ColumnTypeNullable(index int) (nullable, ok bool) {
+	if t, ok := r.inner.(driver.RowsColumnTypeNullable); ok {
+		return t.ColumnTypeNullable(index)
+	}
+	return false, false
+}
+
+// ColumnTypePrecisionScale is the driver's, else unknown.
+func (r *rows) ColumnTypePrecisionScale(index int) (precision, scale int64, ok bool) {
+	if t, ok := r.inner.(driver.RowsColumnTypePrecisionScale); ok {
+		return t.ColumnTypePrecisionScale(index)
+	}
+	return 0, 0, false
+}

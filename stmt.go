@@ -1,0 +1,174 @@
+package crl
+
+import (
+	"context"
+	"database/sql/driver"
+
+	"github.com/crl-go/crl/core"
+)
+
+// stmt is a prepared statement of the driver layer: its executions run
+// under the statement loop outside a transaction (begun by BeginTx or as
+// text) and a unit, as the connection's statements do. After the
+// connection was replaced (revive) it is prepared again on the new one.
+type stmt struct {
+	inner    driver.Stmt
+	cn       *conn
+	query    string
+	gen      uint64 // the connection's gen it was prepared on
+	mayBegin bool   // query may begin a transaction (txDialect.mayBegin), read once
+}
+
+var (
+	_ driver.Stmt              = (*stmt)(nil)
+	_ driver.StmtExecContext   = (*stmt)(nil)
+	_ driver.StmtQueryContext  = (*stmt)(nil)
+	_ driver.NamedValueChecker = (*stmt)(nil)
+)
+
+// stmtConverter is a stmt over a driver's statement that has a
+// ColumnConverter, which database/sql asks after the NamedValueChecker.
+type stmtConverter struct{ *stmt }
+
+var _ driver.ColumnConverter = stmtConverter{}
+
+// ColumnConverter returns the driver statement's converter.
+func (s stmtConverter) ColumnConverter(idx int) driver.ValueConverter {
+	return s.inner.(driver.ColumnConverter).ColumnConverter(idx) //nolint:staticcheck // offered only when the driver's statement has it
+}
+
+func newStmt(si driver.Stmt, cn *conn, query string) driver.Stmt {
+	s := &stmt{inner: si, cn: cn, query: query, gen: cn.gen, mayBegin: cn.dialect.mayBegin(query)}
+	if _, ok := si.(driver.ColumnConverter); ok { //nolint:staticcheck // database/sql asks for it
+		return stmtConverter{s}
+	}
+	return s
+}
+
+// Close closes the driver's statement.
+func (s *stmt) Close() error { return s.inner.Close() }
+
+// NumInput returns the driver statement's count of placeholders.
+func (s *stmt) NumInput() int { return s.inner.NumInput() }
+
+// CheckNamedValue is the statement's check of an argument, else the
+// connection's, as database/sql looks for them.
+func (s *stmt) CheckNamedValue(nv *driver.NamedValue) error {
+	if c, ok := s.inner.(driver.NamedValueChecker); ok {
+		return c.CheckNamedValue(nv)
+	}
+	return s.cn.CheckNamedValue(nv)
+}
+
+// Exec is ExecContext with context.Background() (database/sql calls
+// ExecContext).
+func (s *stmt) Exec(args []driver.Value) (driver.Result, error) {
+	return s.ExecContext(context.Background(), namedValues(args))
+}
+
+// Query is QueryContext with context.Background() (database/sql calls
+// QueryContext).
+func (s *stmt) Query(args []driver.Value) (driver.Rows, error) {
+	return s.QueryContext(context.Background(), namedValues(args))
+}
+
+// textControl is conn.textControl for the statement's query, whose
+// reading was done when it was prepared.
+func (s *stmt) textControl() (control, in bool) {
+	in = s.cn.inTextTx()
+	return in || s.mayBegin, in
+}
+
+// ExecContext executes the statement: under the statement loop outside a
+// transaction (begun by BeginTx or as text) and a unit, else once.
+func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	if text, in := s.textControl(); text || s.cn.alone(ctx) {
+		res, err := s.execInner(ctx, args)
+		s.cn.ranOnce(ctx, s.query, err, text, in)
+		return res, err
+	}
+	return retried(ctx, s.cn.r, core.Op{Query: s.query}, func(ctx context.Context) (driver.Result, error) {
+		if err := s.revive(ctx); err != nil {
+			return nil, err
+		}
+		res, err := s.execInner(ctx, args)
+		if err != nil {
+			s.cn.noteBroken(err)
+		}
+		return res, err
+	})
+}
+
+// QueryContext runs the statement's query: under the statement loop
+// outside a transaction (begun by BeginTx or as text) and a unit, its
+// first row read inside each attempt; else once.
+func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	if text, in := s.textControl(); text || s.cn.alone(ctx) {
+		ri, err := s.queryInner(ctx, args)
+		if err != nil {
+			s.cn.ranOnce(ctx, s.query, err, text, in)
+			return nil, err
+		}
+		if text {
+			s.cn.noteText(ctx, s.query, nil, in)
+		}
+		return newRows(ctx, ri, s.cn, s.query, nil, true), nil
+	}
+	return retried(ctx, s.cn.r, core.Op{Query: s.query, Rows: true}, func(actx context.Context) (driver.Rows, error) {
+		if err := s.revive(actx); err != nil {
+			return nil, err
+		}
+		return s.cn.queryAttempt(ctx, actx, s.query, func(ctx context.Context) (driver.Rows, error) {
+			return s.queryInner(ctx, args)
+		})
+	})
+}
+
+// revive prepares the statement again when its connection was replaced
+// (after revived it, when it was broken).
+func (s *stmt) revive(ctx context.Context) error {
+	if err := s.cn.revive(ctx); err != nil {
+		return err
+	}
+	if s.gen == s.cn.gen {
+		return nil
+	}
+	si, err := s.cn.prepareInner(ctx, s.query)
+	if err != nil {
+		return err
+	}
+	_ = s.inner.Close() // prepared on the broken connection, closed with it
+	s.inner, s.gen = si, s.cn.gen
+	return nil
+}
+
+// execInner executes the driver's statement, as database/sql would.
+func (s *stmt) execInner(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	if err := s.cn.injected(s.query, kindExec); err != nil {
+		return nil, err
+	}
+	if e, ok := s.inner.(driver.StmtExecContext); ok {
+		return e.ExecContext(ctx, args)
+	}
+	return legacy(ctx, args, s.inner.Exec) //nolint:staticcheck // database/sql's fallback too
+}
+
+// queryInner runs the driver statement's query, as database/sql would.
+func (s *stmt) queryInner(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	if err := s.cn.injected(s.query, kindQuery); err != nil {
+		return nil, err
+	}
+	if q, ok := s.inner.(driver.StmtQueryContext); ok {
+		return q.QueryContext(ctx, args)
+	}
+	return legacy(ctx, args, s.inner.Query) //nolint:staticcheck // database/sql's fallback too
+}
+
+// namedValues returns args as positional named values.
+func namedValues(args []driver.Value) []driver.NamedValue {
+	nv := make([]driver.NamedValue, len(args))
+	for i, a := range args {
+		nv[i] = driver.NamedValue{Ordinal: i + 1, Value: a}
+	}
+	return nv
+}
