@@ -171,17 +171,7 @@ func checkOrExplain(cmd string, args []string, stdout, stderr io.Writer) int {
 	}
 	// The policy the handle's retrier runs, compiled once by config.NewRuntime.
 	cfg, policy := rt.Config(), rt.Retrier().Policy()
-	if path := rt.PropertiesPath(); path != "" {
-		fmt.Fprintf(stdout, "properties file: %s\n", path)
-	} else {
-		fmt.Fprintln(stdout, "properties file: none")
-	}
-	for _, note := range notes(cfg.RetryExec) {
-		fmt.Fprintln(stdout, "note:", note)
-	}
-	if note := budgetNote(policy.Statement, rt.Retrier().Budget(), cfg.Budget, driver); note != "" {
-		fmt.Fprintln(stdout, "note:", note)
-	}
+	printSources(stdout, rt, driver)
 	// Rules that parse but cannot work as written: errors fail both
 	// commands, and explain still prints its table, which shows why.
 	errs, warnings := lint(policy)
@@ -212,6 +202,23 @@ func checkOrExplain(cmd string, args []string, stdout, stderr io.Writer) int {
 	}
 	explain(stdout, policy, driver, cfg.UsesDefaultRule())
 	return code
+}
+
+// printSources prints where the handle's settings come from (its
+// properties file) and the notes on its rules and its retry budget.
+func printSources(stdout io.Writer, rt *config.Runtime, driver string) {
+	cfg, policy := rt.Config(), rt.Retrier().Policy()
+	if path := rt.PropertiesPath(); path != "" {
+		fmt.Fprintf(stdout, "properties file: %s\n", path)
+	} else {
+		fmt.Fprintln(stdout, "properties file: none")
+	}
+	for _, note := range notes(cfg.RetryExec) {
+		fmt.Fprintln(stdout, "note:", note)
+	}
+	if note := budgetNote(policy.Statement, rt.Retrier().Budget(), cfg.Budget, driver); note != "" {
+		fmt.Fprintln(stdout, "note:", note)
+	}
 }
 
 // defaultRuleLine tells that no source sets retryExec, so the handle runs
