@@ -240,7 +240,7 @@ func (r *Retrier) Admit(ctx context.Context, op *Op) error {
 	if err != nil {
 		return err
 	}
-	op.admitted, op.admission = true, admission{pm: pm, started: o.started}
+	op.admission = &admission{pm: pm, started: o.started}
 	return nil
 }
 
@@ -249,7 +249,7 @@ func (r *Retrier) Admit(ctx context.Context, op *Op) error {
 // to the next operation. An Op that Admit did not admit has nothing to
 // give back.
 func (op *Op) Release() {
-	if op != nil {
+	if op != nil && op.admission != nil {
 		op.admission.pm.undecided()
 	}
 }

@@ -182,8 +182,7 @@ type Op struct {
 	// statement with Failed set never runs its first attempt directly.)
 	Failed func() string
 
-	admitted  bool      // Admit gave the breaker's leave before anything ran
-	admission admission // that leave
+	admission *admission // the breaker's leave, given by Admit before anything ran
 }
 
 // limit says how QueryTimeout bounds op's attempts.
@@ -230,20 +229,21 @@ func (op *Op) first() *error {
 // directly, and a success costs one atomic load of the budget and the
 // observer's Operation.
 func (r *Retrier) Run(ctx context.Context, op *Op, fn func(ctx context.Context) error) error {
-	if op == nil || op.Kind != KindStatement || op.Ran || op.admitted || op.Failed != nil {
+	switch {
+	case op == nil:
+		return r.statement(ctx, "", limitCall, fn)
+	case op.Kind != KindStatement || op.Ran || op.admission != nil || op.Failed != nil:
 		return r.loop(ctx, op, fn)
-	}
-	if op.Rows {
+	case op.Rows:
 		return r.statement(ctx, op.Query, limitRows, fn)
 	}
 	return r.statement(ctx, op.Query, limitCall, fn)
 }
 
-// statement is Run for a statement whose first attempt Run runs. When
-// nobody is to be asked or told and no queryTimeout bounds the attempt,
-// the first attempt runs directly and a success costs one atomic load of
-// the budget (and the observer's count); anything else goes through the
-// loop.
+// statement is Run for a plain statement, and Do: its first attempt runs
+// directly when nobody is to be asked or told and no queryTimeout bounds
+// it, so that a success costs one atomic load of the budget (and the
+// observer's count); through the loop otherwise.
 func (r *Retrier) statement(ctx context.Context, query string, l limit, fn attemptFunc) error {
 	if r.refresh != nil {
 		r.refresh() // may swap the policy: load it after
@@ -273,10 +273,7 @@ func (r *Retrier) afterDirect(ctx context.Context, p *Policy, query string, a at
 // attempt already ran (Ran), one that Admit admitted, a transaction, a
 // connection.
 func (r *Retrier) loop(ctx context.Context, op *Op, fn attemptFunc) error {
-	if op == nil {
-		return r.statement(ctx, "", limitCall, fn)
-	}
-	if op.admitted { // Admit counted it, asked the breaker and refreshed
+	if op.admission != nil { // Admit counted it, asked the breaker and refreshed
 		o := operation{ctx: ctx, kind: op.Kind, query: op.Query, started: op.admission.started}
 		return r.run(&o, r.policy.Load(), op.admission.pm, op.attempts(fn), op.first())
 	}
