@@ -32,6 +32,13 @@ type conn struct {
 	gen       uint64     // how many times the connection was replaced (revive); statements re-prepare after
 	skipsArgs bool       // the driver answered driver.ErrSkip to a statement with arguments (go-sql-driver/mysql without interpolateParams): database/sql prepares those
 	broken    atomic.Bool
+
+	// Transaction replay (replay.go): the record of the transaction
+	// running, reused from one transaction to the next.
+	rec        core.TxRecord
+	results    []*result           // per recorded statement, its exec's result (nil for a query)
+	txGen      uint64              // transactions begun on the connection
+	replayArgs []driver.NamedValue // a re-sent statement's arguments, reused
 }
 
 var (
@@ -197,9 +204,17 @@ func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.Nam
 	}
 	if text, in := cn.textControl(query); text || cn.alone(ctx) {
 		res, err := cn.execInner(ctx, query, args)
-		if err != driver.ErrSkip {
-			cn.ranOnce(ctx, query, err, text, in)
+		if err == driver.ErrSkip {
+			return nil, err
 		}
+		if t := cn.recording(); t != nil {
+			if err == nil {
+				res = cn.recordExec(query, args, res)
+			} else {
+				res, err = t.execFailed(ctx, query, args, err, cn.execInner)
+			}
+		}
+		cn.ranOnce(ctx, query, err, text, in)
 		return res, err
 	}
 	return retried(ctx, cn.r, query, false, func(ctx context.Context) (driver.Result, error) {
@@ -268,6 +283,10 @@ func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.Na
 		if err == driver.ErrSkip {
 			return nil, err
 		}
+		t := cn.recording()
+		if err != nil && t != nil {
+			ri, err = t.query(ctx, query, err, func(ctx context.Context) (driver.Rows, error) { return cn.queryInner(ctx, query, args) })
+		}
 		if err != nil {
 			cn.ranOnce(ctx, query, err, text, in)
 			return nil, err
@@ -275,7 +294,11 @@ func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.Na
 		if text {
 			cn.noteText(ctx, query, nil, in)
 		}
-		return newRows(ctx, ri, cn, query, nil, true), nil
+		rs := newRows(ctx, ri, cn, query, nil, true)
+		if t != nil {
+			cn.recordQuery(query, args, rs)
+		}
+		return rs, nil
 	}
 	return retried(ctx, cn.r, query, true, func(actx context.Context) (driver.Rows, error) {
 		return cn.queryAttempt(ctx, actx, query, func(ctx context.Context) (driver.Rows, error) {
@@ -382,6 +405,7 @@ func (cn *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, 
 		u.Ran(cn.r)
 	}
 	cn.tx = &tx{inner: ti, cn: cn, unit: u, ctx: ctx, underCtx: cn.c.commitUnderContext}
+	cn.startRecording(ctx, cn.tx, opts)
 	return cn.tx, nil
 }
 

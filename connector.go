@@ -76,7 +76,7 @@ func wrapRuntime(c driver.Connector, rt *config.Runtime) (*layerConnector, error
 // settingsOf returns what the driver layer keeps of rt.
 func settingsOf(rt *config.Runtime) poolSettings {
 	return poolSettings{Runtime: rt, Retrier: rt.Retrier(), Family: family.Of(rt.DriverFamily()),
-		Cutoff: rt.ExecutionCutoff(), ReadDSN: func(dsn string) (poolSettings, string, error) {
+		Cutoff: rt.ExecutionCutoff(), TxReplayLimit: rt.TxReplayLimit(), ReadDSN: func(dsn string) (poolSettings, string, error) {
 			other, driverDSN, err := rt.ForDSN(dsn)
 			if err != nil {
 				return poolSettings{}, "", err
@@ -99,6 +99,10 @@ type poolSettings struct {
 	Family family.Family
 	// Cutoff is the execution cut-off of every new connection; zero: none.
 	Cutoff time.Duration
+	// TxReplayLimit is how many statements a transaction records for its
+	// replay (a longer one is not replayed); zero: transactions are not
+	// recorded nor replayed (txReplay=off).
+	TxReplayLimit int
 	// ReadDSN reads a DSN given to the pool's Driver (Open,
 	// OpenConnector) as the pool's opener reads its own: it returns the
 	// settings of a new pool and the DSN without crl's keys, for the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/crl-go/crl/config"
+	"github.com/crl-go/crl/core"
 )
 
 // Option is a setting given in code; every config.With… function is one.
@@ -95,3 +96,12 @@ var ErrNotCrlPool = errors.New("crl: the *sql.DB was not opened by crl; open it 
 // returns an error. Nothing is retried; the error also matches
 // sql.ErrTxDone.
 var ErrClosureEndedTx = config.ErrClosureEndedTx
+
+// ErrReplayDiverged is joined with the driver's original error when the
+// driver layer's replay of a transaction stopped after it ran: an answer
+// the caller had seen (a row it read, a count or insert ID it read) came
+// back different, a re-sent statement failed, or the connection broke.
+// The server's transaction is rolled back; errors.As still finds the
+// driver's error (*mysql.MySQLError, *pgconn.PgError, mssql.Error). See
+// docs/semantics.md, "Transaction replay".
+var ErrReplayDiverged = core.ErrReplayDiverged

@@ -154,7 +154,7 @@ func TestAnErrorNoRuleRetriesIsTheDriversOwn(t *testing.T) {
 
 func TestAStatementInATransactionIsNotRetriedAlone(t *testing.T) {
 	srv := mssqltest.NewServer(t)
-	db, _ := open(t, srv, "&retryExec={1205:3,0%2B0}")
+	db, _ := open(t, srv, "&retryExec={1205:3,0%2B0}&txReplay=off") // replay re-runs it in a new transaction: replay_integration_test.go
 	srv.Handle(update, mssqltest.Error(1205))
 	tx, err := db.Begin()
 	require.NoError(t, err)
@@ -218,7 +218,7 @@ func TestAStatementInATextTransactionIsNotRetriedAlone(t *testing.T) {
 
 func TestRunInTxRetriesTheWholeTransaction(t *testing.T) {
 	srv := mssqltest.NewServer(t)
-	db, clock := open(t, srv, "&retryExec={1205:3,1:update}")
+	db, clock := open(t, srv, "&retryExec={1205:3,1:update}&txReplay=off") // the helper's own re-run
 	srv.Handle(update, mssqltest.Error(1205), mssqltest.Affected(1))
 	runs := 0
 	err := crl.RunInTx(context.Background(), db, nil, func(tx *sql.Tx) error {
@@ -303,7 +303,7 @@ func TestRunInTxOnAPoolCrlDidNotOpen(t *testing.T) {
 
 func TestRetryReRunsAUnitAroundALibrarysOwnTransaction(t *testing.T) {
 	srv := mssqltest.NewServer(t)
-	db, clock := open(t, srv, "&retryExec={1205:3,1:update}")
+	db, clock := open(t, srv, "&retryExec={1205:3,1:update}&txReplay=off") // the helper's own re-run
 	srv.Handle(update, mssqltest.Error(1205), mssqltest.Affected(1))
 	runs := 0
 	// A library's own transaction helper: it knows nothing of crl.

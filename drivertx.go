@@ -9,40 +9,83 @@ import (
 
 // tx is a transaction of the driver layer: while it runs, its
 // connection runs every statement once and records it in unit (the Unit
-// of BeginTx's context, nil when it had none). For a driver whose Commit
-// takes no context (commitIgnoresContext), it ends under ctx, BeginTx's.
+// of BeginTx's context, nil when it had none) and, for its replay, in the
+// connection's record (replay.go). For a driver whose Commit takes no
+// context (commitIgnoresContext), it ends under ctx, BeginTx's.
 type tx struct {
 	inner    driver.Tx
 	cn       *conn
 	unit     *config.Unit
 	ctx      context.Context
 	underCtx bool
+	rp       txReplay
 }
 
 var _ driver.Tx = (*tx)(nil)
 
-// Commit commits the driver's transaction. A fault injected at COMMIT
-// (fault.go) is returned instead, after the server's transaction was
-// rolled back, as after a COMMIT the server refused: database/sql ends
-// the Tx with Commit's error and never rolls it back, so it would stay
-// open on the pooled connection.
+// Commit commits the driver's transaction. A COMMIT that failed with an
+// error that ended the transaction is replayed (replay.go). A fault
+// injected at COMMIT (fault.go) fails it before it reaches the server;
+// when it is not replayed, the server's transaction is rolled back, as
+// after a COMMIT the server refused: database/sql ends the Tx with
+// Commit's error and never rolls it back, so it would stay open on the
+// pooled connection. After a replay that stopped, Commit returns its
+// error and commits nothing.
 func (t *tx) Commit() error {
-	if err := t.cn.injected("COMMIT", kindCommit); err != nil {
-		_ = t.end(false, t.inner.Rollback) // the fault is what the caller must see
+	if err := t.rp.stopped; err != nil {
+		t.detach()
 		return err
 	}
-	return t.end(true, t.inner.Commit)
+	err := t.cn.injected("COMMIT", kindCommit)
+	injected := err != nil
+	if !injected {
+		if err = t.commitOnce(); err == nil {
+			t.detach()
+			return nil
+		}
+	}
+	if t.rp.on {
+		err = t.replay(t.ctx, "COMMIT", err, func(context.Context) error { return t.commitAgain() })
+	}
+	if err != nil && injected && t.rp.stopped == nil {
+		_ = t.endInner(false, t.inner.Rollback) // the fault is what the caller must see
+	}
+	t.detach()
+	return err
 }
 
-// Rollback rolls the driver's transaction back.
-func (t *tx) Rollback() error { return t.end(false, t.inner.Rollback) }
+// commitAgain commits the replayed transaction; a fault injected at
+// COMMIT fails it again as it failed the first.
+func (t *tx) commitAgain() error {
+	if err := t.cn.injected("COMMIT", kindCommit); err != nil {
+		return err
+	}
+	return t.commitOnce()
+}
 
-// end ends the transaction: through plain, the driver's own Commit or
-// Rollback, or under the transaction's context.
-func (t *tx) end(commit bool, plain func() error) error {
+// commitOnce commits the driver's transaction.
+func (t *tx) commitOnce() error { return t.endInner(true, t.inner.Commit) }
+
+// Rollback rolls the driver's transaction back; after a replay that
+// stopped (and rolled it back) it does nothing.
+func (t *tx) Rollback() error {
+	t.detach()
+	if t.rp.stopped != nil {
+		return nil
+	}
+	return t.endInner(false, t.inner.Rollback)
+}
+
+// detach ends t as the connection's transaction.
+func (t *tx) detach() {
 	if t.cn.tx == t {
 		t.cn.tx = nil
 	}
+}
+
+// endInner ends the driver's transaction: through plain, the driver's
+// own Commit or Rollback, or under the transaction's context.
+func (t *tx) endInner(commit bool, plain func() error) error {
 	var err error
 	if t.underCtx {
 		err = endUnderContext(t.ctx, t.cn, commit, plain)

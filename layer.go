@@ -38,6 +38,11 @@ type layerConnector struct {
 	// context, so the layer's transactions end under theirs (commit.go).
 	commitUnderContext bool
 	dialect            *txDialect // how the family's statement texts begin and end transactions (txscan.go)
+	// replayLimit is the statement limit of a transaction's replay
+	// record (replay.go); zero: replay off. liveTx is the family's query
+	// that tells a live transaction after a statement-only error.
+	replayLimit int
+	liveTx      string
 }
 
 var (
@@ -49,7 +54,8 @@ var (
 // (its cut-off is inner's business: see wrapConnector).
 func newConnector(inner driver.Connector, p poolSettings) *layerConnector {
 	c := &layerConnector{inner: inner, retrier: p.Retrier, rt: p.Runtime, readDSN: p.ReadDSN,
-		commitUnderContext: commitIgnoresContext(p.Family), dialect: dialectOf(p.Family)}
+		commitUnderContext: commitIgnoresContext(p.Family), dialect: dialectOf(p.Family),
+		replayLimit: p.TxReplayLimit, liveTx: p.Family.Profile().LiveTx}
 	c.drv = &layerDriver{c: c}
 	return c
 }

@@ -5,6 +5,8 @@ import (
 	"database/sql/driver"
 	"io"
 	"reflect"
+
+	"github.com/crl-go/crl/core"
 )
 
 // rows are the rows of a query in the driver layer. Outside a transaction
@@ -22,6 +24,16 @@ type rows struct {
 	head   []driver.Value     // the first row, read by first, until Next hands it
 	state  uint8
 	alone  bool // in a transaction or a unit: record errors instead of reporting them
+
+	// In a transaction recorded for its replay (replay.go): the record,
+	// the query's index in it, the transaction's number, and what the
+	// caller read (the times it read a row or the end, and their digest).
+	rec  *core.TxRecord
+	ri   int
+	gen  uint64
+	seen int64
+	dg   core.Digest
+	done bool // the end was read, or the rows closed
 }
 
 const (
@@ -93,7 +105,35 @@ func (r *rows) Next(dest []driver.Value) error {
 	if err != nil && err != io.EOF {
 		r.failed(err)
 	}
+	if r.rec != nil {
+		r.saw(dest, err)
+	}
 	return err
+}
+
+// saw notes in the transaction's record what the caller read: a row, or
+// the end.
+func (r *rows) saw(dest []driver.Value, err error) {
+	if r.done || err != nil && err != io.EOF || !r.current() {
+		return
+	}
+	if err == io.EOF {
+		r.dg.AddEnd()
+		r.done = true
+	} else {
+		for _, v := range dest {
+			r.dg.Add(v)
+		}
+	}
+	r.seen++
+	r.rec.Saw(r.ri, r.seen, r.dg)
+}
+
+// current reports whether the rows' transaction is the one the
+// connection records.
+func (r *rows) current() bool {
+	t := r.cn.recording()
+	return t != nil && t.rp.gen == r.gen
 }
 
 // Close closes the driver's rows and ends a bounded attempt's context.
@@ -101,6 +141,10 @@ func (r *rows) Close() error {
 	err := r.inner.Close()
 	if err != nil {
 		r.failed(err)
+	}
+	if r.rec != nil && r.current() {
+		r.rec.RowsClosed()
+		r.rec = nil
 	}
 	if r.cancel != nil {
 		r.cancel()

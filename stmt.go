@@ -82,6 +82,15 @@ func (s *stmt) textControl() (control, in bool) {
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
 	if text, in := s.textControl(); text || s.cn.alone(ctx) {
 		res, err := s.execInner(ctx, args)
+		if t := s.cn.recording(); t != nil {
+			if err == nil {
+				res = s.cn.recordExec(s.query, args, res)
+			} else {
+				res, err = t.execFailed(ctx, s.query, args, err, func(ctx context.Context, _ string, args []driver.NamedValue) (driver.Result, error) {
+					return s.execInner(ctx, args)
+				})
+			}
+		}
 		s.cn.ranOnce(ctx, s.query, err, text, in)
 		return res, err
 	}
@@ -103,6 +112,10 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
 	if text, in := s.textControl(); text || s.cn.alone(ctx) {
 		ri, err := s.queryInner(ctx, args)
+		t := s.cn.recording()
+		if err != nil && t != nil {
+			ri, err = t.query(ctx, s.query, err, func(ctx context.Context) (driver.Rows, error) { return s.queryInner(ctx, args) })
+		}
 		if err != nil {
 			s.cn.ranOnce(ctx, s.query, err, text, in)
 			return nil, err
@@ -110,7 +123,11 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 		if text {
 			s.cn.noteText(ctx, s.query, nil, in)
 		}
-		return newRows(ctx, ri, s.cn, s.query, nil, true), nil
+		rs := newRows(ctx, ri, s.cn, s.query, nil, true)
+		if t != nil {
+			s.cn.recordQuery(s.query, args, rs)
+		}
+		return rs, nil
 	}
 	return retried(ctx, s.cn.r, s.query, true, func(actx context.Context) (driver.Rows, error) {
 		if err := s.revive(actx); err != nil {

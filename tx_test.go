@@ -37,7 +37,9 @@ type unitPools struct {
 // o, and the handles over it.
 func openUnitPools(t *testing.T, srv *mssqltest.Server, rules string, o *coretest.Observer) unitPools {
 	t.Helper()
-	db, _ := open(t, srv, "", crl.WithRetryExec(rules), config.WithObserver(o))
+	// txReplay=off: the helpers' own loops are under test (with replay,
+	// the driver layer replays a transaction before a helper re-runs it).
+	db, _ := open(t, srv, "&txReplay=off", crl.WithRetryExec(rules), config.WithObserver(o))
 	g, err := gorm.Open(sqlserver.New(sqlserver.Config{Conn: db}), &gorm.Config{Logger: logger.Discard})
 	require.NoError(t, err)
 	return unitPools{db: db, x: sqlxcrl.NewDb(db, "sqlserver"), g: g}

@@ -12,6 +12,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/crl-go/crl"
+	"github.com/crl-go/crl/config"
 )
 
 // layerPool is a pool over the in-memory driver's connector, opened by
@@ -206,4 +207,60 @@ func BenchmarkDriverLayerConn(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkDriverLayerTx runs a transaction — BEGIN, one Exec, one
+// QueryRow read whole, COMMIT — on the in-memory driver through
+// database/sql alone (plain), crl's driver layer (crl, with transaction
+// replay on, its default: the Exec's and the query's text, arguments and
+// the digest of what was read are recorded) and otelsql's wrapper, one
+// after the other: what recording costs a transaction is crl's
+// difference to plain (at most ×1.10 of plain, docs/benchmarks.md).
+// crl-noreplay is crl with txReplay=off, for the share of the recording.
+func BenchmarkDriverLayerTx(b *testing.B) {
+	ctx := context.Background()
+	pools := append(layerPools(b), layerPool{"crl-noreplay", func() *sql.DB {
+		db, err := crl.OpenDB(memConnector{}, "crlmem", config.WithTxReplay(false))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { db.Close() })
+		return db
+	}()})
+	for _, p := range pools {
+		if p.name == "crl-rules" {
+			continue
+		}
+		b.Run(p.name, func(b *testing.B) {
+			b.ReportAllocs()
+			clk := startCPUClock()
+			for b.Loop() {
+				if err := layerTx(ctx, p.db); err != nil {
+					b.Fatal(err)
+				}
+			}
+			clk.report(b)
+		})
+	}
+}
+
+// layerTx is BenchmarkDriverLayerTx's transaction.
+func layerTx(ctx context.Context, db *sql.DB) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, layerUpdate, 1, 1); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	var (
+		id   int64
+		name string
+	)
+	if err := tx.QueryRowContext(ctx, layerQuery, 7).Scan(&id, &name); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
 }

@@ -89,6 +89,14 @@ type Config struct {
 	// except under DefaultRetryExec, whose waits are fully jittered unless
 	// retryJitter is set.
 	Jitter core.Jitter
+	// NoTxReplay turns transaction replay off (txReplay=off): a
+	// transaction's statements are not recorded, and one that failed is
+	// retried only by a helper that re-runs it (crl.RunInTx, crl.Retry,
+	// …). The zero value is on.
+	NoTxReplay bool
+	// TxReplayLimit is how many statements a transaction records for its
+	// replay; a longer one is not replayed. Zero means 1000.
+	TxReplayLimit int
 	// Clock is the time source of the loops and of the refresh. Nil means
 	// the real clock. Only code sets it.
 	Clock core.Clock
@@ -279,6 +287,35 @@ func WithCircuitBreaker(s core.BreakerSettings) Option {
 func WithExecutionCutoff(d time.Duration) Option {
 	return option(keyExecutionCutoff, func(c *Config) { c.ExecutionCutoff = d })
 }
+
+// WithTxReplay turns transaction replay on (the default) or off (see
+// Config.NoTxReplay); the txReplay key.
+func WithTxReplay(on bool) Option {
+	return option(keyTxReplay, func(c *Config) { c.NoTxReplay = !on })
+}
+
+// WithTxReplayLimit sets how many statements a transaction records for
+// its replay (see Config.TxReplayLimit); zero: the default 1000; the
+// txReplayLimit key.
+func WithTxReplayLimit(n int) Option {
+	return option(keyTxReplayLimit, func(c *Config) { c.TxReplayLimit = n })
+}
+
+// ReplayLimit returns the statement limit of a transaction's replay
+// record in effect: zero when replay is off, else TxReplayLimit or its
+// default, 1000.
+func (c Config) ReplayLimit() int {
+	switch {
+	case c.NoTxReplay:
+		return 0
+	case c.TxReplayLimit <= 0:
+		return defaultTxReplayLimit
+	}
+	return c.TxReplayLimit
+}
+
+// defaultTxReplayLimit is txReplayLimit's default.
+const defaultTxReplayLimit = 1000
 
 // Cutoff returns the execution cut-off in effect: ExecutionCutoff, the
 // QueryTimeout for CutoffQueryTimeout, or zero when it is off.

@@ -28,6 +28,7 @@ type Runtime struct {
 	defaults Config        // below the file: the JDBC driver's Azure connectRetryCount, when the DSN names an Azure endpoint
 	start    Config        // the settings read only at start (startOnly), as in effect: only a restart changes them
 	cutoff   time.Duration
+	replay   int    // the transaction replay's statement limit; 0: off
 	path     string // absolute; "" when there is no file
 	clock    core.Clock
 	observer core.Observer
@@ -170,6 +171,7 @@ func (r *Runtime) startWith(merged Config) error {
 		o.Refresh = r.refresh
 	}
 	r.cutoff = merged.Cutoff()
+	r.replay = merged.ReplayLimit()
 	r.current.Store(&merged)
 	r.setInterval(merged.RefreshInterval(), r.now())
 	if r.retrier, err = core.NewRetrier(policy, o); err != nil {
@@ -182,6 +184,11 @@ func (r *Runtime) startWith(merged Config) error {
 // connections get (zero: none). It is read at start: the adapters set it on
 // each new connection.
 func (r *Runtime) ExecutionCutoff() time.Duration { return r.cutoff }
+
+// TxReplayLimit returns how many statements a transaction of the pool
+// records for its replay (txReplayLimit), read at start; zero when replay
+// is off (txReplay=off).
+func (r *Runtime) TxReplayLimit() int { return r.replay }
 
 // Retrier returns the retrier that the adapters run statements and
 // connections with. Its policy changes when the properties file does.

@@ -55,6 +55,8 @@ const (
 	keyRetryBreaker         = "retryBreaker"
 	keyExecutionCutoff      = "executionCutoff"
 	keyRetryProperties      = "retryProperties"
+	keyTxReplay             = "txReplay"
+	keyTxReplayLimit        = "txReplayLimit"
 	nameClock               = "clock"
 	nameObserver            = "observer"
 	nameDriverFamily        = "driverFamily"
@@ -179,6 +181,39 @@ var settings = [...]setting{
 				"expected a time greater than zero, off, or on (the queryTimeout)")
 		},
 	}),
+	single(func(c *Config) *bool { return &c.NoTxReplay }, setting{
+		key: keyTxReplay, inFile: true, startOnly: true,
+		values: "`on`, `off`",
+		want:   "expected on or off",
+		parse: func(c *Config, v string) error {
+			switch strings.ToLower(v) {
+			case "on", "true":
+				c.NoTxReplay = false
+			case "off", "false":
+				c.NoTxReplay = true
+			default:
+				return errWant
+			}
+			return nil
+		},
+	}),
+	single(func(c *Config) *int { return &c.TxReplayLimit }, setting{
+		key: keyTxReplayLimit, inFile: true, startOnly: true,
+		values: "`1`..`1000000` statements",
+		want:   "expected a whole number of statements from 1 to 1000000",
+		parse: func(c *Config, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > maxTxReplayLimit {
+				return errWant
+			}
+			c.TxReplayLimit = n
+			return nil
+		},
+		check: func(c *Config) (string, error) {
+			n := c.TxReplayLimit
+			return strconv.Itoa(n), inRange(n >= 0 && n <= maxTxReplayLimit, "expected a whole number of statements from 1 to 1000000, or 0 for the default 1000")
+		},
+	}),
 	single(func(c *Config) *string { return &c.PropertiesPath }, setting{
 		key:    keyRetryProperties,
 		values: "a path",
@@ -197,6 +232,10 @@ var settings = [...]setting{
 const _ = uint16(1<<len(settings) - 1)
 
 const maxDuration time.Duration = 1<<63 - 1
+
+// maxTxReplayLimit is the largest txReplayLimit: a record of more
+// statements costs more memory per connection than a replay can save.
+const maxTxReplayLimit = 1_000_000
 
 // single fills in isSet and take of s for the single field that p points to.
 func single[T comparable](p func(*Config) *T, s setting) setting {

@@ -105,6 +105,7 @@ func TestEveryOptionSetsItsSetting(t *testing.T) {
 		ConnectRetryInterval: 2 * time.Second, LoginTimeout: 5 * time.Second, QueryTimeout: 7 * time.Second,
 		PropertiesPath: "x.properties", RetryRefresh: time.Second, NoBudget: true, Jitter: core.JitterFull,
 		Breaker: core.BreakerSettings{Failures: 2}, ExecutionCutoff: time.Second,
+		NoTxReplay: true, TxReplayLimit: 10,
 		Clock: struct{ core.Clock }{}, Observer: struct{ core.Observer }{},
 	}
 	options := map[string]Option{
@@ -120,6 +121,8 @@ func TestEveryOptionSetsItsSetting(t *testing.T) {
 		keyRetryJitter:          WithJitter(core.JitterNone),
 		keyRetryBreaker:         WithCircuitBreaker(core.BreakerSettings{}),
 		keyExecutionCutoff:      WithExecutionCutoff(0),
+		keyTxReplay:             WithTxReplay(true),
+		keyTxReplayLimit:        WithTxReplayLimit(0),
 		nameClock:               WithClock(nil),
 		nameObserver:            WithObserver(nil),
 	}

@@ -30,6 +30,7 @@ var semantics = []check{
 	{"a batch or a procedure call is not retried alone", batchNotRetriedAlone},
 	{"the filter sees the statement whose error ended the transaction", filterSeesTheStatementThatEndedTheTx},
 	{"no statement retry inside a transaction; whole transaction retried", wholeTransactionRetried},
+	{"a transaction's deadlock is replayed; the closure runs once", transactionReplayed},
 	{"reads retain nothing until queryTimeout", readsRetainNothingUntilQueryTimeout},
 	{"a closure that never returns is rolled back", abandonedClosureRolledBack},
 	{"a failed PREPARE in a transaction is the failed statement", failedPrepareIsTheFailedStatement},
@@ -162,7 +163,9 @@ func batchNotRetriedAlone(t *testing.T, open Open) {
 // The rule's filter names update: the transaction is retried. (Recording
 // the first failure instead saw the INSERT.)
 func filterSeesTheStatementThatEndedTheTx(t *testing.T, open Open) {
-	srv, h, _ := start(t, open, "&retryExec={1205,2627:2,0:update}")
+	// txReplay=off: the helper's own re-run is under test (with replay,
+	// the layer replays the transaction and the closure runs once).
+	srv, h, _ := start(t, open, "&retryExec={1205,2627:2,0:update}&txReplay=off")
 	srv.Handle(insert, mssqltest.Error(2627))
 	srv.Handle(update, mssqltest.Error(1205), mssqltest.Affected(1))
 	runs := 0
@@ -176,7 +179,7 @@ func filterSeesTheStatementThatEndedTheTx(t *testing.T, open Open) {
 }
 
 func wholeTransactionRetried(t *testing.T, open Open) {
-	srv, h, clock := start(t, open, "&retryExec={1205:2,1:insert,update}")
+	srv, h, clock := start(t, open, "&retryExec={1205:2,1:insert,update}&txReplay=off")
 	srv.Handle(insert, mssqltest.Error(1205), mssqltest.Affected(1))
 	runs := 0
 	err := h.InTx(context.Background(), func(tx Tx) error {
@@ -189,6 +192,31 @@ func wholeTransactionRetried(t *testing.T, open Open) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, runs, "runs")
 	assert.Equal(t, 2, srv.Count(insert), "executions")
+	assert.Equal(t, coretest.Seconds(1), clock.Sleeps(), "waits")
+	assert.Equal(t, [][]string{{update, insert}}, srv.Committed(), "committed")
+	assert.Len(t, srv.RolledBack(), 1, "rolled back")
+}
+
+// transactionReplayed: with replay on (the default), the driver layer
+// replays the transaction whose INSERT was the deadlock victim: the
+// UPDATE is re-sent once, the INSERT runs again, the closure runs once,
+// and one transaction commits.
+func transactionReplayed(t *testing.T, open Open) {
+	srv, h, clock := start(t, open, "&retryExec={1205:2,1:insert,update}")
+	srv.Handle(insert, mssqltest.Error(1205), mssqltest.Affected(1))
+	srv.Handle(update, mssqltest.Affected(1))
+	runs := 0
+	err := h.InTx(context.Background(), func(tx Tx) error {
+		runs++
+		if err := tx.Exec(update); err != nil {
+			return err
+		}
+		return tx.Exec(insert)
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 1, runs, "runs")
+	assert.Equal(t, 2, srv.Count(update), "executions of the UPDATE: once, and re-sent once")
+	assert.Equal(t, 2, srv.Count(insert), "executions of the INSERT")
 	assert.Equal(t, coretest.Seconds(1), clock.Sleeps(), "waits")
 	assert.Equal(t, [][]string{{update, insert}}, srv.Committed(), "committed")
 	assert.Len(t, srv.RolledBack(), 1, "rolled back")
@@ -305,7 +333,7 @@ func failedPrepareIsTheFailedStatement(t *testing.T, open Open) {
 // retried. (An execution of a statement prepared in the transaction was
 // not recorded, so the filter saw the INSERT.)
 func preparedExecutionIsTheFailedStatement(t *testing.T, open Open) {
-	srv, h, _ := start(t, open, "&retryExec={1205,2627:2,0:update}")
+	srv, h, _ := start(t, open, "&retryExec={1205,2627:2,0:update}&txReplay=off")
 	srv.Handle(insert, mssqltest.Error(2627))
 	srv.Handle(update, mssqltest.Error(1205), mssqltest.Affected(1))
 	runs := 0

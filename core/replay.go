@@ -320,7 +320,7 @@ func (s *replayStop) Unwrap() []error { return []error{s.reason, s.err} }
 // server's transaction back after any error but the failed statement's
 // own answer (a replayStop with stopAnswer is unwrapped to it here).
 func (r *Retrier) Replay(ctx context.Context, t TxReplay, err error) error {
-	end := txEndOf(err)
+	end := txEndOf(err, t.Query == "COMMIT")
 	if end == endsNothing {
 		return err
 	}
@@ -348,7 +348,7 @@ func (r *Retrier) Replay(ctx context.Context, t TxReplay, err error) error {
 // retried by the loop; any other ends it, as the statement's answer.
 func statementAgain(ctx context.Context, t TxReplay) error {
 	err := t.Retry(ctx)
-	if err == nil || txEndOf(err) == endsStatement {
+	if err == nil || txEndOf(err, false) == endsStatement {
 		return err
 	}
 	return &replayStop{err: err, reason: ErrNotRetryable, code: stopAnswer}
@@ -371,7 +371,7 @@ func (t TxReplay) attempt(ctx context.Context, retries func(query string, err er
 	for i := range rec.stmts {
 		d, err := t.Resend(ctx, i)
 		if err != nil {
-			if q := rec.stmts[i].query; txEndOf(err) == endsTx && retries(q, err) {
+			if q := rec.stmts[i].query; txEndOf(err, false) == endsTx && retries(q, err) {
 				return q, err // the loop decides: another replay, or give up
 			}
 			return rec.stmts[i].query, &replayStop{err: err, reason: ErrReplayDiverged, code: stopDiverged}
@@ -381,7 +381,7 @@ func (t TxReplay) attempt(ctx context.Context, retries func(query string, err er
 		}
 	}
 	err := t.Retry(ctx)
-	if err != nil && (txEndOf(err) != endsTx || !retries(t.Query, err)) {
+	if err != nil && (txEndOf(err, t.Query == "COMMIT") != endsTx || !retries(t.Query, err)) {
 		return t.Query, &replayStop{err: err, reason: ErrNotRetryable, code: stopAnswer}
 	}
 	return t.Query, err
@@ -497,13 +497,16 @@ var txEnds = func() map[familyToken]txEnd {
 }()
 
 // txEndOf is what err did to the server's transaction, by its family's
-// row of the table.
-func txEndOf(err error) txEnd {
+// row of the table. At COMMIT (commit) only the errors the table names
+// ended it: any other may have come after the server committed (an
+// administrator's shutdown), and a replay could apply the work twice. A
+// broken connection ends nothing a replay could repair on it.
+func txEndOf(err error, commit bool) txEnd {
 	f := factsOf(err, false)
-	if f.family == familyNone {
+	if f.family == familyNone || f.badConn() {
 		return endsNothing
 	}
-	if f.family.Profile().AnyErrorEndsTx {
+	if f.family.Profile().AnyErrorEndsTx && !commit {
 		return endsTx
 	}
 	if t, ok := f.errorToken(); ok {

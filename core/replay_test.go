@@ -356,3 +356,13 @@ func TestReplayHonoursNoRetry(t *testing.T) {
 	assert.Zero(t, f.rollbacks)
 	assert.Empty(t, obs.Snapshot().GiveUps)
 }
+
+func TestReplayAtCommitOnlyForErrorsThatSayItRolledBack(t *testing.T) {
+	r, _, _ := replayRetrier(t, "{40001,57P01:3,0}")
+	f := newFakeTx(1)
+	orig := &pgError{"57P01"} // administrator shutdown: the COMMIT's outcome is unknown
+	assert.Equal(t, error(orig), r.Replay(context.Background(), f.replay("COMMIT"), orig))
+	assert.Zero(t, f.rollbacks)
+	require.NoError(t, r.Replay(context.Background(), f.replay("UPDATE t SET v = 1"), orig))
+	assert.Equal(t, 1, f.rollbacks)
+}

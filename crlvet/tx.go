@@ -2,7 +2,9 @@ package crlvet
 
 import (
 	"go/ast"
+	"go/token"
 	"go/types"
+	"strings"
 )
 
 // txKind is the library of a transaction begun by hand; it picks the
@@ -23,8 +25,8 @@ const (
 // txMessages are the findings, by kind; %[1]s is the handle's expression,
 // %[2]s the method.
 var txMessages = map[txKind]string{
-	txSQL:             "%[1]s.%[2]s begins a transaction that nothing re-runs: crl never retries a statement inside a transaction on its own, so a deadlock or a failover fails all of it; use crl.RunInTx(ctx, %[1]s, opts, fn), which re-runs fn on a fresh *sql.Tx",
-	txSqlx:            "%[1]s.%[2]s begins a transaction that nothing re-runs: crl never retries a statement inside a transaction on its own, so a deadlock or a failover fails all of it; use sqlxcrl.RunInTxx(ctx, %[1]s, opts, fn), which re-runs fn on a fresh *sqlx.Tx",
+	txSQL:             "%[1]s.%[2]s begins a transaction that reads a generated value (%[3]s) and then runs another statement: crl's replay of the transaction cannot verify it (a generated ID never comes back the same), so a deadlock after it fails the transaction; use crl.RunInTx(ctx, %[1]s, opts, fn), which re-runs fn on a fresh *sql.Tx",
+	txSqlx:            "%[1]s.%[2]s begins a transaction that reads a generated value (%[3]s) and then runs another statement: crl's replay of the transaction cannot verify it (a generated ID never comes back the same), so a deadlock after it fails the transaction; use sqlxcrl.RunInTxx(ctx, %[1]s, opts, fn), which re-runs fn on a fresh *sqlx.Tx",
 	txSqlxcrl:         "%[1]s.%[2]s begins a transaction that nothing re-runs: its statements are never retried one by one, so a deadlock or a failover fails all of it; use %[1]s.RunInTx(ctx, opts, fn), which re-runs fn on a fresh *sqlxcrl.Tx",
 	txGormTransaction: "%[1]s.Transaction runs the closure once: GORM retries no statement inside a transaction and nothing re-runs the transaction, so gormcrl's retries are lost; use gormcrl.Transaction(%[1]s, fn), which re-runs the closure on a fresh transaction",
 	txGormBegin:       "%[1]s.Begin starts a transaction that nothing re-runs and whose statements are not retried, so gormcrl's retries are lost; put the work between Begin and Commit in gormcrl.Transaction(%[1]s, fn)",
@@ -76,6 +78,14 @@ func checkTransactions(p *pkg, f *ast.File, handles bool) {
 			return
 		}
 		recv := receiverExpr(p.info, sel, stack[len(stack)-2])
+		if kind == txSQL || kind == txSqlx {
+			// The driver layer replays these: only what a replay cannot
+			// verify is a finding.
+			if what := generatedThenStatement(stack, sel.End()); what != "" {
+				p.report(sel.Sel.Pos(), txMessages[kind], recv, sel.Sel.Name, what)
+			}
+			return
+		}
 		p.report(sel.Sel.Pos(), txMessages[kind], recv, sel.Sel.Name)
 	})
 }
@@ -131,4 +141,75 @@ func isEntClientTx(fn *types.Func) bool {
 		}
 	}
 	return true
+}
+
+// statementMethods are the methods that run a statement, on any handle.
+var statementMethods = map[string]bool{
+	"Exec": true, "ExecContext": true, "Query": true, "QueryContext": true, "QueryRow": true, "QueryRowContext": true,
+	"Get": true, "GetContext": true, "Select": true, "SelectContext": true, "NamedExec": true, "NamedExecContext": true,
+	"Queryx": true, "QueryxContext": true, "QueryRowx": true, "QueryRowxContext": true, "MustExec": true, "MustExecContext": true,
+}
+
+// generatedThenStatement returns what reads a generated value in the
+// function around stack's top, after from — a LastInsertId call, or a
+// statement whose text returns the inserted row (RETURNING, OUTPUT
+// INSERTED) — when a statement runs after it; "" otherwise.
+func generatedThenStatement(stack []ast.Node, from token.Pos) string {
+	body := enclosingBody(stack)
+	if body == nil {
+		return ""
+	}
+	what, at := "", token.NoPos
+	ast.Inspect(body, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok || call.Pos() < from {
+			return true
+		}
+		sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
+		if !ok {
+			return true
+		}
+		switch {
+		case what == "" && sel.Sel.Name == "LastInsertId":
+			what, at = "LastInsertId", call.End()
+		case what == "" && statementMethods[sel.Sel.Name] && returnsInserted(call):
+			what, at = sel.Sel.Name+" … RETURNING", call.End()
+		case what != "" && at != token.NoPos && call.Pos() > at && statementMethods[sel.Sel.Name]:
+			at = token.NoPos // found: a statement after the read
+		}
+		return true
+	})
+	if what != "" && at == token.NoPos {
+		return what
+	}
+	return ""
+}
+
+// enclosingBody returns the body of the innermost function in stack.
+func enclosingBody(stack []ast.Node) *ast.BlockStmt {
+	for i := len(stack) - 1; i >= 0; i-- {
+		switch f := stack[i].(type) {
+		case *ast.FuncDecl:
+			return f.Body
+		case *ast.FuncLit:
+			return f.Body
+		}
+	}
+	return nil
+}
+
+// returnsInserted reports a call with a string literal argument whose
+// statement hands back the rows it inserted.
+func returnsInserted(call *ast.CallExpr) bool {
+	for _, a := range call.Args {
+		lit, ok := ast.Unparen(a).(*ast.BasicLit)
+		if !ok || lit.Kind != token.STRING {
+			continue
+		}
+		up := strings.ToUpper(lit.Value)
+		if strings.Contains(up, "INSERT") && (strings.Contains(up, "RETURNING") || strings.Contains(up, "OUTPUT INSERTED")) {
+			return true
+		}
+	}
+	return false
 }

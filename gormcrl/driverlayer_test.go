@@ -23,7 +23,9 @@ import (
 // the dialector is GORM's own, given the *sql.DB.
 func openOverCrl(t *testing.T, s *mssqltest.Server) *gorm.DB {
 	t.Helper()
-	pool, err := crl.Open("sqlserver", s.DSN(), config.WithClock(coretest.NewClock(time.Time{})), crl.WithRetryExec(deadlockRules))
+	// Replay off: the helpers' own re-runs are under test.
+	pool, err := crl.Open("sqlserver", s.DSN(), config.WithClock(coretest.NewClock(time.Time{})), crl.WithRetryExec(deadlockRules),
+		config.WithTxReplay(false))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = pool.Close() })
 	db, err := gorm.Open(sqlserver.New(sqlserver.Config{Conn: pool}), &gorm.Config{Logger: logger.Discard})
@@ -70,7 +72,7 @@ func TestTransactionHandsGORMsOwnTx(t *testing.T) {
 func TestTransactionFilterSeesTheStatementNotTheSavepointRollback(t *testing.T) {
 	s := mssqltest.NewServer(t)
 	pool, err := crl.Open("sqlserver", s.DSN(), config.WithClock(coretest.NewClock(time.Time{})),
-		crl.WithRetryExec("{1205:3,0:update}"))
+		crl.WithRetryExec("{1205:3,0:update}"), config.WithTxReplay(false)) // the helper's own re-run
 	require.NoError(t, err)
 	defer pool.Close()
 	db, err := gorm.Open(sqlserver.New(sqlserver.Config{Conn: pool}), &gorm.Config{Logger: logger.Discard})

@@ -61,9 +61,12 @@ func ExampleTransaction() {
 		}
 		return tx.Exec("UPDATE accounts SET balance = balance + 10 WHERE id = 2").Error
 	})
+	// The deadlock victim's transaction was replayed by the driver layer
+	// (its first UPDATE re-sent, the failed one run again): the closure
+	// ran once. It runs again only when a replay diverges.
 	fmt.Println(err, runs)
 	// Output:
-	// <nil> 2
+	// <nil> 1
 }
 
 // Opt one query out of every retry.

@@ -92,7 +92,7 @@ func TestRealDeadlockInASavepointIsRetried(t *testing.T) {
 			require.NoError(t, err, "the holder is not the victim")
 			require.NoError(t, holder.Commit())
 			require.NoError(t, <-done, "the transaction was retried")
-			assert.Equal(t, 2, runs)
+			assert.Equal(t, 1, runs, "replayed by the driver layer, its savepoint included: the closure ran once")
 			for id, want := range map[int]int64{1: 101, 2: 110} {
 				var v int64
 				require.NoError(t, admin.QueryRow(fmt.Sprintf("SELECT v FROM %s WHERE id = %d", tb, id)).Scan(&v))

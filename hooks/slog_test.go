@@ -48,7 +48,7 @@ func TestSlogUnitAttempt(t *testing.T) {
 	const update = "UPDATE accounts SET balance = balance - 10 WHERE id = 1"
 	srv := mssqltest.NewServer(t)
 	var buf bytes.Buffer
-	db, err := crl.Open("sqlserver", srv.DSN()+"&retryExec={1205:3,1}",
+	db, err := crl.Open("sqlserver", srv.DSN()+"&retryExec={1205:3,1}&txReplay=off",
 		config.WithClock(coretest.NewClock(time.Time{})), config.WithObserver(hooks.Slog(slog.New(slog.NewJSONHandler(&buf, nil)))))
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, db.Close()) })

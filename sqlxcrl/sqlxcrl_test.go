@@ -24,7 +24,9 @@ import (
 func open(t testing.TB, srv *mssqltest.Server, params string, opts ...sqlxcrl.Option) (*sqlxcrl.DB, *coretest.Clock) {
 	t.Helper()
 	clock := coretest.NewClock(time.Time{})
-	opts = append([]sqlxcrl.Option{config.WithClock(clock)}, opts...)
+	// Replay off: these tests read sqlxcrl's own helpers (the driver
+	// layer's replay has tests of its own; opts may turn it on).
+	opts = append([]sqlxcrl.Option{config.WithClock(clock), config.WithTxReplay(false)}, opts...)
 	db, err := sqlxcrl.Connect("sqlserver", srv.DSN()+params, opts...)
 	require.NoError(t, err, "Connect")
 	t.Cleanup(func() { db.Close() })

@@ -83,3 +83,19 @@ func TestCheckShowsTheConnectionSettings(t *testing.T) {
 		assert.Contains(t, explained, tc.want, "%q", explainArgs)
 	}
 }
+
+// explain says whether transactions are replayed and up to how many
+// statements, from the DSN's txReplay and txReplayLimit.
+func TestExplainShowsTransactionReplay(t *testing.T) {
+	_, out, _ := runCRL("explain", "{1213:3,100ms}", "-driver", "mysql", "-dsn", "u@tcp(h)/d")
+	assert.Contains(t, out, "transaction replay: on, transactions of up to 1000 statements")
+	_, out, _ = runCRL("explain", "{1213:3,100ms}", "-driver", "mysql", "-dsn", "u@tcp(h)/d?txReplayLimit=20")
+	assert.Contains(t, out, "up to 20 statements")
+	_, out, _ = runCRL("explain", "{1213:3,100ms}", "-driver", "mysql", "-dsn", "u@tcp(h)/d?txReplay=off")
+	assert.Contains(t, out, "transaction replay: off")
+	code, _, errOut := runCRL("explain", "{1213:3,100ms}", "-driver", "mysql", "-dsn", "u@tcp(h)/d?txReplay=maybe")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, `"maybe"`)
+	_, _, errOut = runCRL("explain", "{1213:3,100ms}", "-driver", "mysql", "-dsn", "u@tcp(h)/d?txReplayLimit=0")
+	assert.Contains(t, errOut, `txReplayLimit="0"`)
+}

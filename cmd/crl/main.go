@@ -200,8 +200,19 @@ func checkOrExplain(cmd string, args []string, stdout, stderr io.Writer) int {
 		}
 		return code
 	}
+	fmt.Fprintln(stdout, replayLine(cfg))
 	explain(stdout, policy, driver, cfg.UsesDefaultRule())
 	return code
+}
+
+// replayLine says whether transactions are replayed (txReplay) and up to
+// how many statements (txReplayLimit).
+func replayLine(cfg config.Config) string {
+	n := cfg.ReplayLimit()
+	if n == 0 {
+		return "transaction replay: off (txReplay=off): a failed transaction is retried only by a helper that re-runs it"
+	}
+	return fmt.Sprintf("transaction replay: on, transactions of up to %d statements (txReplayLimit)", n)
 }
 
 // printSources prints where the handle's settings come from (its

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/uptrace/bun"
 )
 
 // The store's own functions meet a real PostgreSQL deadlock (40P01) that
@@ -243,6 +244,43 @@ func TestDeadlockInTheStoresOwnFunctions(t *testing.T) {
 			})
 		})
 	}
+}
+
+// bun's own RunInTx with nothing of crl around it: the driver layer
+// replays the deadlock victim's transaction (its first UPDATE re-sent, its
+// count compared), so the closure runs once and the transfer commits once.
+func TestDeadlockInBunsOwnRunInTxIsReplayed(t *testing.T) {
+	d := newDatabase(t)
+	s := d.open(t, "&retryExec={40P01:1,10ms}")
+	ctx := context.Background()
+	ada, err := s.OpenAccount(ctx, "ada", 10000)
+	require.NoError(t, err)
+	bob, err := s.OpenAccount(ctx, "bob", 10000)
+	require.NoError(t, err)
+	runs := 0
+	err = deadlock(t, d,
+		fmt.Sprintf("SELECT id FROM accounts WHERE id = %d FOR UPDATE", bob.ID),
+		fmt.Sprintf("SELECT id FROM accounts WHERE id = %d FOR UPDATE", ada.ID),
+		func() error {
+			return s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+				runs++
+				res, err := tx.NewUpdate().Model((*Account)(nil)).
+					Set("balance = balance - ?", 3000).Where("id = ?", ada.ID).Exec(ctx)
+				if err != nil {
+					return err
+				}
+				if n, err := res.RowsAffected(); err != nil || n != 1 {
+					return fmt.Errorf("debit: %d rows: %w", n, err)
+				}
+				_, err = tx.NewUpdate().Model((*Account)(nil)).
+					Set("balance = balance + ?", 3000).Where("id = ?", bob.ID).Exec(ctx)
+				return err
+			})
+		})
+	require.NoError(t, err, "replayed: bun's RunInTx never saw the deadlock")
+	assert.Equal(t, 1, runs, "the closure ran once")
+	assert.Equal(t, int64(7000), d.count(t, "SELECT balance FROM accounts WHERE id = $1", ada.ID))
+	assert.Equal(t, int64(13000), d.count(t, "SELECT balance FROM accounts WHERE id = $1", bob.ID))
 }
 
 // The program runs as before the adoption, its output unchanged.

@@ -79,6 +79,27 @@ func TestTransferRetriedAfterADeadlock(t *testing.T) {
 	assert.Equal(t, 2, calls, "the transaction ran twice")
 }
 
+// ent's client.Tx with nothing of crl around it: the driver layer replays
+// the transaction whose second UPDATE was the victim (the first re-sent,
+// the second run again), and it commits once.
+func TestEntTxWithoutRetryIsReplayed(t *testing.T) {
+	l, admin, _ := ledger(t, "{40P01:2,10ms*1:update}")
+	_, err := admin.Exec("CREATE TRIGGER t BEFORE UPDATE ON accounts FOR EACH ROW WHEN (NEW.id = 2) EXECUTE FUNCTION trg()")
+	require.NoError(t, err)
+	ctx := context.Background()
+	tx, err := l.drv.Tx(ctx)
+	require.NoError(t, err)
+	var res sql.Result
+	require.NoError(t, tx.Exec(ctx, "UPDATE accounts SET balance = balance - $1 WHERE id = $2", []any{30, 1}, &res))
+	require.NoError(t, tx.Exec(ctx, "UPDATE accounts SET balance = balance + $1 WHERE id = $2", []any{30, 2}, &res),
+		"replayed: the caller never sees the deadlock")
+	require.NoError(t, tx.Commit())
+	assert.Equal(t, [2]int{70, 130}, balances(t, admin), "moved once")
+	var calls int
+	require.NoError(t, admin.QueryRow("SELECT last_value FROM fail_seq").Scan(&calls))
+	assert.Equal(t, 2, calls, "the victim's UPDATE ran twice")
+}
+
 // Without a rule for 40P01 the transfer fails with the server's error and
 // moves nothing, as before the adoption.
 func TestTransferWithoutARuleFails(t *testing.T) {

@@ -391,6 +391,9 @@ func (o *Observer) RetryScheduled(e core.RetryScheduled) {
 // Succeeded counts the recovery and ends the operation's span, or adds
 // an event to the caller's.
 func (o *Observer) Succeeded(e core.Succeeded) {
+	if e.Replay {
+		replayEvent(e.Context, "replayed", "", e.Attempts)
+	}
 	if int(e.Kind) < len(o.kindSets) {
 		o.recoveredN.Add(ctxOf(e.Context), 1, metric.WithAttributeSet(o.kindSets[e.Kind]))
 	}
@@ -407,9 +410,22 @@ func (o *Observer) Succeeded(e core.Succeeded) {
 	}
 }
 
+// replayEvent adds the event crl.tx_replay to the span of ctx (the
+// caller's: the statement or COMMIT whose error was replayed) with the
+// replay's outcome (hooks.ReplayOutcome), its reason and the attempts.
+func replayEvent(ctx context.Context, outcome, reason string, attempts int) {
+	trace.SpanFromContext(ctxOf(ctx)).AddEvent("crl.tx_replay", trace.WithAttributes(
+		attribute.String("crl.replay.outcome", outcome),
+		attribute.String("crl.replay.reason", reason),
+		attribute.Int("crl.attempts", attempts)))
+}
+
 // GaveUp counts the give-up and ends the operation's span with an error
 // status, or adds an event to the caller's span.
 func (o *Observer) GaveUp(e core.GaveUp) {
+	if outcome, why, ok := hooks.ReplayOutcome(e.Replay, e.Reason, e.Detail); ok {
+		replayEvent(e.Context, outcome, why, e.Attempts)
+	}
 	reason := hooks.Reason(e.Reason)
 	o.giveUpN.Add(ctxOf(e.Context), 1, metric.WithAttributes(appendError(o.metricAttrs(e.Kind,
 		attribute.String("crl.give_up.reason", reason)), e.Err, "")...))

@@ -375,3 +375,26 @@ func TestSpanUnitAttempt(t *testing.T) {
 	_, has := attrs(ended[2].Attributes())[crlotel.UnitAttemptKey]
 	assert.False(t, has, "a statement in no unit")
 }
+
+// A transaction replay adds crl.tx_replay to the caller's span, with its
+// outcome: replayed when the replay was equal, diverged when it stopped.
+func TestTxReplayEventOnTheCallersSpan(t *testing.T) {
+	s := newSetup(t, crlotel.Options{})
+	ctx, span := s.tp.Tracer("app").Start(context.Background(), "checkout")
+	s.obs.Succeeded(core.Succeeded{Context: ctx, Kind: core.KindTransaction, Attempts: 2, Replay: true})
+	s.obs.GaveUp(core.GaveUp{Context: ctx, Kind: core.KindTransaction, Attempts: 2, Replay: true,
+		Reason: core.ErrReplayDiverged, Detail: "diverged", Err: deadlock{}})
+	span.End()
+	var outcomes []string
+	for _, sp := range s.spans.Ended() {
+		if sp.Name() != "checkout" {
+			continue
+		}
+		for _, ev := range sp.Events() {
+			if ev.Name == "crl.tx_replay" {
+				outcomes = append(outcomes, attrs(ev.Attributes)["crl.replay.outcome"].AsString())
+			}
+		}
+	}
+	assert.Equal(t, []string{"replayed", "diverged"}, outcomes)
+}

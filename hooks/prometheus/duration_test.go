@@ -104,6 +104,7 @@ func TestNamespacePrefixesCrl(t *testing.T) {
 		"shop_crl_give_ups_total", "shop_crl_operation_duration_seconds",
 		"shop_crl_properties_reloads_total", "shop_crl_recovered_total", "shop_crl_retries_total",
 		"shop_crl_retry_wait_seconds",
+		"shop_crl_tx_replays_total",
 	}, names)
 }
 

@@ -149,6 +149,7 @@ type Metrics struct {
 	giveUps          *prom.CounterVec
 	recovered        *prom.CounterVec
 	reloads          *prom.CounterVec
+	replays          *prom.CounterVec
 	durations        *prom.HistogramVec
 	duration         [3][5]prom.Observer // by core.Kind and outcome, resolved once
 	breaker          prom.GaugeFunc
@@ -197,7 +198,7 @@ func giveUpReasons(k core.Kind) []string {
 	case core.KindConnection:
 		return []string{"exhausted", "budget", "deadline", "not_retryable", "login_timeout"}
 	case core.KindTransaction:
-		return []string{"exhausted", "query_timeout", "budget", "deadline", "not_retryable", "circuit_open", "commit_unknown"}
+		return []string{"exhausted", "query_timeout", "budget", "deadline", "not_retryable", "circuit_open", "commit_unknown", "diverged"}
 	}
 	return []string{"exhausted", "query_timeout", "budget", "deadline", "not_retryable", "circuit_open", "batch"}
 }
@@ -233,6 +234,8 @@ func New(reg prom.Registerer, o Options) (*Metrics, error) {
 			Help: "Operations that succeeded after at least one retry."}, []string{"kind"}),
 		reloads: prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Subsystem: sub, Name: "properties_reloads_total", ConstLabels: o.ConstLabels,
 			Help: "Reloads of the properties file, by result (ok, error, restart_required)."}, []string{"result"}),
+		replays: prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Subsystem: sub, Name: "tx_replays_total", ConstLabels: o.ConstLabels,
+			Help: "Transaction replays of the driver layer, by outcome (replayed, diverged, gave_up, skipped) and reason (the stop code, or why the rules gave up)."}, []string{"outcome", "reason"}),
 		durations: prom.NewHistogramVec(prom.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "operation_duration_seconds", ConstLabels: o.ConstLabels, Buckets: durationBuckets,
 			Help: "Operations crl ran, from their start to their end (retries and waits included), by loop kind and outcome."}, []string{"kind", "outcome"}),
 	}
@@ -273,10 +276,15 @@ func (m *Metrics) initSeries(tokens []string) {
 	for _, result := range hooks.ReloadResults() {
 		m.reloads.WithLabelValues(result)
 	}
+	for outcome, reasons := range hooks.ReplayOutcomes() {
+		for _, why := range reasons {
+			m.replays.WithLabelValues(outcome, why)
+		}
+	}
 }
 
 func (m *Metrics) collectors() []prom.Collector {
-	return []prom.Collector{m.totalVec, m.retryVec, m.retries, m.waits, m.giveUps, m.recovered, m.reloads, m.durations, m.breaker}
+	return []prom.Collector{m.totalVec, m.retryVec, m.retries, m.waits, m.giveUps, m.recovered, m.reloads, m.replays, m.durations, m.breaker}
 }
 
 // Describe implements prom.Collector.
@@ -383,13 +391,26 @@ func (m *Metrics) RetryScheduled(e core.RetryScheduled) {
 	m.waits.WithLabelValues(kind).Observe(e.Wait.Seconds())
 }
 
-// GaveUp counts an error returned after a retryable failure.
+// GaveUp counts an error returned after a retryable failure, and a
+// transaction replay that stopped or did not run.
 func (m *Metrics) GaveUp(e core.GaveUp) {
+	if outcome, why, ok := hooks.ReplayOutcome(e.Replay, e.Reason, e.Detail); ok {
+		m.replays.WithLabelValues(outcome, why).Inc()
+		if outcome == "replayed" || outcome == "skipped" {
+			return // the statement's own answer, or no replay ran: no give-up of a loop
+		}
+	}
 	m.giveUps.WithLabelValues(e.Kind.String(), hooks.Reason(e.Reason)).Inc()
 }
 
-// Succeeded counts an operation that succeeded after retries.
-func (m *Metrics) Succeeded(e core.Succeeded) { m.recovered.WithLabelValues(e.Kind.String()).Inc() }
+// Succeeded counts an operation that succeeded after retries, and a
+// transaction replay that did.
+func (m *Metrics) Succeeded(e core.Succeeded) {
+	m.recovered.WithLabelValues(e.Kind.String()).Inc()
+	if e.Replay {
+		m.replays.WithLabelValues("replayed", "").Inc()
+	}
+}
 
 // RulesReloaded counts a reload of the properties file: result ok, error
 // (the file no longer parses, or is gone: the last good rules stay), or

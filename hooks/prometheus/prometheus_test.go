@@ -130,7 +130,8 @@ func TestSeriesCreatedAtZero(t *testing.T) {
 		"crl_recovered_total":            3,
 		"crl_retry_wait_seconds":         3,
 		"crl_retries_total":              4,         // 2 tokens × statement, transaction
-		"crl_give_ups_total":             7 + 7 + 5, // the reasons each kind can give up with
+		"crl_give_ups_total":             7 + 8 + 5, // the reasons each kind can give up with
+		"crl_tx_replays_total":           10,        // hooks.ReplayOutcomes: each outcome × its reasons
 		"crl_properties_reloads_total":   3,
 		"crl_operation_duration_seconds": 3 * 5, // each kind × each outcome
 		"crl_breaker_open":               1,
@@ -324,4 +325,34 @@ func TestBudgetAndBreakerGaugesThroughAStorm(t *testing.T) {
 func sqlxExec(ctx context.Context, db *sqlxcrl.DB) error {
 	_, err := db.ExecContext(ctx, debit, 1)
 	return err
+}
+
+// A transaction replay's events count in crl_tx_replays_total by
+// outcome: replayed (Succeeded), diverged (a give-up too), skipped (no
+// give-up of a loop: no replay ran).
+func TestTxReplaysByOutcome(t *testing.T) {
+	reg := prom.NewPedanticRegistry()
+	m, err := crlprom.New(reg, crlprom.Options{})
+	require.NoError(t, err)
+	m.Succeeded(core.Succeeded{Kind: core.KindTransaction, Attempts: 2, Replay: true})
+	m.GaveUp(core.GaveUp{Kind: core.KindTransaction, Reason: core.ErrReplayDiverged, Detail: "diverged", Replay: true})
+	m.GaveUp(core.GaveUp{Kind: core.KindTransaction, Reason: core.ErrNotRetryable, Detail: "rows_open", Replay: true})
+	m.GaveUp(core.GaveUp{Kind: core.KindTransaction, Reason: core.ErrRetriesExhausted, Replay: true})
+	want := `
+# HELP crl_tx_replays_total Transaction replays of the driver layer, by outcome (replayed, diverged, gave_up, skipped) and reason (the stop code, or why the rules gave up).
+# TYPE crl_tx_replays_total counter
+crl_tx_replays_total{outcome="diverged",reason="broken"} 0
+crl_tx_replays_total{outcome="diverged",reason="diverged"} 1
+crl_tx_replays_total{outcome="gave_up",reason="budget"} 0
+crl_tx_replays_total{outcome="gave_up",reason="circuit_open"} 0
+crl_tx_replays_total{outcome="gave_up",reason="deadline"} 0
+crl_tx_replays_total{outcome="gave_up",reason="exhausted"} 1
+crl_tx_replays_total{outcome="replayed",reason=""} 1
+crl_tx_replays_total{outcome="skipped",reason="batch"} 0
+crl_tx_replays_total{outcome="skipped",reason="limit"} 0
+crl_tx_replays_total{outcome="skipped",reason="rows_open"} 1
+`
+	assert.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), "crl_tx_replays_total"))
+	assert.Equal(t, 1.0, counterValue(t, reg, "crl_give_ups_total", "reason", "diverged"))
+	assert.Zero(t, counterValue(t, reg, "crl_give_ups_total", "reason", "not_retryable"), "a skipped replay is no give-up of a loop")
 }

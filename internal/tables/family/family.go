@@ -155,8 +155,10 @@ var profiles = [count]Profile{
 		TooManyConnections: "53300",
 		SimpleProtocol:     "default_query_exec_mode=simple_protocol",
 		TxText:             TxTextPostgres,
-		// Any error aborts the transaction (40P01 and 40001 among them).
+		// Any error aborts the transaction; at COMMIT, a deadlock or a
+		// serialization failure says it was rolled back.
 		AnyErrorEndsTx: true,
+		EndsTx:         []string{"40P01", "40001"},
 	},
 }
 

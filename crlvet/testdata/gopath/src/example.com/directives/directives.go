@@ -30,6 +30,9 @@ func inCallersTx(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return err
 	}
+	res, _ := tx4.ExecContext(ctx, "INSERT INTO t (a) VALUES (1)")
+	id, _ := res.LastInsertId()
+	_, _ = tx4.ExecContext(ctx, "UPDATE t SET a = ?", id) // a statement after the generated value was read
 	_ = tx3.Commit()
 	_ = tx4.Commit()
 	_ = tx2.Commit()
@@ -52,5 +55,8 @@ func notSilenced(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return err
 	}
+	res, _ := tx.ExecContext(ctx, "INSERT INTO t (a) VALUES (1)")
+	id, _ := res.LastInsertId()
+	_, _ = tx.ExecContext(ctx, "UPDATE t SET a = ?", id) // a statement after the generated value was read
 	return tx.Commit()
 }

@@ -12,7 +12,7 @@ import (
 )
 
 func lostPlain(ctx context.Context, db *sqlx.DB) error {
-	tx, err := db.Beginx() // want `db.Beginx begins a transaction that nothing re-runs: .* use sqlxcrl.RunInTxx\(ctx, db, opts, fn\), which re-runs fn on a fresh \*sqlx.Tx`
+	tx, err := db.Beginx() // want `db.Beginx begins a transaction that reads a generated value \(LastInsertId\) and then runs another statement: .* use sqlxcrl.RunInTxx\(ctx, db, opts, fn\), which re-runs fn on a fresh \*sqlx.Tx`
 	if err != nil {
 		return err
 	}
@@ -22,6 +22,9 @@ func lostPlain(ctx context.Context, db *sqlx.DB) error {
 	tx = db.MustBeginTx(ctx, nil)      // want `db.MustBeginTx begins a transaction .* sqlxcrl.RunInTxx`
 	raw, _ := db.BeginTx(ctx, nil)     // want `db.BeginTx begins a transaction .* sqlxcrl.RunInTxx\(ctx, db, opts, fn\)`
 	raw2, _ := db.DB.BeginTx(ctx, nil) // want `db.DB.BeginTx begins a transaction .* crl.RunInTx\(ctx, db.DB, opts, fn\)`
+	res, _ := raw.ExecContext(ctx, "INSERT INTO t (a) VALUES (1)")
+	id, _ := res.LastInsertId()
+	_, _ = raw2.ExecContext(ctx, "UPDATE t SET a = ?", id) // a statement after the generated value was read
 	_, _ = raw.Commit(), raw2.Commit()
 	return tx.Commit()
 }
