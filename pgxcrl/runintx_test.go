@@ -218,3 +218,32 @@ func TestBeginTxRealDeadlockReplayed(t *testing.T) {
 	assert.Equal(t, int64(2), count(t, a, "SELECT last_value FROM "+seq), "the first UPDATE was re-sent once")
 	assert.Equal(t, int64(2), count(t, a, "SELECT count(*) FROM "+tbl+" WHERE v = 11"), "each session's work applied once")
 }
+
+func TestBeginTxReplaySettings(t *testing.T) {
+	a := admin(t)
+	for _, tc := range []struct{ name, params string }{
+		{"off", "retryExec={40P01:3,10ms}&txReplay=off"},
+		{"past the limit", "retryExec={40P01:3,10ms}&txReplayLimit=1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFault(t, a)
+			tbl := table(t, a, "replayset", "v int")
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			p := open(t, tc.params, config.WithClock(coretest.NewClock(time.Time{})))
+			tx, err := p.Begin(ctx)
+			require.NoError(t, err)
+			_, err = tx.Exec(ctx, "INSERT INTO "+tbl+" VALUES (1)")
+			require.NoError(t, err)
+			_, err = tx.Exec(ctx, "INSERT INTO "+tbl+" VALUES (2)")
+			require.NoError(t, err)
+			_, err = tx.Exec(ctx, "SELECT "+f.call("40P01", 1))
+			require.Error(t, err)
+			assert.Equal(t, "40P01", sqlState(err), "the driver's own error")
+			assert.NotErrorIs(t, err, core.ErrReplayDiverged, "no replay ran")
+			require.NoError(t, tx.Rollback(ctx))
+			assert.Equal(t, int64(1), f.calls(t), "the failed statement ran once")
+			assert.Equal(t, int64(0), count(t, a, "SELECT count(*) FROM "+tbl), "nothing of the transaction stays")
+		})
+	}
+}

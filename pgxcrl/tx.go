@@ -72,7 +72,15 @@ func (p *Pool) beginOn(ctx context.Context, c *pgxpool.Conn, owned bool, opts pg
 		}
 		return nil, err
 	}
-	return &tx{inner: inner, c: c, p: p, opts: opts, owned: owned}, nil
+	t := &tx{inner: inner, c: c, p: p, opts: opts, owned: owned}
+	// txReplay=off (a limit of zero) leaves the transaction unrecorded:
+	// its errors come back as the driver gave them, as without replay.
+	if limit := p.rt.TxReplayLimit(); limit > 0 {
+		t.rec.Reset(limit)
+	} else {
+		t.unsure = true
+	}
+	return t, nil
 }
 
 // note notes the statement sql when it failed with err, and returns err.
