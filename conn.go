@@ -266,7 +266,7 @@ func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.Nam
 		cn.ranOnce(ctx, query, err, text, in)
 		return res, err
 	}
-	return core.Retry(ctx, cn.r, query, func(ctx context.Context) (driver.Result, error) {
+	return retried(ctx, cn.r, query, false, func(ctx context.Context) (driver.Result, error) {
 		if err := cn.revive(ctx); err != nil {
 			return nil, err
 		}
@@ -351,7 +351,7 @@ func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.Na
 		}
 		return rs, nil
 	}
-	return core.RetryRows(ctx, cn.r, query, func(actx context.Context) (driver.Rows, error) {
+	return retried(ctx, cn.r, query, true, func(actx context.Context) (driver.Rows, error) {
 		return cn.queryAttempt(ctx, actx, query, nil, args)
 	})
 }
@@ -542,3 +542,25 @@ func (cn *conn) CheckNamedValue(nv *driver.NamedValue) error {
 
 // Close closes the connection below.
 func (cn *conn) Close() error { return cn.inner.Close() }
+
+// retried runs the statement query under r's statement loop, keeping
+// the value of the attempt that succeeded; on failure it is the zero
+// value. rows says that the value is rows read after fn returns
+// (core.Op.Rows); an Exec's result is not.
+func retried[T any](ctx context.Context, r *core.Retrier, query string, rows bool, fn func(ctx context.Context) (T, error)) (T, error) {
+	var out T
+	run := func(ctx context.Context) error {
+		v, err := fn(ctx)
+		if err == nil {
+			out = v
+		}
+		return err
+	}
+	var err error
+	if rows {
+		err = r.Run(ctx, &core.Op{Query: query, Rows: true}, run)
+	} else {
+		err = r.Do(ctx, query, run)
+	}
+	return out, err
+}

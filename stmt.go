@@ -3,8 +3,6 @@ package crl
 import (
 	"context"
 	"database/sql/driver"
-
-	"github.com/crl-go/crl/core"
 )
 
 // stmt is a prepared statement of the driver layer: its executions run
@@ -111,7 +109,7 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 		s.cn.ranOnce(ctx, s.query, err, text, in)
 		return res, err
 	}
-	return core.Retry(ctx, s.cn.r, s.query, func(ctx context.Context) (driver.Result, error) {
+	return retried(ctx, s.cn.r, s.query, false, func(ctx context.Context) (driver.Result, error) {
 		if err := s.revive(ctx); err != nil {
 			return nil, err
 		}
@@ -146,7 +144,7 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 		}
 		return rs, nil
 	}
-	return core.RetryRows(ctx, s.cn.r, s.query, func(actx context.Context) (driver.Rows, error) {
+	return retried(ctx, s.cn.r, s.query, true, func(actx context.Context) (driver.Rows, error) {
 		if err := s.revive(actx); err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/crl-go/crl/config"
+	"github.com/crl-go/crl/core"
 )
 
 // errNilFunc is the error of RunInTx and Retry given no function.
@@ -112,9 +113,9 @@ func Retry(ctx context.Context, fn func(ctx context.Context) error) error {
 	if r == nil {
 		return err
 	}
-	return r.Resume(uctx, u.FailedQuery(), err, func(ctx context.Context) (string, error) {
+	op := core.Op{Kind: core.KindTransaction, Ran: true, Query: u.FailedQuery(), Err: err, Failed: u.FailedQuery}
+	return r.Run(uctx, &op, func(ctx context.Context) error {
 		u.Start()
-		err := fn(config.UnitContext(ctx, u))
-		return u.FailedQuery(), err
+		return fn(config.UnitContext(ctx, u))
 	})
 }

@@ -74,8 +74,8 @@ func TestDoSuccessAllocatesNothing(t *testing.T) {
 	n := 7
 	allocs := testing.AllocsPerRun(1000, func() {
 		_ = r.Do(ctx, "select 1", func(context.Context) error { n++; return nil })
-		_, _ = core.Retry(ctx, r, "select 1", func(context.Context) (int, error) { return n, nil })
-		_, _ = core.RetryRows(ctx, r, "select 1", func(context.Context) (int, error) { return n, nil })
+		_, _ = runValue(ctx, r, core.Op{Query: "select 1"}, func(context.Context) (int, error) { return n, nil })
+		_, _ = runValue(ctx, r, core.Op{Query: "select 1", Rows: true}, func(context.Context) (int, error) { return n, nil })
 	})
 	assert.Zero(t, allocs, "allocations per run of the success path")
 }

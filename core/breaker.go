@@ -209,6 +209,61 @@ func (b *Breaker) allow() (permit, error) {
 		Detail: "since " + b.since.Format(time.RFC3339) + ", next probe after " + b.openFor.String()}
 }
 
+// admission is an Op's leave from the circuit breaker, taken by Admit
+// before anything of the operation ran: the breaker's two steps (allow
+// before, the permit's report after) split across two calls.
+type admission struct {
+	pm      permit
+	started time.Time // when the operation started, for Elapsed
+}
+
+// Admit is the first of the circuit breaker's two steps for an operation
+// whose first attempt runs before Run can (GORM runs a Create's first
+// attempt through its own callbacks): it starts op (counted, and timed
+// when the observer reads the time) and asks the breaker whether it may
+// run. When the breaker is open the error matches ErrCircuitOpen (and
+// unwraps to the error that opened it), a GaveUp event is emitted, and
+// nothing of the operation may run. Otherwise op is admitted: then
+// exactly one of two things ends it — Run, which does not ask the breaker
+// again and reports the outcome of the attempts to it, or Release, which
+// gives the leave back unused.
+func (r *Retrier) Admit(ctx context.Context, op *Op) error {
+	if op == nil {
+		return errNoOp
+	}
+	if r.refresh != nil {
+		r.refresh()
+	}
+	o := operation{ctx: ctx, kind: op.Kind, query: op.Query}
+	r.begin(&o)
+	pm, err := r.admit(&o)
+	if err != nil {
+		return err
+	}
+	op.admission = &admission{pm: pm, started: o.started}
+	return nil
+}
+
+// Release gives back the leave of an admitted Op that will not be Run: it
+// tells the breaker nothing about the database, and a probe's place goes
+// to the next operation. An Op that Admit did not admit has nothing to
+// give back.
+func (op *Op) Release() {
+	if op != nil && op.admission != nil {
+		op.admission.pm.undecided()
+	}
+}
+
+// admit asks the circuit breaker whether o may start, and emits GaveUp
+// when it may not.
+func (r *Retrier) admit(o *operation) (permit, error) {
+	pm, err := r.breaker.allow()
+	if err != nil && r.observer != nil {
+		r.observer.GaveUp(GaveUp{Context: o.ctx, Op: r.opID(o), Kind: o.kind, Query: o.query, Reason: ErrCircuitOpen, Err: err})
+	}
+	return pm, err
+}
+
 // succeeded reports an operation that did not end with a retryable error:
 // the database answered.
 func (p permit) succeeded() { p.report(nil) }

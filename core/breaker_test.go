@@ -206,9 +206,8 @@ func TestBreakerStaleOutcomeIgnored(t *testing.T) {
 func TestBreakerLostProbeReplaced(t *testing.T) {
 	r, breaker, clock := openBreaker(t)
 	clock.Advance(10 * time.Second)
-	_, err := r.Admit(context.Background())
-	require.NoError(t, err) // the probe, never reported
-	_, err = r.Admit(context.Background())
+	require.NoError(t, r.Admit(context.Background(), &core.Op{Kind: core.KindTransaction})) // the probe, never reported
+	err := r.Admit(context.Background(), &core.Op{Kind: core.KindTransaction})
 	require.ErrorIs(t, err, core.ErrCircuitOpen, "one probe at a time")
 	clock.Advance(10 * time.Second)
 	require.NoError(t, r.Do(context.Background(), "select 1", func(context.Context) error { return nil }))

@@ -47,7 +47,7 @@ func (systemClock) Sleep(ctx context.Context, d time.Duration) error {
 // clock, so it must not block). A queryTimeout bounds an attempt on the
 // real time (the attempt really runs that long); when the Retrier's clock
 // is a timerClock, the queryTimeout of a statement whose rows are read
-// after it returns (RetryRows) also ends when the clock's time reaches it,
+// after it returns (Op.Rows) also ends when the clock's time reaches it,
 // so a test that moves a virtual clock past the queryTimeout sees the rows
 // end exactly then. systemClock is not one: its time is the real time.
 // The method's signature is written out (no named Timer type) so that a

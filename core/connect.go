@@ -13,7 +13,7 @@ import (
 	"github.com/crl-go/crl/internal/text/redact"
 )
 
-// Connect runs the JDBC driver's connection algorithm around fn, one login
+// Connect is Run for a connection: it runs the JDBC driver's connection algorithm around fn, one login
 // attempt (a new connection and its login). The driver nests two loops,
 // and so does Connect (docs/semantics.md walks through both):
 //
@@ -47,35 +47,39 @@ import (
 // other failure is a *RetryError that unwraps to the last attempt's error
 // and to its reason (ErrLoginTimeout when loginTimeout ran out or leaves
 // no time for a retry).
-func (r *Retrier) Connect(ctx context.Context, fn func(ctx context.Context) error) (err error) {
-	if r.refresh != nil {
-		r.refresh()
-	}
+func (r *Retrier) Connect(ctx context.Context, fn func(ctx context.Context) error) error {
+	return r.Run(ctx, &Op{Kind: KindConnection}, fn)
+}
+
+// connect is Run for a connection, its caller having refreshed the
+// policy.
+func (r *Retrier) connect(ctx context.Context, fn attemptFunc) (err error) {
 	r.count(KindConnection)
-	c := connectRun{r: r, p: r.policy.Load(), fn: fn}
+	c := connectRun{r: r, p: r.policy.Load()}
 	c.op = operation{ctx: ctx, kind: KindConnection, started: r.clock.Now()}
 	c.deadline = c.op.started.Add(c.p.loginTimeout())
 	if r.timed {
 		err = errRunning // until the loop returns: see ended
 		defer r.ended(&c.op, &err)
 	}
-	return c.run()
+	return c.run(fn)
 }
 
 // connectRun is the state of one Connect call.
 type connectRun struct {
 	r        *Retrier
 	p        *Policy
-	fn       func(context.Context) error
 	deadline time.Time // start + loginTimeout, by the Retrier's clock
 	op       operation // the caller's context, and what the events share
 	attempts int
 }
 
 // run is JDBC's connect(): the connection loop around the login loop.
-func (c *connectRun) run() error {
+// It takes fn beside c: stored in c, it would leak with the context that
+// the events hand to the observer.
+func (c *connectRun) run(fn attemptFunc) error {
 	for retry := 0; ; retry++ {
-		err, stop := c.loginLoop()
+		err, stop := c.loginLoop(fn)
 		if err == nil {
 			c.r.budget.earn()
 			if c.attempts > 1 {
@@ -101,7 +105,7 @@ func (c *connectRun) run() error {
 // fatal error, or runs out of retries or time, and returns the last error.
 // stop is the error to return at once (the caller's context ended, the
 // budget refused a retry), nil when the connection loop decides.
-func (c *connectRun) loginLoop() (err, stop error) {
+func (c *connectRun) loginLoop(fn attemptFunc) (err, stop error) {
 	began := c.r.clock.Now()
 	var firstTry time.Duration
 	for retry := 0; ; retry++ {
@@ -111,7 +115,7 @@ func (c *connectRun) loginLoop() (err, stop error) {
 		// A driver's error about a DSN it cannot read quotes the DSN,
 		// password included: masked here, before any event or caller
 		// sees it.
-		err := redact.Error(c.fn(actx))
+		err := redact.Error(fn(actx))
 		expired := err != nil && actx.Err() != nil && caller.Err() == nil
 		cancel()
 		if err == nil {

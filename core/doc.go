@@ -13,7 +13,7 @@
 // Parse once, decide fast: ParseStatementRules and ParseConnectionRules
 // compile a rule string to an immutable value; a Retrier holds the current
 // Policy behind an atomic pointer so that a hot reload swaps it without
-// locks, and the success path of Retrier.Do neither allocates nor locks.
+// locks, and the success path of Retrier.Run neither allocates nor locks.
 //
 // The semantics follow the JDBC driver exactly where it is right, and diverge
 // where it is wrong or unsafe; docs/semantics.md lists every divergence.

@@ -47,7 +47,7 @@ func TestOperationEndedOncePerOperation(t *testing.T) {
 		return nil
 	}))
 	require.NoError(t, r.Do(ctx, "select 2", failing(&calls, serverError{1205})))
-	_, err := core.Retry(ctx, r, "select 3", func(context.Context) (int, error) { return 0, serverError{2627} })
+	_, err := runValue(ctx, r, core.Op{Query: "select 3"}, func(context.Context) (int, error) { return 0, serverError{2627} })
 	require.Error(t, err)
 	require.NoError(t, r.DoTx(ctx, func(context.Context) (string, error) { return "", nil }))
 	require.NoError(t, r.Connect(ctx, func(context.Context) error { return nil }))

@@ -71,9 +71,8 @@ var (
 	// is not run again.
 	ErrAfterFirstRow = errors.New("core: error after the query's first row, not retried")
 
-	// errNotAdmitted is what Admission.DoTx returns for an Admission that
-	// Retrier.Admit did not make (its zero value): nothing ran.
-	errNotAdmitted = errors.New("core: Admission.DoTx needs an Admission from Retrier.Admit")
+	// errNoOp is what Admit returns given no Op to admit.
+	errNoOp = errors.New("core: Retrier.Admit needs an Op to admit")
 
 	// ErrCircuitOpen reports an operation refused at once because the
 	// circuit breaker is open: the last operations all failed with

@@ -10,14 +10,35 @@ import (
 // runs the operation, outside any lock, and must not block. A nil Observer
 // costs nothing; embed NopObserver and write only the methods you need.
 //
-// Operation is told of every operation's start and OperationEnded of its
-// end; the other events come only from an operation that fails: no event
-// but Operation is emitted on the success path of a first attempt.
+// Operation is told of every operation's start; the other events come
+// only from an operation that fails: no event but Operation is emitted on
+// the success path of a first attempt.
+//
+// An observer that also has a method OperationEnded(OperationEnded) (as
+// NopObserver has, and so every observer that embeds it) is told of every
+// operation's end there, and reads the time of operations: the Elapsed of
+// events. The Retrier looks for the method once, when it is built
+// (NewRetrier). An observer without it (a metrics hook that counts, it
+// does not time, written without NopObserver) costs a statement's first
+// attempt its Operation alone: the loops read no clock for it, and
+// Elapsed is 0 in its events. With it, every operation runs through the
+// whole loop: the cost on the success path is two clock reads and
+// OperationEnded.
+//
+// OperationEnded is called once when the loop of an operation ends,
+// whatever ended it: a success, an error, or a panic (or runtime.Goexit)
+// in the operation's function, a hook or an observer, which then goes on.
+// A hook that holds state per operation (an open span) releases it there,
+// and a metrics hook times every operation with it. It covers the
+// operations whose loop ran: a statement, a transaction unit and a
+// connection. An operation the circuit breaker refused ends with its
+// GaveUp (ErrCircuitOpen) instead, and an admitted Op that is Released
+// never ran a loop.
 //
 // The events of one operation share its Context and its Op.
 //
-// Context is the context the caller gave the operation (Do, DoTx,
-// Connect...), so that an observer can find the caller's trace span or
+// Context is the context the caller gave the operation (Run, Do, DoTx,
+// Connect), so that an observer can find the caller's trace span or
 // request values; it is never nil in an event a Retrier emits.
 //
 // Op identifies one operation across its events: every event of a retried
@@ -31,12 +52,11 @@ import (
 // statement, such as BEGIN or the circuit breaker); "" for a connection.
 type Observer interface {
 	// Operation is called once at the start of every operation a Retrier
-	// runs, whatever its outcome: a statement (Do, Retry, RetryRows), a
-	// transaction unit (DoTx, once however many times it is re-run) and a
-	// connection (Connect, once however many login attempts it takes). It
-	// is the denominator of a retry ratio
-	// (database_total_requests_total in hooks/prometheus). It runs on the
-	// success path of every statement: it must not block, lock or
+	// runs, whatever its outcome: a statement, a transaction unit (once
+	// however many times it is re-run) and a connection (once however
+	// many login attempts it takes). It is the denominator of a retry
+	// ratio (database_total_requests_total in hooks/prometheus). It runs
+	// on the success path of every statement: it must not block, lock or
 	// allocate; one atomic add is the intended cost.
 	Operation(Kind)
 	// RetryScheduled is called before a loop waits for a retry: a
@@ -59,29 +79,16 @@ type Observer interface {
 	// Succeeded is called when an operation succeeds after at least one
 	// retry.
 	Succeeded(Succeeded)
-	// OperationEnded is called once when the loop of an operation ends,
-	// whatever ended it: a success, an error, or a panic (or
-	// runtime.Goexit) in the operation's function, a hook or an observer,
-	// which then goes on. A hook that holds state per operation (an open
-	// span) releases it there, and a metrics hook times every operation
-	// with it. It covers the operations whose loop ran: a statement, a
-	// transaction unit (DoTx, Admission.DoTx) and a connection. An
-	// operation the circuit breaker refused ends with its GaveUp
-	// (ErrCircuitOpen) instead, and an Admission that is Released never
-	// ran a loop. It is not called when WantsElapsed reports false.
-	OperationEnded(OperationEnded)
 	// RulesReloaded is called when a hot reload of the rules succeeded or
 	// failed (see the config package).
 	RulesReloaded(RulesReloaded)
-	// WantsElapsed reports whether the observer reads the time of
-	// operations: the Elapsed of events, and OperationEnded. It is asked
-	// once, when the Retrier is built (NewRetrier). When it reports false
-	// (a metrics hook that counts, it does not time) the loops read no
-	// clock, Elapsed is 0 in the events, OperationEnded is not called, and
-	// a statement's first attempt costs the observer's Operation alone.
-	// When it reports true, every operation runs through the whole loop:
-	// the cost on the success path is two clock reads and OperationEnded.
-	WantsElapsed() bool
+}
+
+// observerEnds returns o as the receiver of OperationEnded, and true,
+// when it has the method (see Observer).
+func observerEnds(o Observer) (interface{ OperationEnded(OperationEnded) }, bool) {
+	e, ok := o.(interface{ OperationEnded(OperationEnded) })
+	return e, ok
 }
 
 // Kind says which loop an event comes from.
@@ -115,7 +122,7 @@ type RetryScheduled struct {
 	Query   string        // see above: for a transaction, the statement that failed
 	Attempt int           // the attempt that failed, 1-based
 	Wait    time.Duration // the wait before the next attempt, jitter applied; for a connection 0 for the first retry, connectRetryInterval after
-	Elapsed time.Duration // since the first attempt started (0 for an Observer whose WantsElapsed is false)
+	Elapsed time.Duration // since the first attempt started (0 for an Observer without OperationEnded)
 	Token   string        // the error token whose rule fired; "" for a connection
 	Err     error         // the attempt's error
 	Replay  bool          // a transaction replay of the driver layer (Retrier.Replay), not a unit's re-run
@@ -159,8 +166,9 @@ type RulesReloaded struct {
 	Err  error // nil when the new rules took effect
 }
 
-// NopObserver implements Observer and does nothing; embed it to implement
-// only the methods you need. Its WantsElapsed reports true.
+// NopObserver implements Observer, and OperationEnded, and does nothing;
+// embed it to implement only the methods you need. An observer that
+// embeds it has OperationEnded, so it is timed (see Observer).
 type NopObserver struct{}
 
 // Operation does nothing.
@@ -178,15 +186,12 @@ func (NopObserver) GaveUp(GaveUp) {}
 // Succeeded does nothing.
 func (NopObserver) Succeeded(Succeeded) {}
 
-// OperationEnded does nothing.
+// OperationEnded does nothing. Having it, an observer that embeds
+// NopObserver gets Elapsed in its events.
 func (NopObserver) OperationEnded(OperationEnded) {}
 
 // RulesReloaded does nothing.
 func (NopObserver) RulesReloaded(RulesReloaded) {}
-
-// WantsElapsed reports true: an observer that embeds NopObserver gets
-// Elapsed and OperationEnded unless it says otherwise.
-func (NopObserver) WantsElapsed() bool { return true }
 
 // OperationEnded describes how one operation ended.
 type OperationEnded struct {
@@ -217,12 +222,12 @@ var errRunning = errors.New("core: the operation is running")
 func (r *Retrier) ended(o *operation, err *error) {
 	e := OperationEnded{Context: o.ctx, Op: o.id, Kind: o.kind, Query: o.query, Elapsed: r.elapsed(o), Err: *err}
 	if *err != errRunning {
-		r.observer.OperationEnded(e)
+		r.ender.OperationEnded(e)
 		return
 	}
 	e.Err, e.Panicked, e.Panic = nil, true, recover()
 	if e.Panic != nil {
 		defer panic(e.Panic) // also when the observer itself panics: the operation's panic is the one that goes on
 	}
-	r.observer.OperationEnded(e)
+	r.ender.OperationEnded(e)
 }

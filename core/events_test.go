@@ -35,7 +35,7 @@ func TestOperationCountsEveryOperationOnce(t *testing.T) {
 	calls := 0
 	require.NoError(t, r.Do(ctx, "select 1", failing(&calls)))
 	require.NoError(t, r.Do(ctx, "select 1", failing(&calls, serverError{1205})))
-	_, err := core.Retry(ctx, r, "select 1", func(context.Context) (int, error) { return 1, nil })
+	_, err := runValue(ctx, r, core.Op{Query: "select 1"}, func(context.Context) (int, error) { return 1, nil })
 	require.NoError(t, err)
 	tx := 0
 	require.NoError(t, r.DoTx(ctx, func(context.Context) (string, error) {

@@ -38,16 +38,19 @@ func ExampleConnectionRules_Retryable() {
 }
 
 // requestCounter is a metrics hook in miniature: it counts operations and
-// retries, and does not time them.
-type requestCounter struct {
-	core.NopObserver
-	ops, retries int
-}
+// retries, and does not time them: it has no OperationEnded (it does not
+// embed core.NopObserver, which has one).
+type requestCounter struct{ ops, retries int }
 
 func (c *requestCounter) Operation(core.Kind)                { c.ops++ }
 func (c *requestCounter) RetryScheduled(core.RetryScheduled) { c.retries++ }
-func (c *requestCounter) WantsElapsed() bool                 { return false }
-func (c *requestCounter) ratio() float64                     { return float64(c.retries) / float64(c.ops) }
+func (c *requestCounter) RetryContext(ctx context.Context, _ core.RetryScheduled) context.Context {
+	return ctx
+}
+func (c *requestCounter) GaveUp(core.GaveUp)               {}
+func (c *requestCounter) Succeeded(core.Succeeded)         {}
+func (c *requestCounter) RulesReloaded(core.RulesReloaded) {}
+func (c *requestCounter) ratio() float64                   { return float64(c.retries) / float64(c.ops) }
 func (c *requestCounter) String() string {
 	return fmt.Sprintf("%d operations, %d retries", c.ops, c.retries)
 }
@@ -72,8 +75,8 @@ func statementFailingOnce() func(context.Context) error {
 }
 
 // An observer that counts operations (Operation) and does not read the
-// time of operations (WantsElapsed false) adds one call to the success path:
-// no clock is read for it: a counter of requests needs no more (a hook
+// time of operations (it has no OperationEnded) adds one call to the
+// success path: no clock is read for it: a counter of requests needs no more (a hook
 // that also times operations, as hooks/prometheus's duration histogram
 // does, reads the clock).
 func ExampleObserver() {

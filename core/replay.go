@@ -392,9 +392,11 @@ func (t TxReplay) attempt(ctx context.Context, retries func(query string, err er
 var errAnswerDiffers = errors.New("core: a re-sent statement's answer differs from the one the caller saw")
 
 // replayLoop runs the replay's retries under the rules after the first
-// failure err of query, as Resume runs a unit's: the breaker asked before
-// the first, the budget before each, the events marked Replay.
-func (r *Retrier) replayLoop(ctx context.Context, kind Kind, query string, err error, call attemptFunc) error {
+// failure err of query, through the one loop (run), as Run runs an Op
+// whose first attempt already ran: the breaker asked before the first,
+// the budget before each, the events marked Replay. call returns, with
+// its error, the statement whose error the loop decides on.
+func (r *Retrier) replayLoop(ctx context.Context, kind Kind, query string, err error, call func(ctx context.Context) (string, error)) error {
 	if r.refresh != nil {
 		r.refresh()
 	}
@@ -411,7 +413,15 @@ func (r *Retrier) replayLoop(ctx context.Context, kind Kind, query string, err e
 		r.giveUp(&o, 1, ErrCircuitOpen, err, nil, "the circuit breaker refused the replay")
 		return err
 	}
-	out := r.run(&o, p, pm, call, limitNone, err)
+	failed := query
+	out := r.run(&o, p, pm, attempts{
+		fn: func(ctx context.Context) (err error) {
+			failed, err = call(ctx)
+			return err
+		},
+		failed: func() string { return failed },
+		l:      limitNone,
+	}, &err)
 	return replayResult(out, err)
 }
 

@@ -50,9 +50,10 @@ type Retrier struct {
 	breaker  *Breaker
 	random   func() float64
 	refresh  func()
-	noRetry  func(ctx context.Context) bool // Options.NoRetry
-	timed    bool                           // the observer reads the time of operations (WantsElapsed)
-	opBase   uint64                         // random base of the Op numbers of events
+	noRetry  func(ctx context.Context) bool              // Options.NoRetry
+	ender    interface{ OperationEnded(OperationEnded) } // the observer when it wants OperationEnded, else nil
+	timed    bool                                        // ender is set: operations are timed and their end told
+	opBase   uint64                                      // random base of the Op numbers of events
 	opSeq    atomic.Uint64
 }
 
@@ -71,7 +72,7 @@ func NewRetrier(p Policy, o Options) (*Retrier, error) {
 	}
 	if r.observer != nil {
 		r.opBase = rand.Uint64()
-		r.timed = r.observer.WantsElapsed()
+		r.ender, r.timed = observerEnds(r.observer)
 	}
 	r.quiet = !r.timed && r.breaker == nil
 	r.store(&p)
@@ -79,13 +80,22 @@ func NewRetrier(p Policy, o Options) (*Retrier, error) {
 }
 
 // attemptFunc is one attempt of an operation, the one shape of every
-// loop: it returns the attempt's error and, when it failed, the text of
-// the statement that failed ("" when the failure was not a statement).
-type attemptFunc = func(ctx context.Context) (failedQuery string, err error)
+// loop: it returns the attempt's error.
+type attemptFunc = func(ctx context.Context) error
 
-// operation is what the events of one operation share. (Its attempt
-// function is passed beside it: stored in it, the closure would leak with
-// the context that the events hand to the observer, and allocate.)
+// attempts is how an operation's attempts run: fn, bounded by
+// QueryTimeout as l says, and after a failure failed (when set) tells
+// which statement failed (Op.Failed). It is passed beside the operation:
+// stored in it, the closures would leak with the context that the events
+// hand to the observer, and allocate.
+type attempts struct {
+	fn     attemptFunc
+	failed func() string
+	l      limit
+}
+
+// operation is what the events of one operation share. (Its attempts are
+// passed beside it.)
 type operation struct {
 	ctx     context.Context
 	kind    Kind
@@ -130,99 +140,243 @@ func (r *Retrier) Policy() Policy { return *r.policy.Load() }
 // Budget returns the retry budget, nil when it is off.
 func (r *Retrier) Budget() *Budget { return r.budget }
 
-// Do runs one statement under the statement rules: fn is called, and
-// called again after the rule's wait while it fails with an error whose
-// rule allows another retry and whose query filter matches query.
+// Op describes an operation that Run runs. The zero value (and a nil
+// *Op) is a statement whose first attempt Run runs. Run reads it and
+// keeps nothing of it.
+type Op struct {
+	// Kind says which loop runs the operation: a statement (the zero
+	// value), a whole transaction or unit of work, or a connection (see
+	// Connect).
+	Kind Kind
+	// Ran says that the operation's first attempt already ran, outside
+	// Run, and ended with Err: Run decides on that outcome as on an
+	// attempt of its own and runs only the retries. It is for an
+	// operation that learns which Retrier it runs under only while it
+	// runs (crl.Retry finds its pool when the unit's first statement
+	// reaches it), or whose first error is met before it can ask (a
+	// statement that fails inside a transaction that the driver layer
+	// replays). When a rule retries Err, the circuit breaker is asked
+	// before the first retry. Not for a connection.
+	Ran bool
+	// Rows says that the statement's result (rows) is read after fn
+	// returns: on success the attempt's context, bounded by a positive
+	// QueryTimeout, is not cancelled, so reading the rows is bounded too;
+	// it is released (its timer stopped) as soon as the rows are closed or
+	// read to the end (database/sql tells it, see rowsContext). Without
+	// Rows a statement's attempt context is cancelled when fn returns. A
+	// transaction's attempts are not bounded by QueryTimeout (the
+	// statements inside are, by the driver layer).
+	Rows bool
+	// Query is the statement's text, which the rules' query filters are
+	// checked against. For a transaction it is the statement that failed
+	// in the attempt that already ran (Ran), "" when that failure was not
+	// a statement.
+	Query string
+	// Err is the error of the attempt that already ran (Ran); nil when
+	// it succeeded.
+	Err error
+	// Failed, when set, is asked after each attempt that failed for the
+	// text of the statement that failed ("" when the failure was not a
+	// statement): for a transaction, the statement whose error ended it
+	// (the driver layer records it). Nil: the statement is Query. (A
+	// statement with Failed set never runs its first attempt directly.)
+	Failed func() string
+
+	admission *admission // the breaker's leave, given by Admit before anything ran
+}
+
+// limit says how QueryTimeout bounds op's attempts.
+func (op *Op) limit() limit {
+	switch {
+	case op.Kind != KindStatement:
+		return limitNone
+	case op.Rows:
+		return limitRows
+	}
+	return limitCall
+}
+
+// attempts returns how op's attempts run, fn each.
+func (op *Op) attempts(fn attemptFunc) attempts {
+	return attempts{fn: fn, failed: op.Failed, l: op.limit()}
+}
+
+// first returns the outcome of the attempt that already ran (Ran), nil
+// when none did.
+func (op *Op) first() *error {
+	if op.Ran {
+		return &op.Err
+	}
+	return nil
+}
+
+// Run runs op: fn, one attempt, is called, and called again after the
+// rule's wait while it fails with an error whose rule allows another
+// retry and whose query filter matches the failed statement (op.Query,
+// or what op.Failed says).
 //
 // A first attempt that fails with an error no rule retries is returned
 // unchanged. Every other failure is a *RetryError that unwraps to the last
 // driver error and to its reason (ErrRetriesExhausted,
 // ErrInvalidRetryInterval, ErrRetryBudgetExceeded, ErrDeadline,
-// ErrNotRetryable, ErrBatchNotRetried). A positive QueryTimeout bounds
-// each attempt; the attempt's context is cancelled when fn returns. Do
-// must not be used for a statement inside a transaction.
-func (r *Retrier) Do(ctx context.Context, query string, fn func(ctx context.Context) error) error {
-	return r.statement(ctx, query, fn, limitCall)
-}
-
-// DoTx runs a whole transaction under the statement rules: fn runs the
-// transaction from BEGIN to COMMIT and returns, when it fails, the text of
-// the statement that failed ("" when the failure was not a statement), so
-// that the rule's query filter is checked against it. fn is called again on
-// a fresh transaction when the error is retryable. An error that matches
-// ErrCommitUnknown is never retried. Attempts are not bounded by
-// QueryTimeout (the statements inside are, by the adapter).
-func (r *Retrier) DoTx(ctx context.Context, fn func(ctx context.Context) (failedQuery string, err error)) error {
-	if r.refresh != nil {
-		r.refresh()
+// ErrNotRetryable, ErrBatchNotRetried, ErrCircuitOpen). A transaction
+// whose error matches ErrCommitUnknown is never retried. A statement run
+// here must not be inside a transaction: the driver layer retries those
+// with the whole transaction.
+//
+// Nobody to ask or tell (no breaker, no observer that wants
+// OperationEnded) and no queryTimeout: a statement's first attempt runs
+// directly, and a success costs one atomic load of the budget and the
+// observer's Operation.
+func (r *Retrier) Run(ctx context.Context, op *Op, fn func(ctx context.Context) error) error {
+	switch {
+	case op == nil:
+		return r.statement(ctx, "", limitCall, fn)
+	case op.Kind != KindStatement || op.Ran || op.admission != nil || op.Failed != nil:
+		return r.loop(ctx, op, fn)
+	case op.Rows:
+		return r.statement(ctx, op.Query, limitRows, fn)
 	}
-	o := operation{ctx: ctx, kind: KindTransaction}
-	return r.loop(&o, fn, limitNone)
+	return r.statement(ctx, op.Query, limitCall, fn)
 }
 
-// Retry is Do for a statement that returns a value; on failure the value
-// is the zero value.
-func Retry[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error)) (T, error) {
-	return withValue(ctx, r, query, fn, limitCall)
-}
-
-// RetryRows is Retry for a statement whose result (rows) is read after
-// fn returns: on success the attempt's context, bounded by a positive
-// QueryTimeout, is not cancelled, so reading the rows is bounded too; it
-// is released (its timer stopped) as soon as the rows are closed or read
-// to the end (database/sql tells it, see rowsContext), so a read keeps
-// nothing alive until the timeout. On failure the rows are the zero value.
-func RetryRows[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error)) (T, error) {
-	return withValue(ctx, r, query, fn, limitRows)
-}
-
-// withValue is Retry and RetryRows: the statement, keeping the value of
-// the attempt that succeeded.
-func withValue[T any](ctx context.Context, r *Retrier, query string, fn func(ctx context.Context) (T, error), l limit) (T, error) {
-	var out T
-	err := r.statement(ctx, query, func(ctx context.Context) error {
-		v, err := fn(ctx)
-		if err == nil {
-			out = v
-		}
-		return err
-	}, l)
-	return out, err
-}
-
-// statement is Do, Retry and RetryRows. When nobody is to be asked or
-// told (no breaker, and no observer but one that only counts operations)
-// and no queryTimeout bounds the attempt, the first attempt runs directly
-// and a success costs one atomic load of the budget (and the observer's
-// count); anything else goes through run.
-func (r *Retrier) statement(ctx context.Context, query string, fn func(ctx context.Context) error, l limit) error {
+// statement is Run for a plain statement, and Do: its first attempt runs
+// directly when nobody is to be asked or told and no queryTimeout bounds
+// it, so that a success costs one atomic load of the budget (and the
+// observer's count); through the loop otherwise.
+func (r *Retrier) statement(ctx context.Context, query string, l limit, fn attemptFunc) error {
 	if r.refresh != nil {
 		r.refresh() // may swap the policy: load it after
 	}
 	p := r.direct.Load()
 	if p == nil {
-		return r.statementLoop(ctx, nil, query, fn, l, nil)
+		o := operation{ctx: ctx, kind: KindStatement, query: query}
+		return r.fromStart(&o, attempts{fn: fn, l: l})
 	}
 	err := fn(ctx)
+	r.count(KindStatement)
 	if err == nil {
 		r.budget.earn()
-		r.count(KindStatement)
 		return nil
 	}
-	return r.statementLoop(ctx, p, query, fn, l, err)
+	return r.afterDirect(ctx, p, query, attempts{fn: fn, l: l}, err)
 }
 
-// statementLoop runs a statement through the loop: the whole loop (p
-// nil), or, under p, the rest of it after a direct first attempt failed
-// with first.
-func (r *Retrier) statementLoop(ctx context.Context, p *Policy, query string, fn func(ctx context.Context) error, l limit, first error) error {
-	call := func(ctx context.Context) (string, error) { return query, fn(ctx) }
+// afterDirect is the rest of a statement's loop, under p, after its
+// first attempt ran directly and failed with err.
+func (r *Retrier) afterDirect(ctx context.Context, p *Policy, query string, a attempts, err error) error {
 	o := operation{ctx: ctx, kind: KindStatement, query: query}
-	if p == nil {
-		return r.loop(&o, call, l)
+	return r.run(&o, p, permit{}, a, &err)
+}
+
+// loop is Run for every operation but a plain statement: one whose first
+// attempt already ran (Ran), one that Admit admitted, a transaction, a
+// connection.
+func (r *Retrier) loop(ctx context.Context, op *Op, fn attemptFunc) error {
+	if op.admission != nil { // Admit counted it, asked the breaker and refreshed
+		o := operation{ctx: ctx, kind: op.Kind, query: op.Query, started: op.admission.started}
+		return r.run(&o, r.policy.Load(), op.admission.pm, op.attempts(fn), op.first())
 	}
-	r.count(KindStatement)
-	return r.run(&o, p, permit{}, call, l, first)
+	if r.refresh != nil {
+		r.refresh() // may swap the policy: load it after
+	}
+	switch {
+	case op.Kind == KindConnection:
+		return r.connect(ctx, fn)
+	case op.Ran:
+		return r.resume(ctx, op, op.attempts(fn))
+	}
+	o := operation{ctx: ctx, kind: op.Kind, query: op.Query}
+	return r.fromStart(&o, op.attempts(fn))
+}
+
+// fromStart runs o's loop from its first attempt: counted, the breaker
+// asked, then the loop.
+func (r *Retrier) fromStart(o *operation, a attempts) error {
+	r.begin(o)
+	pm, err := r.admit(o)
+	if err != nil {
+		return err
+	}
+	return r.run(o, r.policy.Load(), pm, a, nil)
+}
+
+// Do runs one statement: Run for a statement whose text is query, with
+// fn's error as each attempt's.
+func (r *Retrier) Do(ctx context.Context, query string, fn func(ctx context.Context) error) error {
+	return r.statement(ctx, query, limitCall, fn)
+}
+
+// DoTx runs a whole transaction: Run for a transaction, fn running it
+// from BEGIN to COMMIT on a fresh transaction each time and returning,
+// when it fails, the text of the statement that failed ("" when the
+// failure was not a statement), so that the rule's query filter is
+// checked against it.
+func (r *Retrier) DoTx(ctx context.Context, fn func(ctx context.Context) (failedQuery string, err error)) error {
+	if r.refresh != nil {
+		r.refresh() // may swap the policy: load it after
+	}
+	var failed string
+	o := operation{ctx: ctx, kind: KindTransaction}
+	return r.fromStart(&o, attempts{
+		fn: func(ctx context.Context) error {
+			var err error
+			failed, err = fn(ctx)
+			return err
+		},
+		failed: func() string { return failed },
+		l:      limitNone,
+	})
+}
+
+// resume is Run for an operation whose first attempt already ran: it is
+// counted, and when a rule retries its error the circuit breaker is asked
+// before the first retry (an open breaker ends the operation with a
+// *RetryError that matches ErrCircuitOpen and unwraps to op.Err).
+func (r *Retrier) resume(ctx context.Context, op *Op, a attempts) error {
+	o := operation{ctx: ctx, kind: op.Kind, query: op.Query}
+	r.begin(&o)
+	p := r.policy.Load()
+	var pm permit
+	if op.Err != nil && r.breaker != nil {
+		if d := p.decide(op.Kind, op.Query, 1, op.Err, false); d.Reason == nil && !r.optedOut(ctx) {
+			var err error
+			if pm, err = r.breaker.allow(); err != nil {
+				if r.observer != nil {
+					r.observer.GaveUp(GaveUp{Context: ctx, Op: r.opID(&o), Kind: o.kind, Query: o.query,
+						Attempts: 1, Reason: ErrCircuitOpen, Err: op.Err})
+				}
+				return &RetryError{Attempts: 1, Reason: ErrCircuitOpen, Err: op.Err,
+					Detail: "the circuit breaker refused the retry"}
+			}
+		}
+	}
+	return r.run(&o, p, pm, a, op.first())
+}
+
+// Unretried tells the Retrier of a statement's error that came where it
+// cannot be retried: after the query's first row was handed to the
+// caller, who may have read it. The error is not retried; when a rule
+// would have retried it and the caller did not opt out (Options.NoRetry),
+// the budget is charged for it as for a retryable failure that was not
+// retried, and the observer gets a GaveUp whose Reason is
+// ErrAfterFirstRow. The caller returns err as it is.
+func (r *Retrier) Unretried(ctx context.Context, query string, err error) {
+	if err == nil {
+		return
+	}
+	d := r.policy.Load().decide(KindStatement, query, 1, err, false)
+	if d.Reason != nil || r.optedOut(ctx) {
+		r.budget.settle(&d)
+		return
+	}
+	d.charge = chargeFail
+	r.budget.settle(&d)
+	if r.observer != nil {
+		o := operation{ctx: ctx, kind: KindStatement, query: query}
+		r.observer.GaveUp(GaveUp{Context: ctx, Op: r.opID(&o), Kind: KindStatement, Query: query,
+			Attempts: 1, Reason: ErrAfterFirstRow, Err: err})
+	}
 }
 
 // limit says how QueryTimeout bounds the attempts of an operation.
@@ -239,17 +393,6 @@ func (r *Retrier) count(k Kind) {
 	if r.observer != nil {
 		r.observer.Operation(k)
 	}
-}
-
-// loop runs a statement or transaction loop from the start, its caller
-// having refreshed the policy: count, ask the breaker, run.
-func (r *Retrier) loop(o *operation, call attemptFunc, l limit) error {
-	r.begin(o)
-	pm, err := r.admit(o)
-	if err != nil {
-		return err
-	}
-	return r.run(o, r.policy.Load(), pm, call, l, nil)
 }
 
 // begin starts o: it counts it and notes its start when the observer
@@ -270,23 +413,13 @@ func (r *Retrier) elapsed(o *operation) time.Duration {
 	return r.clock.Now().Sub(o.started)
 }
 
-// admit asks the circuit breaker whether o may start, and emits GaveUp
-// when it may not.
-func (r *Retrier) admit(o *operation) (permit, error) {
-	pm, err := r.breaker.allow()
-	if err != nil && r.observer != nil {
-		r.observer.GaveUp(GaveUp{Context: o.ctx, Op: r.opID(o), Kind: o.kind, Query: o.query, Reason: ErrCircuitOpen, Err: err})
-	}
-	return pm, err
-}
-
 // run is the loop after admission, under p: attempts, each failure
 // decided on by decide, until one succeeds or the loop gives up. first,
-// when not nil, is the failure of a first attempt that already ran.
+// when not nil, is the outcome of a first attempt that already ran.
 // Whatever ends the loop, the outcome reaches the breaker (pm) — a panic
 // (or runtime.Goexit) in call, a hook or an observer counts as a failure,
 // and goes on — and the observer's OperationEnded.
-func (r *Retrier) run(o *operation, p *Policy, pm permit, call attemptFunc, l limit, first error) (err error) {
+func (r *Retrier) run(o *operation, p *Policy, pm permit, a attempts, first *error) (err error) {
 	if r.timed {
 		err = errRunning // until the loop returns: see ended
 		defer r.ended(o, &err)
@@ -295,9 +428,12 @@ func (r *Retrier) run(o *operation, p *Policy, pm permit, call attemptFunc, l li
 	if pm.b != nil {
 		defer func() { pm.ended(o.ctx, settled, failure, err) }()
 	}
-	timedOut, failed := false, first
-	if first == nil {
-		timedOut, failed = r.attempt(o, p, call, l)
+	var timedOut bool
+	var failed error
+	if first != nil {
+		failed = *first
+	} else {
+		timedOut, failed = r.attempt(o, p, a)
 	}
 	for n := 1; ; n++ {
 		if failed == nil {
@@ -321,7 +457,7 @@ func (r *Retrier) run(o *operation, p *Policy, pm permit, call attemptFunc, l li
 			settled, failure = true, true
 			return stop
 		}
-		timedOut, failed = r.attempt(o, p, call, l)
+		timedOut, failed = r.attempt(o, p, a)
 	}
 }
 
@@ -389,17 +525,16 @@ func (r *Retrier) succeeded(o *operation, n int) {
 // It reports whether the attempt's own time limit ran out while the
 // caller's context is alive, and notes the failed statement in o.query
 // for the events and the query filter.
-func (r *Retrier) attempt(o *operation, p *Policy, call attemptFunc, l limit) (timedOut bool, err error) {
+func (r *Retrier) attempt(o *operation, p *Policy, a attempts) (timedOut bool, err error) {
 	ctx := o.ctx
-	var failed string
 	switch {
-	case p.QueryTimeout <= 0 || l == limitNone:
-		failed, err = call(ctx)
-	case l == limitRows:
+	case p.QueryTimeout <= 0 || a.l == limitNone:
+		err = a.fn(ctx)
+	case a.l == limitRows:
 		// The rows are read after fn returns: the context lives until they
 		// are closed or read to the end, or until its deadline.
 		actx := newRowsContext(ctx, p.QueryTimeout, r.clock)
-		failed, err = call(actx)
+		err = a.fn(actx)
 		timedOut = err != nil && actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 		if err != nil {
 			actx.cancel(context.Canceled)
@@ -408,12 +543,12 @@ func (r *Retrier) attempt(o *operation, p *Policy, call attemptFunc, l limit) (t
 		}
 	default:
 		actx, cancel := context.WithTimeout(ctx, p.QueryTimeout)
-		failed, err = call(actx)
+		err = a.fn(actx)
 		timedOut = err != nil && actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 		cancel()
 	}
-	if err != nil {
-		o.query = failed
+	if err != nil && a.failed != nil {
+		o.query = a.failed()
 	}
 	return timedOut, err
 }

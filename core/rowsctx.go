@@ -8,7 +8,7 @@ import (
 )
 
 // rowsContext is the attempt context of a statement whose rows are read
-// after it returns (RetryRows). Like context.WithTimeout's, it ends
+// after it returns (Op.Rows). Like context.WithTimeout's, it ends
 // at the attempt's deadline, so reading the rows is bounded too; and when
 // the Retrier's clock is a timerClock (a virtual clock), it also ends when
 // the clock's time has moved by the queryTimeout. Unlike

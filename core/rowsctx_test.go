@@ -20,12 +20,12 @@ func rowsRetrier(t *testing.T, qt time.Duration, clock core.Clock) *core.Retrier
 	return r
 }
 
-// queryRows runs a statement with RetryRows and returns the context its
+// queryRows runs a statement whose rows are read later (Op.Rows) and returns the context its
 // rows are read under: the attempt's, and the one database/sql derives
 // from it for the rows (closed by closeRows, as rows.Close does).
 func queryRows(t *testing.T, ctx context.Context, r *core.Retrier) (attempt, rows context.Context, closeRows func()) {
 	t.Helper()
-	attempt, err := core.RetryRows(ctx, r, "select n from t", func(ctx context.Context) (context.Context, error) { return ctx, nil })
+	attempt, err := runValue(ctx, r, core.Op{Query: "select n from t", Rows: true}, func(ctx context.Context) (context.Context, error) { return ctx, nil })
 	require.NoError(t, err)
 	rows, closeRows = context.WithCancel(attempt)
 	t.Cleanup(closeRows)
@@ -85,7 +85,7 @@ func TestRowsContextReleasedWhenRowsAreDone(t *testing.T) {
 func TestRowsContextOfAFailedAttemptIsReleased(t *testing.T) {
 	clock := coretest.NewClock(time.Time{})
 	r := rowsRetrier(t, time.Hour, clock)
-	_, err := core.RetryRows(context.Background(), r, "select n from t", func(context.Context) (int, error) { return 0, serverError{2627} })
+	_, err := runValue(context.Background(), r, core.Op{Query: "select n from t", Rows: true}, func(context.Context) (int, error) { return 0, serverError{2627} })
 	assert.Error(t, err)
 	assert.Equal(t, 0, clock.Timers())
 }

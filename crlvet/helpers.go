@@ -27,7 +27,7 @@ var unitHelpers = map[string]unitHelper{
 	sqlxcrlPath + ".DB.RunInTx":  {name: "RunInTx", fnArg: 2, txParam: true, retried: true},
 	gormcrlPath + ".Transaction": {name: "gormcrl.Transaction", fnArg: 1, txParam: true, retried: true},
 	corePath + ".Retrier.DoTx":   {name: "DoTx", fnArg: 1, retried: true},
-	corePath + ".Admission.DoTx": {name: "DoTx", fnArg: 1, retried: true},
+	corePath + ".Retrier.Run":    {name: "Run", fnArg: 2, retried: true},
 	gormPath + ".DB.Transaction": {name: "Transaction", fnArg: 0, txParam: true},
 	bunPath + ".DB.RunInTx":      {name: "RunInTx", fnArg: 2, txParam: true},
 	bunPath + ".IDB.RunInTx":     {name: "RunInTx", fnArg: 2, txParam: true},

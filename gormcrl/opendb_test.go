@@ -85,10 +85,10 @@ var connectorWays = []connectorWay{
 		return connectorHandle{
 			ping: db.PingContext,
 			exec: func(ctx context.Context, q string) error {
-				_, err := core.Retry(ctx, rt.Retrier(), q, func(ctx context.Context) (sql.Result, error) {
-					return db.ExecContext(ctx, q)
+				return rt.Retrier().Do(ctx, q, func(ctx context.Context) error {
+					_, err := db.ExecContext(ctx, q)
+					return err
 				})
-				return err
 			},
 			close: db.Close,
 		}

@@ -39,8 +39,8 @@ import (
 //     COMMIT's.
 //   - The chain runs as usual: that is the first attempt.
 //   - crl:unit_end (last) hands the outcome of the first attempt to the
-//     transaction loop (core.Admission.DoTx, with the breaker's
-//     leave from crl:unit_start), which decides, with the
+//     transaction loop (core.Retrier.Run, with the operation the
+//     breaker admitted in crl:unit_start), which decides, with the
 //     failed statement's text for the rule's query filter. Each retry puts
 //     the value back as it was, clones the pristine statement again and
 //     runs the processor's whole chain on the clone (Execute), GORM's own
@@ -74,7 +74,8 @@ type unit struct {
 	vars []any
 
 	// Of the first attempt only.
-	admission core.Admission // the circuit breaker's leave, asked before the chain ran
+	admission core.Op       // the unit's operation, admitted by the circuit breaker before the chain ran
+	loop      *core.Retrier // the Retrier that admitted it, which runs its loop
 	began     time.Time
 	base      *gorm.DB // the statement as it was before the chain ran
 	restore   func()   // puts the value written back as it was
@@ -127,12 +128,13 @@ func (c *unitCallbacks) start(db *gorm.DB) {
 	// The breaker is asked before anything of the first attempt runs: an
 	// operation it refuses must not write, and its verdict is applied to
 	// the attempts that ran (crl:unit_end).
-	admission, err := c.plugin.active(db).forPool(stmt.ConnPool).retrier().Admit(stmt.Context)
-	if err != nil {
+	loop := c.plugin.active(db).forPool(stmt.ConnPool).retrier()
+	admission := core.Op{Kind: core.KindTransaction}
+	if err := loop.Admit(stmt.Context, &admission); err != nil {
 		_ = db.AddError(err) // the chain's callbacks see it and run nothing
 		return
 	}
-	u := &unit{armed: true, admission: admission, began: time.Now(), restore: restore,
+	u := &unit{armed: true, admission: admission, loop: loop, began: time.Now(), restore: restore,
 		base: db.Session(&gorm.Session{Context: stmt.Context})}
 	u.watch(stmt)
 }
@@ -223,7 +225,12 @@ type unitRun struct {
 func (c *unitCallbacks) retry(db *gorm.DB, u *unit) {
 	stmt := db.Statement
 	r := &unitRun{c: c, db: db, u: u}
-	err := u.admission.DoTx(stmt.Context, r.attempt)
+	var failed string
+	u.admission.Failed = func() string { return failed }
+	err := u.loop.Run(stmt.Context, &u.admission, func(ctx context.Context) (err error) {
+		failed, err = r.attempt(ctx)
+		return err
+	})
 	switch {
 	case r.last != nil: // the last attempt is the operation's statement
 		db.RowsAffected = r.last.RowsAffected

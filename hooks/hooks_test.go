@@ -150,18 +150,33 @@ func (h *ctxHandler) Handle(ctx context.Context, _ slog.Record) error {
 func (h *ctxHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *ctxHandler) WithGroup(string) slog.Handler      { return h }
 
-// untimedCounter counts operations and does not read Elapsed.
-type untimedCounter struct{ opCounter }
+// untimedCounter counts operations and has no OperationEnded: it does
+// not read the time of operations.
+type untimedCounter struct{ n [3]int }
 
-func (*untimedCounter) WantsElapsed() bool { return false }
+func (o *untimedCounter) Operation(k core.Kind)            { o.n[k]++ }
+func (*untimedCounter) RetryScheduled(core.RetryScheduled) {}
+func (*untimedCounter) RetryContext(ctx context.Context, _ core.RetryScheduled) context.Context {
+	return ctx
+}
+func (*untimedCounter) GaveUp(core.GaveUp)               {}
+func (*untimedCounter) Succeeded(core.Succeeded)         {}
+func (*untimedCounter) RulesReloaded(core.RulesReloaded) {}
 
-// TestMultiWantsElapsed: Multi reads no clock only when no member reads
-// Elapsed (a member that embeds NopObserver does).
-func TestMultiWantsElapsed(t *testing.T) {
-	wants := func(o core.Observer) bool { return o.WantsElapsed() }
+// endsOf returns o's OperationEnded, and whether it has one.
+func endsOf(o core.Observer) (interface{ OperationEnded(core.OperationEnded) }, bool) {
+	e, ok := o.(interface{ OperationEnded(core.OperationEnded) })
+	return e, ok
+}
+
+// TestMultiOperationEndedOnlyWhenAMemberHasIt: Multi reads no clock only
+// when no member reads Elapsed (a member that embeds NopObserver does).
+func TestMultiOperationEndedOnlyWhenAMemberHasIt(t *testing.T) {
+	wants := func(o core.Observer) bool { _, ok := endsOf(o); return ok }
 	a, b := &untimedCounter{}, &untimedCounter{}
 	assert.False(t, wants(hooks.Multi(a, b)), "members that only count")
 	assert.True(t, wants(hooks.Multi(a, &coretest.Observer{})), "a member that reads Elapsed")
 	assert.True(t, wants(hooks.Multi(a, hooks.Slog(nil))), "the slog hook logs elapsed")
 	assert.True(t, wants(hooks.Multi(&coretest.Observer{}, &coretest.Observer{})))
+	assert.True(t, wants(hooks.Multi(hooks.Multi(a, &coretest.Observer{}), b)), "a Multi member that has it")
 }

@@ -8,13 +8,14 @@ import (
 
 // Multi returns an observer that hands every event to each of observers,
 // in order. Nil observers are skipped; with none left it returns nil, which
-// costs nothing, and with one left it returns that one. It reads the time
-// of operations (WantsElapsed) when a member does, and hands
-// OperationEnded to those members only.
+// costs nothing, and with one left it returns that one. When a member has
+// OperationEnded (and so reads the time of operations, see core.Observer)
+// the observer has it too, and hands it to those members only; otherwise
+// it has none, and a statement's success path reads no clock for it.
 func Multi(observers ...core.Observer) core.Observer {
 	var all []core.Observer
 	for _, o := range observers {
-		if m, ok := o.(*multi); ok {
+		if m := asMulti(o); m != nil {
 			all = append(all, m.all...)
 		} else if o != nil {
 			all = append(all, o)
@@ -28,18 +29,28 @@ func Multi(observers ...core.Observer) core.Observer {
 	}
 	m := &multi{all: all}
 	for _, o := range all {
-		if o.WantsElapsed() {
-			m.timed = append(m.timed, o)
+		if e, ok := o.(ender); ok {
+			m.timed = append(m.timed, e)
 		}
+	}
+	if len(m.timed) > 0 {
+		return &timedMulti{m}
 	}
 	return m
 }
 
+// ender is an observer that has OperationEnded.
+type ender interface{ OperationEnded(core.OperationEnded) }
+
 // multi is the observer Multi returns.
 type multi struct {
 	all   []core.Observer
-	timed []core.Observer // the members whose WantsElapsed is true
+	timed []ender // the members that have OperationEnded
 }
+
+// timedMulti is the observer Multi returns when a member has
+// OperationEnded.
+type timedMulti struct{ *multi }
 
 // each calls f with every member, in order.
 func (m *multi) each(f func(core.Observer)) {
@@ -76,7 +87,7 @@ func (m *multi) Succeeded(e core.Succeeded) { m.each(func(o core.Observer) { o.S
 // also when one before it panics: an operation's end releases state in
 // each (an open span), so one member's panic must not leak another's. The
 // first panic goes on after.
-func (m *multi) OperationEnded(e core.OperationEnded) {
+func (m *timedMulti) OperationEnded(e core.OperationEnded) {
 	var first any
 	for _, o := range m.timed {
 		if v := endOne(o, e); v != nil && first == nil {
@@ -88,7 +99,7 @@ func (m *multi) OperationEnded(e core.OperationEnded) {
 	}
 }
 
-func endOne(o core.Observer, e core.OperationEnded) (v any) {
+func endOne(o ender, e core.OperationEnded) (v any) {
 	defer func() { v = recover() }()
 	o.OperationEnded(e)
 	return nil
@@ -98,6 +109,14 @@ func (m *multi) RulesReloaded(e core.RulesReloaded) {
 	m.each(func(o core.Observer) { o.RulesReloaded(e) })
 }
 
-// WantsElapsed reports whether a member reads the time of operations: the
-// loops time an operation when one does.
-func (m *multi) WantsElapsed() bool { return len(m.timed) > 0 }
+// asMulti returns the members of an observer Multi returned, nil for any
+// other observer.
+func asMulti(o core.Observer) *multi {
+	switch m := o.(type) {
+	case *multi:
+		return m
+	case *timedMulti:
+		return m.multi
+	}
+	return nil
+}

@@ -32,8 +32,9 @@ func Slog(logger *slog.Logger) core.Observer {
 	return slogObserver{l: logger}
 }
 
-// slogObserver logs the events; it reads Elapsed (NopObserver's
-// WantsElapsed) and ignores Operation and OperationEnded.
+// slogObserver logs the events; it reads Elapsed (it has NopObserver's
+// OperationEnded, see core.Observer) and ignores Operation and
+// OperationEnded.
 type slogObserver struct {
 	core.NopObserver
 	l *slog.Logger

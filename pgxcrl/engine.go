@@ -9,7 +9,7 @@ import (
 )
 
 // Every call of pgxcrl into crl's engine sits in this file: the
-// statement loop (core.Retry, core.RetryRows), the connection loop
+// statement loop (Retrier.Run), the connection loop
 // (Retrier.Connect), the transaction loop (Retrier.DoTx) and the report
 // of an error met after a query's first row (Retrier.Unretried). The
 // rules, the classification of errors (core reads *pgconn.PgError's
@@ -18,9 +18,15 @@ import (
 
 // execLoop runs one Exec under the statement loop of r on l.
 func execLoop(ctx context.Context, r *core.Retrier, l *lease, sql string, args []any) (pgconn.CommandTag, error) {
-	return core.Retry(ctx, r, sql, func(actx context.Context) (pgconn.CommandTag, error) {
-		return l.exec(actx, sql, args)
+	var tag pgconn.CommandTag
+	err := r.Run(ctx, &core.Op{Query: sql}, func(actx context.Context) error {
+		t, err := l.exec(actx, sql, args)
+		if err == nil {
+			tag = t
+		}
+		return err
 	})
+	return tag, err
 }
 
 // queryLoop runs one Query under the statement loop of r: each attempt
@@ -28,10 +34,9 @@ func execLoop(ctx context.Context, r *core.Retrier, l *lease, sql string, args [
 // the attempt's context, bounded by a positive queryTimeout, lives while
 // the rows are read.
 func queryLoop(ctx context.Context, r *core.Retrier, rs *rows, sql string, args []any) error {
-	_, err := core.RetryRows(ctx, r, sql, func(actx context.Context) (struct{}, error) {
-		return struct{}{}, rs.attempt(ctx, actx, sql, args)
+	return r.Run(ctx, &core.Op{Query: sql, Rows: true}, func(actx context.Context) error {
+		return rs.attempt(ctx, actx, sql, args)
 	})
-	return err
 }
 
 // unretried reports an error met after a query's first row: not retried,

@@ -164,7 +164,7 @@ type Options struct {
 // Observer is a core.Observer that reports the events to OpenTelemetry.
 // Safe for concurrent use.
 type Observer struct {
-	core.NopObserver // WantsElapsed: true, the duration histogram reads it
+	core.NopObserver // OperationEnded is its own: the duration histogram reads Elapsed
 	tracer           trace.Tracer
 	base             []attribute.KeyValue // db.system.name, the DSN's attributes, Options.Attributes
 	query            bool

@@ -348,12 +348,9 @@ func (m *Metrics) Operation(k core.Kind) {
 	}
 }
 
-// WantsElapsed reports true: the duration
-// histogram reads the Elapsed of every operation's end.
-func (m *Metrics) WantsElapsed() bool { return true }
-
 // OperationEnded observes the operation's duration by kind and outcome
-// (core.Observer).
+// (core.Observer): having it, the Metrics are told of every operation's
+// end, with its Elapsed.
 func (m *Metrics) OperationEnded(e core.OperationEnded) {
 	if int(e.Kind) < len(m.duration) {
 		m.duration[e.Kind][outcome(e)].Observe(e.Elapsed.Seconds())

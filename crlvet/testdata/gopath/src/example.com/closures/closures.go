@@ -221,16 +221,16 @@ func bunUnit(ctx context.Context, db *bun.DB, names []string) error {
 	})
 }
 
-func coreUnit(ctx context.Context, r *core.Retrier, a core.Admission, n int) error {
+func coreUnit(ctx context.Context, r *core.Retrier, n int) error {
 	if err := r.DoTx(ctx, func(ctx context.Context) (string, error) {
 		n++ // want `the closure given to DoTx updates n`
 		return "", nil
 	}); err != nil {
 		return err
 	}
-	return a.DoTx(ctx, func(ctx context.Context) (string, error) {
-		n-- // want `the closure given to DoTx updates n`
-		return "", nil
+	return r.Run(ctx, &core.Op{}, func(ctx context.Context) error {
+		n-- // want `the closure given to Run updates n`
+		return nil
 	})
 }
 

@@ -9,8 +9,8 @@ func (r *Retrier) DoTx(ctx context.Context, fn func(ctx context.Context) (failed
 	return nil
 }
 
-type Admission struct{}
+type Op struct{}
 
-func (a Admission) DoTx(ctx context.Context, fn func(ctx context.Context) (failedQuery string, err error)) error {
+func (r *Retrier) Run(ctx context.Context, op *Op, fn func(ctx context.Context) error) error {
 	return nil
 }
