@@ -25,6 +25,9 @@ type conn struct {
 	execerOld driver.Execer
 	queryer   driver.QueryerContext
 	queryOld  driver.Queryer
+	checker   driver.NamedValueChecker
+	resetter  driver.SessionResetter
+	validator driver.Validator
 
 	tx        *tx        // the transaction running on the connection, nil outside one
 	text      txText     // a transaction BeginTx did not begin (txtext.go)
@@ -32,6 +35,30 @@ type conn struct {
 	gen       uint64     // how many times the connection was replaced (revive); statements re-prepare after
 	skipsArgs bool       // the driver answered driver.ErrSkip to a statement with arguments (go-sql-driver/mysql without interpolateParams): database/sql prepares those
 	broken    atomic.Bool
+
+	// The rows of the connection's queries (rows.go): one wrapper and the
+	// buffer of its first row, handed out while no other rows of the
+	// connection are open, so that a query allocates nothing of the
+	// layer's own. database/sql reads one query's rows at a time on a
+	// pooled connection; a second query whose rows are opened while
+	// these are (in a Tx or a sql.Conn) gets rows of its own.
+	own     rows
+	ownBusy bool
+	head    []driver.Value
+
+	// The last two statement texts the connection ran, and whether each
+	// may begin a transaction (txDialect.mayBegin): services run the same
+	// texts again and again, often two in turn (an UPDATE and a SELECT in
+	// a transaction), so a text seen again costs a comparison (of
+	// pointers, for the same string) instead of a scan. seen[next] is
+	// replaced next.
+	seen [2]textSeen
+	next uint8
+
+	// The connection's transaction object, handed out by BeginTx:
+	// database/sql runs one transaction at a time on a connection and
+	// calls nothing of it after its Commit or Rollback.
+	ownTx tx
 
 	// Transaction replay (replay.go): the record of the transaction
 	// running, reused from one transaction to the next.
@@ -67,7 +94,30 @@ func (cn *conn) use(inner driver.Conn) {
 	cn.execerOld, _ = inner.(driver.Execer) //nolint:staticcheck // database/sql's fallback too
 	cn.queryer, _ = inner.(driver.QueryerContext)
 	cn.queryOld, _ = inner.(driver.Queryer) //nolint:staticcheck // database/sql's fallback too
+	cn.checker, _ = inner.(driver.NamedValueChecker)
+	cn.resetter, _ = inner.(driver.SessionResetter)
+	cn.validator, _ = inner.(driver.Validator)
 	cn.skipsArgs = false
+}
+
+// textSeen is a statement text and whether it may begin a transaction.
+type textSeen struct {
+	text   string
+	begins bool
+}
+
+// mayBegin is cn.dialect.mayBegin(query), remembered for the last two
+// texts.
+func (cn *conn) mayBegin(query string) bool {
+	for i := range cn.seen {
+		if query == cn.seen[i].text {
+			return cn.seen[i].begins
+		}
+	}
+	b := cn.dialect.mayBegin(query)
+	cn.seen[cn.next] = textSeen{query, b}
+	cn.next ^= 1
+	return b
 }
 
 // driverConn returns the connection below, for Unwrap.
@@ -127,8 +177,7 @@ func (cn *conn) noteBroken(err error) {
 // innerValid reports whether the connection below says it is usable
 // (driver.Validator); true when it cannot tell.
 func (cn *conn) innerValid() bool {
-	v, ok := cn.inner.(driver.Validator)
-	return !ok || v.IsValid()
+	return cn.validator == nil || cn.validator.IsValid()
 }
 
 // revive replaces a broken connection with a new one of the pool's
@@ -199,7 +248,7 @@ func (cn *conn) prepareInner(ctx context.Context, query string) (driver.Stmt, er
 // then prepares the statement; so does a statement with arguments that
 // an injected fault would fail (fault.go).
 func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if cn.execer == nil && cn.execerOld == nil || len(args) > 0 && (cn.skipsArgs || cn.toPrepare(query, kindExec)) {
+	if cn.execer == nil && cn.execerOld == nil || len(args) > 0 && (cn.skipsArgs || cn.faulty() && cn.matches(query, kindExec)) {
 		return nil, driver.ErrSkip
 	}
 	if text, in := cn.textControl(query); text || cn.alone(ctx) {
@@ -231,8 +280,10 @@ func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.Nam
 
 // execInner runs query on the connection below, as database/sql would.
 func (cn *conn) execInner(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if err := cn.injected(query, kindExec); err != nil {
-		return nil, err
+	if cn.faulty() { // the call only then: the success path inlines the test
+		if err := cn.fail(query, kindExec); err != nil {
+			return nil, err
+		}
 	}
 	if cn.execer == nil {
 		return cn.execLegacy(ctx, query, args)
@@ -275,7 +326,7 @@ func (cn *conn) noLegacyForm() bool {
 // Queryer answers driver.ErrSkip, as does a statement with arguments that
 // an injected fault would fail.
 func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	if cn.queryer == nil && cn.queryOld == nil || len(args) > 0 && (cn.skipsArgs || cn.toPrepare(query, kindQuery)) {
+	if cn.queryer == nil && cn.queryOld == nil || len(args) > 0 && (cn.skipsArgs || cn.faulty() && cn.matches(query, kindQuery)) {
 		return nil, driver.ErrSkip
 	}
 	if text, in := cn.textControl(query); text || cn.alone(ctx) {
@@ -301,16 +352,16 @@ func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.Na
 		return rs, nil
 	}
 	return retried(ctx, cn.r, query, true, func(actx context.Context) (driver.Rows, error) {
-		return cn.queryAttempt(ctx, actx, query, func(ctx context.Context) (driver.Rows, error) {
-			return cn.queryInner(ctx, query, args)
-		})
+		return cn.queryAttempt(ctx, actx, query, nil, args)
 	})
 }
 
 // queryAttempt is one attempt of a query outside a transaction and a
-// unit: run (on the attempt's context actx), then the first row. ctx is
+// unit: run with args (on the attempt's context actx) by the prepared
+// statement s, or by the connection when s is nil (one call less than a
+// function value: the path of every query), then the first row. ctx is
 // the caller's, for the events of an error met after the first row.
-func (cn *conn) queryAttempt(ctx, actx context.Context, query string, run func(ctx context.Context) (driver.Rows, error)) (driver.Rows, error) {
+func (cn *conn) queryAttempt(ctx, actx context.Context, query string, s *stmt, args []driver.NamedValue) (driver.Rows, error) {
 	if err := cn.revive(actx); err != nil {
 		return nil, err
 	}
@@ -320,12 +371,26 @@ func (cn *conn) queryAttempt(ctx, actx context.Context, query string, run func(c
 	if actx != ctx {
 		qctx, cancel = context.WithCancel(actx)
 	}
-	ri, err := run(qctx)
+	var (
+		ri  driver.Rows
+		err error
+	)
+	if s != nil {
+		ri, err = s.queryInner(qctx, args)
+	} else {
+		ri, err = cn.queryInner(qctx, query, args)
+	}
 	if err == nil {
 		rows := newRows(ctx, ri, cn, query, cancel, false)
+		if !cn.r.WantsFirstRow(query) {
+			// No rule would retry an error before the first row: it is met
+			// while the caller reads, as a later one is, at no cost here.
+			return rows, nil
+		}
 		if err = rows.first(); err == nil {
 			return rows, nil
 		}
+		rows.release() // the driver's rows are closed: nobody closes these
 	}
 	if cancel != nil {
 		cancel()
@@ -340,8 +405,10 @@ func (cn *conn) queryInner(ctx context.Context, query string, args []driver.Name
 		ri  driver.Rows
 		err error
 	)
-	if err := cn.injected(query, kindQuery); err != nil {
-		return nil, err
+	if cn.faulty() { // the call only then: the success path inlines the test
+		if err := cn.fail(query, kindQuery); err != nil {
+			return nil, err
+		}
 	}
 	if cn.queryer != nil {
 		ri, err = cn.queryer.QueryContext(ctx, query, args)
@@ -404,7 +471,8 @@ func (cn *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, 
 	if u != nil {
 		u.Ran(cn.r)
 	}
-	cn.tx = &tx{inner: ti, cn: cn, unit: u, ctx: ctx, underCtx: cn.c.commitUnderContext}
+	cn.ownTx = tx{inner: ti, cn: cn, unit: u, ctx: ctx, underCtx: cn.c.commitUnderContext}
+	cn.tx = &cn.ownTx
 	cn.startRecording(ctx, cn.tx, opts)
 	return cn.tx, nil
 }
@@ -452,28 +520,22 @@ func (cn *conn) ResetSession(ctx context.Context) error {
 	if cn.dialect.resetEnds {
 		cn.text.state = txState{} // the driver's reset rolls the session's transaction back
 	}
-	if r, ok := cn.inner.(driver.SessionResetter); ok {
-		return r.ResetSession(ctx)
+	if cn.resetter != nil {
+		return cn.resetter.ResetSession(ctx)
 	}
 	return nil
 }
 
 // IsValid reports whether the connection may go back to the pool.
 func (cn *conn) IsValid() bool {
-	if cn.broken.Load() {
-		return false
-	}
-	if v, ok := cn.inner.(driver.Validator); ok {
-		return v.IsValid()
-	}
-	return true
+	return !cn.broken.Load() && cn.innerValid()
 }
 
 // CheckNamedValue is the connection's check of an argument, or
 // driver.ErrSkip (database/sql's default conversion) without one.
 func (cn *conn) CheckNamedValue(nv *driver.NamedValue) error {
-	if c, ok := cn.inner.(driver.NamedValueChecker); ok {
-		return c.CheckNamedValue(nv)
+	if cn.checker != nil {
+		return cn.checker.CheckNamedValue(nv)
 	}
 	return driver.ErrSkip
 }

@@ -28,19 +28,24 @@ const (
 )
 
 // injected returns the error an injected fault gives the statement
-// query of kind k, nil when none (always, when no fault was injected). It
-// is small enough to be inlined: the success path costs one load.
+// query of kind k, nil when none (always, when no fault was injected).
+// A statement's own sites test faulty (inlined) before they call fail,
+// so that their success path makes no call; this is COMMIT's.
 func (cn *conn) injected(query string, k config.StatementKind) error {
-	if len(cn.c.rt.Faults()) != 0 {
+	if cn.faulty() {
 		return cn.fail(query, k)
 	}
 	return nil
 }
 
+// faulty reports whether faults were injected into the pool. It is
+// small enough to be inlined.
+func (cn *conn) faulty() bool { return len(cn.c.rt.Faults()) != 0 }
+
 // fail is injected's answer when faults were injected.
 func (cn *conn) fail(query string, k config.StatementKind) error {
 	s := cn.statement(query, k)
-	for _, f := range cn.c.rt.Faults() { // none when removed since injected looked
+	for _, f := range cn.c.rt.Faults() { // none when removed since faulty looked
 		if err := f.Fail(s); err != nil {
 			return err
 		}
@@ -48,21 +53,13 @@ func (cn *conn) fail(query string, k config.StatementKind) error {
 	return nil
 }
 
-// toPrepare reports whether a fault would fail the statement query of
-// kind k, which has arguments and is run by the connection: it is
-// answered driver.ErrSkip, so that the fault fails the prepared
-// statement database/sql runs instead (see above). Inlined, as injected.
-func (cn *conn) toPrepare(query string, k config.StatementKind) bool {
-	if len(cn.c.rt.Faults()) != 0 {
-		return cn.matches(query, k)
-	}
-	return false
-}
-
-// matches is toPrepare's answer when faults were injected.
+// matches reports whether a fault would fail the statement query of kind
+// k, which has arguments and is run by the connection: it is answered
+// driver.ErrSkip, so that the fault fails the prepared statement
+// database/sql runs instead (see above). Asked only when faulty.
 func (cn *conn) matches(query string, k config.StatementKind) bool {
 	s := cn.statement(query, k)
-	for _, f := range cn.c.rt.Faults() { // none when removed since toPrepare looked
+	for _, f := range cn.c.rt.Faults() { // none when removed since faulty looked
 		if f.Matches(s) {
 			return true
 		}

@@ -24,6 +24,7 @@ type rows struct {
 	head   []driver.Value     // the first row, read by first, until Next hands it
 	state  uint8
 	alone  bool // in a transaction or a unit: record errors instead of reporting them
+	owned  bool // the connection's own rows (conn.own), free again once closed
 
 	// In a transaction recorded for its replay (replay.go): the record,
 	// the query's index in it, the transaction's number, and what the
@@ -53,21 +54,52 @@ var (
 )
 
 // newRows wraps the driver's rows of query; alone says that the query ran
-// in a transaction or a unit (its caller knows: it chose the path).
+// in a transaction or a unit (its caller knows: it chose the path). They
+// are the connection's own rows when those are free, else new ones.
 func newRows(ctx context.Context, ri driver.Rows, cn *conn, query string, cancel context.CancelFunc, alone bool) *rows {
-	return &rows{inner: ri, cn: cn, ctx: ctx, query: query, cancel: cancel, alone: alone}
+	if cn.ownBusy {
+		return &rows{inner: ri, cn: cn, ctx: ctx, query: query, cancel: cancel, alone: alone}
+	}
+	// The whole value: no field of a query before survives.
+	cn.ownBusy = true
+	cn.own = rows{inner: ri, cn: cn, ctx: ctx, query: query, cancel: cancel, alone: alone, owned: true}
+	return &cn.own
 }
 
-// first reads the first row into head, inside the attempt. On an error
-// the driver's rows are closed.
+// release makes the connection's own rows free again, once closed:
+// database/sql calls nothing of driver rows after their Close, and
+// closes them once. What they held of the caller's is dropped, so that a
+// pooled connection keeps no context, driver rows or values alive.
+func (r *rows) release() {
+	if !r.owned {
+		return
+	}
+	clear(r.head)
+	r.inner, r.ctx, r.cancel, r.head = nil, nil, nil, nil
+	r.cn.ownBusy = false
+}
+
+// first reads the first row into head, inside the attempt (into the
+// connection's buffer for its own rows). On an error the driver's rows
+// are closed.
 func (r *rows) first() error {
-	head := make([]driver.Value, len(r.inner.Columns()))
+	n := len(r.inner.Columns())
+	var head []driver.Value
+	if r.owned {
+		if cap(r.cn.head) < n {
+			r.cn.head = make([]driver.Value, n)
+		}
+		head = r.cn.head[:n]
+	} else {
+		head = make([]driver.Value, n)
+	}
 	switch err := r.inner.Next(head); err {
 	case nil:
 		r.head, r.state = head, rowsHead
 	case io.EOF:
 		r.state = rowsEmpty
 	default:
+		clear(head)
 		_ = r.inner.Close() // the attempt's error is err
 		return err
 	}
@@ -94,7 +126,13 @@ func (r *rows) Columns() []string { return r.inner.Columns() }
 func (r *rows) Next(dest []driver.Value) error {
 	switch r.state {
 	case rowsHead:
-		copy(dest, r.head)
+		// A loop, not copy and clear: a row has a few columns, and the
+		// runtime's typed copy and clear cost more than their moves.
+		head := r.head[:min(len(r.head), len(dest))] // as copy does, should dest be short
+		for i, v := range head {
+			dest[i], head[i] = v, nil // the values are the caller's now
+		}
+		clear(r.head[len(head):])
 		r.head, r.state = nil, rowsStreaming
 		return nil
 	case rowsEmpty:
@@ -149,6 +187,7 @@ func (r *rows) Close() error {
 	if r.cancel != nil {
 		r.cancel()
 	}
+	r.release()
 	return err
 }
 
@@ -168,6 +207,7 @@ func (r *rows) NextResultSet() error {
 	if !ok {
 		return io.EOF
 	}
+	clear(r.head)
 	r.head, r.state = nil, rowsStreaming
 	err := n.NextResultSet()
 	if err != nil && err != io.EOF {

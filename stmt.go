@@ -15,6 +15,11 @@ type stmt struct {
 	query    string
 	gen      uint64 // the connection's gen it was prepared on
 	mayBegin bool   // query may begin a transaction (txDialect.mayBegin), read once
+
+	// The optional interfaces of inner, found once per driver statement.
+	execer  driver.StmtExecContext
+	queryer driver.StmtQueryContext
+	checker driver.NamedValueChecker
 }
 
 var (
@@ -36,11 +41,21 @@ func (s stmtConverter) ColumnConverter(idx int) driver.ValueConverter {
 }
 
 func newStmt(si driver.Stmt, cn *conn, query string) driver.Stmt {
-	s := &stmt{inner: si, cn: cn, query: query, gen: cn.gen, mayBegin: cn.dialect.mayBegin(query)}
+	s := &stmt{cn: cn, query: query, gen: cn.gen, mayBegin: cn.dialect.mayBegin(query)}
+	s.use(si)
 	if _, ok := si.(driver.ColumnConverter); ok { //nolint:staticcheck // database/sql asks for it
 		return stmtConverter{s}
 	}
 	return s
+}
+
+// use makes si, prepared on the connection's gen, the driver's statement
+// under s.
+func (s *stmt) use(si driver.Stmt) {
+	s.inner = si
+	s.execer, _ = si.(driver.StmtExecContext)
+	s.queryer, _ = si.(driver.StmtQueryContext)
+	s.checker, _ = si.(driver.NamedValueChecker)
 }
 
 // Close closes the driver's statement.
@@ -52,8 +67,8 @@ func (s *stmt) NumInput() int { return s.inner.NumInput() }
 // CheckNamedValue is the statement's check of an argument, else the
 // connection's, as database/sql looks for them.
 func (s *stmt) CheckNamedValue(nv *driver.NamedValue) error {
-	if c, ok := s.inner.(driver.NamedValueChecker); ok {
-		return c.CheckNamedValue(nv)
+	if s.checker != nil {
+		return s.checker.CheckNamedValue(nv)
 	}
 	return s.cn.CheckNamedValue(nv)
 }
@@ -133,9 +148,7 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 		if err := s.revive(actx); err != nil {
 			return nil, err
 		}
-		return s.cn.queryAttempt(ctx, actx, s.query, func(ctx context.Context) (driver.Rows, error) {
-			return s.queryInner(ctx, args)
-		})
+		return s.cn.queryAttempt(ctx, actx, s.query, s, args)
 	})
 }
 
@@ -153,28 +166,33 @@ func (s *stmt) revive(ctx context.Context) error {
 		return err
 	}
 	_ = s.inner.Close() // prepared on the broken connection, closed with it
-	s.inner, s.gen = si, s.cn.gen
+	s.use(si)
+	s.gen = s.cn.gen
 	return nil
 }
 
 // execInner executes the driver's statement, as database/sql would.
 func (s *stmt) execInner(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	if err := s.cn.injected(s.query, kindExec); err != nil {
-		return nil, err
+	if s.cn.faulty() { // the call only then: the success path inlines the test
+		if err := s.cn.fail(s.query, kindExec); err != nil {
+			return nil, err
+		}
 	}
-	if e, ok := s.inner.(driver.StmtExecContext); ok {
-		return e.ExecContext(ctx, args)
+	if s.execer != nil {
+		return s.execer.ExecContext(ctx, args)
 	}
 	return legacy(ctx, args, s.inner.Exec) //nolint:staticcheck // database/sql's fallback too
 }
 
 // queryInner runs the driver statement's query, as database/sql would.
 func (s *stmt) queryInner(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	if err := s.cn.injected(s.query, kindQuery); err != nil {
-		return nil, err
+	if s.cn.faulty() { // the call only then: the success path inlines the test
+		if err := s.cn.fail(s.query, kindQuery); err != nil {
+			return nil, err
+		}
 	}
-	if q, ok := s.inner.(driver.StmtQueryContext); ok {
-		return q.QueryContext(ctx, args)
+	if s.queryer != nil {
+		return s.queryer.QueryContext(ctx, args)
 	}
 	return legacy(ctx, args, s.inner.Query) //nolint:staticcheck // database/sql's fallback too
 }

@@ -35,12 +35,21 @@ func (cn *conn) inTextTx() bool {
 // textControl reports whether query runs once and is noted for the
 // session's text transaction (noteText): in one (in), or when query
 // may begin one.
+// The common case, in none and a text seen last, is inlined.
 func (cn *conn) textControl(query string) (control, in bool) {
+	if cn.text.driver == nil && cn.text.state == (txState{}) && query == cn.seen[0].text {
+		return cn.seen[0].begins, false
+	}
+	return cn.textControlRead(query)
+}
+
+// textControlRead is textControl past its common case.
+func (cn *conn) textControlRead(query string) (control, in bool) {
 	if cn.text.driver == nil && cn.text.state == (txState{}) {
-		return cn.dialect.mayBegin(query), false // the common case: in none
+		return cn.mayBegin(query), false // in none
 	}
 	in = cn.inTextTx()
-	return in || cn.dialect.mayBegin(query), in
+	return in || cn.mayBegin(query), in
 }
 
 // noteText notes what query, run once, did to the session's text

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
+	"fmt"
 	"io"
 	"testing"
 
@@ -62,7 +64,7 @@ const (
 
 // layerStatements are the statements compared: ExecContext, QueryContext
 // with every row read, QueryRowContext with its row scanned, and a
-// prepared statement's ExecContext.
+// prepared statement's ExecContext and QueryContext.
 var layerStatements = []layerStatement{
 	{"Exec", func(_ testing.TB, db *sql.DB) func(context.Context) error {
 		return func(ctx context.Context) error { _, err := db.ExecContext(ctx, layerUpdate, 1, 1); return err }
@@ -86,6 +88,14 @@ var layerStatements = []layerStatement{
 		}
 		tb.Cleanup(func() { stmt.Close() })
 		return func(ctx context.Context) error { _, err := stmt.ExecContext(ctx, 1, 1); return err }
+	}},
+	{"StmtQuery", func(tb testing.TB, db *sql.DB) func(context.Context) error {
+		stmt, err := db.PrepareContext(context.Background(), layerQuery)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { stmt.Close() })
+		return func(ctx context.Context) error { return readAll(stmt.QueryContext(ctx, 7)) }
 	}},
 }
 
@@ -145,40 +155,70 @@ func BenchmarkDriverLayerParallel(b *testing.B) {
 	}
 }
 
-// BenchmarkDriverLayerConn calls the driver connection under a pinned
-// sql.Conn directly, as database/sql does inside DB.ExecContext and
-// DB.QueryContext (ExecerContext, QueryerContext, then the rows read to
-// the end and closed): the wrapper's own cost on its connection, without
-// database/sql's, whose pool and locks make up most of
-// BenchmarkDriverLayer's time and most of its noise.
-func BenchmarkDriverLayerConn(b *testing.B) {
-	ctx := context.Background()
-	args := []driver.NamedValue{{Ordinal: 1, Value: int64(1)}, {Ordinal: 2, Value: int64(1)}}
-	ops := []struct {
-		name string
-		run  func(dc any) error
-	}{
-		{"Exec", func(dc any) error {
-			_, err := dc.(driver.ExecerContext).ExecContext(ctx, layerUpdate, args)
+// layerConnOp is one call that database/sql makes on a driver connection.
+type layerConnOp struct {
+	name string
+	run  func(ctx context.Context, dc any) error
+}
+
+// layerArgs are the arguments of layerUpdate, as database/sql passes them.
+var layerArgs = []driver.NamedValue{{Ordinal: 1, Value: int64(1)}, {Ordinal: 2, Value: int64(1)}}
+
+// layerNV is the argument CheckNamedValue is given: a variable of its
+// own, so that the call does not allocate it.
+var layerNV driver.NamedValue
+
+// layerConnOps are the calls database/sql makes on a driver connection
+// for a statement (ExecerContext; QueryerContext, then the rows read to
+// the end and closed; the NamedValueChecker for each argument) and for a
+// return to the pool and its next use (Validator, SessionResetter).
+var layerConnOps = []layerConnOp{
+	{"Exec", func(ctx context.Context, dc any) error {
+		_, err := dc.(driver.ExecerContext).ExecContext(ctx, layerUpdate, layerArgs)
+		return err
+	}},
+	{"Query", func(ctx context.Context, dc any) error {
+		rows, err := dc.(driver.QueryerContext).QueryContext(ctx, layerQuery, layerArgs[:1])
+		if err != nil {
 			return err
-		}},
-		{"Query", func(dc any) error {
-			rows, err := dc.(driver.QueryerContext).QueryContext(ctx, layerQuery, args[:1])
-			if err != nil {
+		}
+		dest := make([]driver.Value, len(rows.Columns()))
+		for {
+			if err := rows.Next(dest); err == io.EOF {
+				break
+			} else if err != nil {
+				rows.Close()
 				return err
 			}
-			dest := make([]driver.Value, len(rows.Columns()))
-			for {
-				if err := rows.Next(dest); err == io.EOF {
-					break
-				} else if err != nil {
-					rows.Close()
-					return err
-				}
-			}
-			return rows.Close()
-		}},
-	}
+		}
+		return rows.Close()
+	}},
+	{"CheckNamedValue", func(_ context.Context, dc any) error {
+		layerNV = layerArgs[0]
+		if err := dc.(driver.NamedValueChecker).CheckNamedValue(&layerNV); err != driver.ErrSkip {
+			return fmt.Errorf("CheckNamedValue: %v, expected driver.ErrSkip", err)
+		}
+		return nil
+	}},
+	{"ResetSession", func(ctx context.Context, dc any) error {
+		return dc.(driver.SessionResetter).ResetSession(ctx)
+	}},
+	{"IsValid", func(_ context.Context, dc any) error {
+		if !dc.(driver.Validator).IsValid() {
+			return errors.New("IsValid: false")
+		}
+		return nil
+	}},
+}
+
+// BenchmarkDriverLayerConn makes the calls of layerConnOps on the driver
+// connection under a pinned sql.Conn directly, as database/sql does
+// inside DB.ExecContext and DB.QueryContext: the wrapper's own cost on
+// its connection, without database/sql's, whose pool and locks make up
+// most of BenchmarkDriverLayer's time and most of its noise.
+func BenchmarkDriverLayerConn(b *testing.B) {
+	ctx := context.Background()
+	ops := layerConnOps
 	pools := layerPools(b)
 	for _, op := range ops {
 		b.Run(op.name, func(b *testing.B) {
@@ -193,7 +233,7 @@ func BenchmarkDriverLayerConn(b *testing.B) {
 					err = conn.Raw(func(dc any) error {
 						clk := startCPUClock()
 						for b.Loop() {
-							if err := op.run(dc); err != nil {
+							if err := op.run(ctx, dc); err != nil {
 								return err
 							}
 						}

@@ -10,7 +10,11 @@ import (
 // memDriver is an in-memory database/sql driver: every statement succeeds
 // at once (Exec affects one row, id 7; Query returns the row id=7, name="pen"),
 // with no network and nothing stored, so that what a wrapper costs on top
-// of database/sql is what a benchmark sees.
+// of database/sql is what a benchmark sees. Its connection has the
+// optional interfaces that go-sql-driver/mysql's and go-mssqldb's have
+// (NamedValueChecker, SessionResetter, Validator), so that database/sql
+// makes the calls it makes on them: one check per argument, a reset and
+// a validation per return to the pool.
 type memDriver struct{}
 
 func init() { sql.Register("crlmem", memDriver{}) }
@@ -28,10 +32,19 @@ func (memConnector) Driver() driver.Driver                        { return memDr
 type memConn struct{}
 
 var (
-	_ driver.ExecerContext  = memConn{}
-	_ driver.QueryerContext = memConn{}
-	_ driver.ConnBeginTx    = memConn{}
+	_ driver.ExecerContext     = memConn{}
+	_ driver.QueryerContext    = memConn{}
+	_ driver.ConnBeginTx       = memConn{}
+	_ driver.NamedValueChecker = memConn{}
+	_ driver.SessionResetter   = memConn{}
+	_ driver.Validator         = memConn{}
 )
+
+// CheckNamedValue leaves every argument to database/sql's default
+// conversion.
+func (memConn) CheckNamedValue(*driver.NamedValue) error { return driver.ErrSkip }
+func (memConn) ResetSession(context.Context) error       { return nil }
+func (memConn) IsValid() bool                            { return true }
 
 func (memConn) Prepare(query string) (driver.Stmt, error) { return memStmt{}, nil }
 func (memConn) Close() error                              { return nil }

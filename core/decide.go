@@ -54,6 +54,19 @@ func (p *Policy) Decide(query string, attempt int, err error) (wait time.Duratio
 	return d.Wait, d.Reason
 }
 
+// WantsFirstRow reports whether a query's first attempt must end only
+// after its first row (or its end) was read, for the loop to decide on
+// an error met there: when a rule of the current policy could retry an
+// error of query (StatementRules: one with retries whose filter matches
+// it), or when the observer is told how operations end (an error before
+// the first row ends the operation). When it is false, an error before
+// the first row is met while the caller reads the rows, as any later
+// one (Unretried), and nothing is lost: no rule would have retried it.
+// It reads one atomic pointer and does not allocate.
+func (r *Retrier) WantsFirstRow(query string) bool {
+	return r.timed || r.policy.Load().Statement.mayRetry(query)
+}
+
 // decide is Decide for any kind of loop but the connection loop.
 // attemptTimedOut says that the attempt's own time limit (queryTimeout)
 // ran out while the caller's context was alive.

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -128,6 +129,11 @@ func formatTime(d time.Duration) string {
 // concurrent use.
 type StatementRules struct {
 	byToken map[token]*Rule
+	// What mayRetry answers from, found once: some rule with retries
+	// matches every statement (unfiltered); else the filter words of
+	// the rules with retries (words).
+	unfiltered bool
+	words      []string
 }
 
 // Lookup returns the rule for a server error number (or an all-digit
@@ -270,7 +276,45 @@ func ParseStatementRules(s string) (StatementRules, error) {
 	if err != nil {
 		return StatementRules{}, err
 	}
+	out.summarise()
 	return out, nil
+}
+
+// summarise finds what mayRetry answers from.
+func (s *StatementRules) summarise() {
+	for _, r := range s.byToken {
+		switch {
+		case r.count == 0:
+		case len(r.filter) == 0:
+			s.unfiltered, s.words = true, nil
+			return
+		default:
+			for _, w := range r.filter {
+				if !slices.Contains(s.words, w) {
+					s.words = append(s.words, w)
+				}
+			}
+		}
+	}
+}
+
+// mayRetry reports whether some rule could retry an error of query: a
+// rule with retries whose filter matches it. False means that no error
+// of query is retried, whatever it is. It does not allocate.
+func (s *StatementRules) mayRetry(query string) bool {
+	if s.unfiltered {
+		return true
+	}
+	if len(s.words) == 0 {
+		return false
+	}
+	kw := FirstKeyword(query)
+	for _, w := range s.words {
+		if equalFoldASCII(kw, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // eachRule checks the braces of a rule value and calls f with each rule

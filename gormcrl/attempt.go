@@ -155,7 +155,8 @@ func wholeStatement(original func(*gorm.DB), write bool) func(*gorm.DB) {
 		}
 		parent := stmt.Context
 		// The attempt's statement is not a loop of the driver layer's.
-		err := loop.Do(config.UnitContext(parent, &config.Unit{}), a.query, a.run)
+		uctx, _ := config.NewUnitContext(parent)
+		err := loop.Do(uctx, a.query, a.run)
 		stmt.Context = parent
 		db.Error = err
 		setResultError(stmt, err)

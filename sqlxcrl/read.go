@@ -23,7 +23,7 @@ func read(ctx context.Context, r *core.Retrier, query string, dest any, fn func(
 		return fn(ctx)
 	}
 	if config.UnitOf(ctx) == nil {
-		ctx = config.UnitContext(ctx, &config.Unit{})
+		ctx, _ = config.NewUnitContext(ctx)
 	}
 	attempt, rewind := 0, config.RewindOf(dest)
 	return r.Do(ctx, query, func(ctx context.Context) error {

@@ -118,6 +118,9 @@ func isBOM(q string, i int) bool {
 // marks, opening parentheses and ';' ("" when the text starts with
 // anything else). The caller compares it case-insensitively.
 func FirstKeyword(q string) string {
+	if w, ok := leadingWord(q); ok {
+		return w
+	}
 	l := Lexer{q: q}
 	for {
 		switch k, w := l.Next(); k {
@@ -129,6 +132,23 @@ func FirstKeyword(q string) string {
 			return ""
 		}
 	}
+}
+
+// leadingWord is FirstKeyword's answer without the lexer for the common
+// text that starts with an ASCII letter and whose first word ends at
+// white space (SELECT ..., UPDATE ...): any other start is the lexer's.
+func leadingWord(q string) (string, bool) {
+	if len(q) == 0 || (q[0]|0x20) < 'a' || (q[0]|0x20) > 'z' {
+		return "", false
+	}
+	i := 1
+	for i < len(q) && IsWordByte(q[i]) {
+		i++
+	}
+	if i < len(q) && !IsSpace(q[i]) {
+		return "", false
+	}
+	return q[:i], true
 }
 
 // IsWordByte reports an ASCII identifier byte: a letter, a digit or '_'.

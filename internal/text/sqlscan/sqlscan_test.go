@@ -22,6 +22,22 @@ func TestFirstKeyword(t *testing.T) {
 	}
 }
 
+// leadingWord, FirstKeyword's path without the lexer, answers as the
+// lexer does wherever it answers.
+func TestLeadingWordIsTheLexers(t *testing.T) {
+	for _, q := range []string{"select 1", "SELECT\tid", "update", "x", "Select(1)", "select$1 x",
+		"N'a' x", "E'a'", "select_1 x", "s1 x", "é x", "select\u00a0x", "with x as (select 1) select * from x"} {
+		l := Lexer{q: q}
+		k, w := l.Next()
+		if k != Word {
+			w = ""
+		}
+		if got, ok := leadingWord(q); ok {
+			assert.Equal(t, w, got, "%q", q)
+		}
+	}
+}
+
 // The tokens of a text, in both dialects: strings, quoted names, dollar
 // quotes and comments are one token or none.
 func TestLexer(t *testing.T) {
