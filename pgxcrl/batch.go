@@ -73,10 +73,14 @@ type errBatchResults struct{ err error }
 func (b errBatchResults) Exec() (pgconn.CommandTag, error) { return pgconn.CommandTag{}, b.err }
 
 // Query returns rows in error, and the error.
-func (b errBatchResults) Query() (pgx.Rows, error) { return &rows{err: b.err, state: rowsDone}, b.err }
+func (b errBatchResults) Query() (pgx.Rows, error) {
+	return &rows{rowsOf: rowsOf{err: b.err}, state: rowsDone}, b.err
+}
 
 // QueryRow returns a row whose Scan returns the error.
-func (b errBatchResults) QueryRow() pgx.Row { return (*row)(&rows{err: b.err, state: rowsDone}) }
+func (b errBatchResults) QueryRow() pgx.Row {
+	return (*row)(&rows{rowsOf: rowsOf{err: b.err}, state: rowsDone})
+}
 
 // Close returns the error.
 func (b errBatchResults) Close() error { return b.err }

@@ -24,13 +24,12 @@ const (
 // comes before it is inside the loop. They release the query's
 // connection when closed or read to the end.
 type rows struct {
+	rowsOf
 	l      lease
-	inner  pgx.Rows
 	ctx    context.Context // the caller's: the report of an error after the first row
 	sql    string
 	cancel context.CancelFunc // ends a bounded attempt's context (queryTimeout) when the rows are done
 	state  rowsState
-	err    error // the query's error, when the loop gave up
 }
 
 var _ pgx.Rows = (*rows)(nil)
@@ -129,54 +128,6 @@ func (r *rows) done() {
 // Close closes the rows and returns the connection to the pool.
 func (r *rows) Close() { r.done() }
 
-// Err returns the query's error or the first error met while reading.
-func (r *rows) Err() error {
-	if r.inner == nil {
-		return r.err
-	}
-	return r.inner.Err()
-}
-
-// CommandTag returns the command tag, once the rows are closed.
-func (r *rows) CommandTag() pgconn.CommandTag {
-	if r.inner == nil {
-		return pgconn.CommandTag{}
-	}
-	return r.inner.CommandTag()
-}
-
-// FieldDescriptions returns the columns' descriptions.
-func (r *rows) FieldDescriptions() []pgconn.FieldDescription {
-	if r.inner == nil {
-		return nil
-	}
-	return r.inner.FieldDescriptions()
-}
-
-// Scan reads the current row's values into dest, as pgx.Rows.Scan.
-func (r *rows) Scan(dest ...any) error {
-	if r.inner == nil {
-		return r.err
-	}
-	return r.inner.Scan(dest...)
-}
-
-// Values returns the current row's values, as pgx.Rows.Values.
-func (r *rows) Values() ([]any, error) {
-	if r.inner == nil {
-		return nil, r.err
-	}
-	return r.inner.Values()
-}
-
-// RawValues returns the current row's raw values, as pgx.Rows.RawValues.
-func (r *rows) RawValues() [][]byte {
-	if r.inner == nil {
-		return nil
-	}
-	return r.inner.RawValues()
-}
-
 // Conn returns the connection the rows are read on (nil when the query
 // failed).
 func (r *rows) Conn() *pgx.Conn {
@@ -196,6 +147,85 @@ func (w *row) Scan(dest ...any) error {
 	if r.inner == nil {
 		return r.err
 	}
+	return scanFirst(r, dest)
+}
+
+// TypeMap returns the type map the rows' values are decoded with, nil for
+// the rows of a query that failed, as pgx.Rows.TypeMap of the pgx
+// versions that have it.
+func (r *rows) TypeMap() *pgtype.Map {
+	if r.inner == nil {
+		return nil
+	}
+	if tm, ok := r.inner.(interface{ TypeMap() *pgtype.Map }); ok {
+		return tm.TypeMap()
+	}
+	if c := r.inner.Conn(); c != nil {
+		return c.TypeMap()
+	}
+	return nil
+}
+
+// rowsOf answers pgx.Rows's reading methods from the driver's rows once
+// the query ran (inner), or from the query's error (err) when it did
+// not: the part a pool's rows and a transaction's rows share.
+type rowsOf struct {
+	inner pgx.Rows
+	err   error // the query's error, when it failed or the loop gave up
+}
+
+// Err returns the query's error or the first error met while reading.
+func (r *rowsOf) Err() error {
+	if r.inner == nil {
+		return r.err
+	}
+	return r.inner.Err()
+}
+
+// CommandTag returns the command tag, once the rows are closed.
+func (r *rowsOf) CommandTag() pgconn.CommandTag {
+	if r.inner == nil {
+		return pgconn.CommandTag{}
+	}
+	return r.inner.CommandTag()
+}
+
+// FieldDescriptions returns the columns' descriptions.
+func (r *rowsOf) FieldDescriptions() []pgconn.FieldDescription {
+	if r.inner == nil {
+		return nil
+	}
+	return r.inner.FieldDescriptions()
+}
+
+// Scan reads the current row's values into dest, as pgx.Rows.Scan.
+func (r *rowsOf) Scan(dest ...any) error {
+	if r.inner == nil {
+		return r.err
+	}
+	return r.inner.Scan(dest...)
+}
+
+// Values returns the current row's values, as pgx.Rows.Values.
+func (r *rowsOf) Values() ([]any, error) {
+	if r.inner == nil {
+		return nil, r.err
+	}
+	return r.inner.Values()
+}
+
+// RawValues returns the current row's raw values, as pgx.Rows.RawValues.
+func (r *rowsOf) RawValues() [][]byte {
+	if r.inner == nil {
+		return nil
+	}
+	return r.inner.RawValues()
+}
+
+// scanFirst is pgx's Row.Scan over r, rows whose query ran: the first
+// row read into dest and the rows closed; pgx.ErrNoRows when there is
+// none.
+func scanFirst(r pgx.Rows, dest []any) error {
 	for _, d := range dest {
 		if _, ok := d.(*pgtype.DriverBytes); ok {
 			r.Close()
@@ -214,20 +244,4 @@ func (w *row) Scan(dest ...any) error {
 	}
 	r.Close()
 	return r.Err()
-}
-
-// TypeMap returns the type map the rows' values are decoded with, nil for
-// the rows of a query that failed, as pgx.Rows.TypeMap of the pgx
-// versions that have it.
-func (r *rows) TypeMap() *pgtype.Map {
-	if r.inner == nil {
-		return nil
-	}
-	if tm, ok := r.inner.(interface{ TypeMap() *pgtype.Map }); ok {
-		return tm.TypeMap()
-	}
-	if c := r.inner.Conn(); c != nil {
-		return c.TypeMap()
-	}
-	return nil
 }

@@ -2,10 +2,8 @@ package pgxcrl
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/crl-go/crl/core"
@@ -17,14 +15,13 @@ import (
 // transaction; every row the caller reads (and the end) is added to the
 // digest of the statement's record.
 type txRows struct {
+	rowsOf
 	t      *tx
-	inner  pgx.Rows
 	sql    string
 	idx    int   // in the record
 	seen   int64 // rows (and the end) the caller read
 	digest core.Digest
 	state  rowsState
-	err    error // the query's error, when it failed
 }
 
 var _ pgx.Rows = (*txRows)(nil)
@@ -131,54 +128,6 @@ func (r *txRows) done() {
 // Close closes the rows.
 func (r *txRows) Close() { r.done() }
 
-// Err returns the query's error or the first met while reading.
-func (r *txRows) Err() error {
-	if r.inner == nil {
-		return r.err
-	}
-	return r.inner.Err()
-}
-
-// CommandTag returns the command tag, once the rows are closed.
-func (r *txRows) CommandTag() pgconn.CommandTag {
-	if r.inner == nil {
-		return pgconn.CommandTag{}
-	}
-	return r.inner.CommandTag()
-}
-
-// FieldDescriptions returns the columns' descriptions.
-func (r *txRows) FieldDescriptions() []pgconn.FieldDescription {
-	if r.inner == nil {
-		return nil
-	}
-	return r.inner.FieldDescriptions()
-}
-
-// Scan reads the current row's values into dest.
-func (r *txRows) Scan(dest ...any) error {
-	if r.inner == nil {
-		return r.err
-	}
-	return r.inner.Scan(dest...)
-}
-
-// Values returns the current row's values.
-func (r *txRows) Values() ([]any, error) {
-	if r.inner == nil {
-		return nil, r.err
-	}
-	return r.inner.Values()
-}
-
-// RawValues returns the current row's raw values.
-func (r *txRows) RawValues() [][]byte {
-	if r.inner == nil {
-		return nil
-	}
-	return r.inner.RawValues()
-}
-
 // Conn returns the transaction's connection.
 func (r *txRows) Conn() *pgx.Conn { return r.t.conn() }
 
@@ -196,22 +145,5 @@ func (w *txRow) Scan(dest ...any) error {
 	if r.inner == nil {
 		return r.err
 	}
-	for _, d := range dest {
-		if _, ok := d.(*pgtype.DriverBytes); ok {
-			r.Close()
-			return fmt.Errorf("pgxcrl: cannot scan into *pgtype.DriverBytes from QueryRow")
-		}
-	}
-	if !r.Next() {
-		if err := r.Err(); err != nil {
-			return err
-		}
-		return pgx.ErrNoRows
-	}
-	if err := r.Scan(dest...); err != nil {
-		r.Close()
-		return err
-	}
-	r.Close()
-	return r.Err()
+	return scanFirst(r, dest)
 }
