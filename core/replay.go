@@ -452,19 +452,7 @@ func replayResult(out, first error) error {
 // for a retryable failure not retried. Nothing is reported when no rule
 // retries err.
 func (r *Retrier) replaySkipped(ctx context.Context, query string, err error, why string) {
-	p := r.policy.Load()
-	d := p.decide(KindTransaction, query, 1, err, false)
-	if d.Reason != nil || r.optedOut(ctx) {
-		r.budget.settle(&d)
-		return
-	}
-	d.charge = chargeFail
-	r.budget.settle(&d)
-	if r.observer != nil {
-		o := operation{ctx: ctx, kind: KindTransaction, query: query, replay: true}
-		r.observer.GaveUp(GaveUp{Context: ctx, Op: r.opID(&o), Kind: KindTransaction, Query: query,
-			Attempts: 1, Reason: ErrNotRetryable, Err: err, Replay: true, Detail: why})
-	}
+	r.failedOnce(ctx, GaveUp{Kind: KindTransaction, Query: query, Reason: ErrNotRetryable, Err: err, Replay: true, Detail: why})
 }
 
 // txEnd is what an error did to the server's transaction.

@@ -365,7 +365,16 @@ func (r *Retrier) Unretried(ctx context.Context, query string, err error) {
 	if err == nil {
 		return
 	}
-	d := r.policy.Load().decide(KindStatement, query, 1, err, false)
+	r.failedOnce(ctx, GaveUp{Kind: KindStatement, Query: query, Reason: ErrAfterFirstRow, Err: err})
+}
+
+// failedOnce settles an operation that failed once and that nothing
+// retries although a rule would have (g says what, and why not): the
+// budget charged as for a retryable failure not retried, and the
+// observer told g. Nothing is reported when no rule retries g.Err, or the
+// caller opted out of retries.
+func (r *Retrier) failedOnce(ctx context.Context, g GaveUp) {
+	d := r.policy.Load().decide(g.Kind, g.Query, 1, g.Err, false)
 	if d.Reason != nil || r.optedOut(ctx) {
 		r.budget.settle(&d)
 		return
@@ -373,9 +382,9 @@ func (r *Retrier) Unretried(ctx context.Context, query string, err error) {
 	d.charge = chargeFail
 	r.budget.settle(&d)
 	if r.observer != nil {
-		o := operation{ctx: ctx, kind: KindStatement, query: query}
-		r.observer.GaveUp(GaveUp{Context: ctx, Op: r.opID(&o), Kind: KindStatement, Query: query,
-			Attempts: 1, Reason: ErrAfterFirstRow, Err: err})
+		o := operation{ctx: ctx, kind: g.Kind, query: g.Query, replay: g.Replay}
+		g.Context, g.Op, g.Attempts = ctx, r.opID(&o), 1
+		r.observer.GaveUp(g)
 	}
 }
 
