@@ -20,9 +20,9 @@ WHERE id = $1;
 
 -- name: Transfer :execrows
 WITH debit AS (
-  UPDATE accounts SET balance = balance - @amount
-  WHERE id = @from_id AND EXISTS (SELECT 1 FROM accounts AS credited WHERE credited.id = @to_id)
+  UPDATE accounts SET balance = accounts.balance - @amount
+  WHERE accounts.id = @from_id AND EXISTS (SELECT 1 FROM accounts AS credited WHERE credited.id = @to_id)
   RETURNING id
 )
-UPDATE accounts SET balance = balance + @amount
+UPDATE accounts SET balance = accounts.balance + @amount
 WHERE accounts.id = @to_id AND EXISTS (SELECT 1 FROM debit);

@@ -84,22 +84,22 @@ func (q *Queries) ListAccounts(ctx context.Context) ([]Account, error) {
 
 const transfer = `-- name: Transfer :execrows
 WITH debit AS (
-  UPDATE accounts SET balance = balance - $1
-  WHERE id = $2 AND EXISTS (SELECT 1 FROM accounts AS credited WHERE credited.id = $3)
+  UPDATE accounts SET balance = accounts.balance - $1
+  WHERE accounts.id = $3 AND EXISTS (SELECT 1 FROM accounts AS credited WHERE credited.id = $2)
   RETURNING id
 )
-UPDATE accounts SET balance = balance + $1
-WHERE accounts.id = $3 AND EXISTS (SELECT 1 FROM debit)
+UPDATE accounts SET balance = accounts.balance + $1
+WHERE accounts.id = $2 AND EXISTS (SELECT 1 FROM debit)
 `
 
 type TransferParams struct {
 	Amount int64
-	FromID int64
 	ToID   int64
+	FromID int64
 }
 
 func (q *Queries) Transfer(ctx context.Context, arg TransferParams) (int64, error) {
-	result, err := q.db.Exec(ctx, transfer, arg.Amount, arg.FromID, arg.ToID)
+	result, err := q.db.Exec(ctx, transfer, arg.Amount, arg.ToID, arg.FromID)
 	if err != nil {
 		return 0, err
 	}
