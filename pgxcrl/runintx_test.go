@@ -189,15 +189,7 @@ func TestBeginTxRealDeadlockReplayed(t *testing.T) {
 	// transaction is the victim. The replay waits (real clock) for the
 	// holder to take row 2 and commit.
 	p := open(t, "deadlock_timeout=1s", config.WithRetryExec("{40P01:3,200ms}"))
-	holder, err := pgx.Connect(ctx, postgresDSN(t))
-	require.NoError(t, err)
-	defer holder.Close(ctx)
-	_, err = holder.Exec(ctx, "SET deadlock_timeout = '10s'")
-	require.NoError(t, err)
-	htx, err := holder.Begin(ctx)
-	require.NoError(t, err)
-	_, err = htx.Exec(ctx, "UPDATE "+tbl+" SET v = v + 10 WHERE id = 1")
-	require.NoError(t, err)
+	htx := holdRow1(t, ctx, tbl)
 
 	tx, err := p.Begin(ctx)
 	require.NoError(t, err)

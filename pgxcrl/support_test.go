@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -247,4 +248,21 @@ func waitFor(t testing.TB, a *pgxpool.Pool, query string, args ...any) {
 		var ok bool
 		return a.QueryRow(context.Background(), query, args...).Scan(&ok) == nil && ok
 	}, 10e9, 5e6, query)
+}
+
+// holdRow1 begins, on a session of its own that looks for a deadlock only
+// after 10 s, a transaction that holds row 1 of tbl (its v moved by 10):
+// the other side of a real deadlock, whose victim is the pool's session.
+func holdRow1(t testing.TB, ctx context.Context, tbl string) pgx.Tx {
+	t.Helper()
+	holder, err := pgx.Connect(ctx, postgresDSN(t))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = holder.Close(context.Background()) })
+	_, err = holder.Exec(ctx, "SET deadlock_timeout = '10s'")
+	require.NoError(t, err)
+	tx, err := holder.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, "UPDATE "+tbl+" SET v = v + 10 WHERE id = 1")
+	require.NoError(t, err)
+	return tx
 }
