@@ -109,8 +109,9 @@ func New(s Settings) *analysis.Analyzer {
 	a := &analysis.Analyzer{
 		Name: "crlvet",
 		Doc: "report code that loses crl's retries, and retried closures that are not safe to run again\n\n" +
-			"crlvet reports transactions begun by hand that nothing re-runs (GORM, ent, bun) or that crl's replay cannot verify " +
-			"(database/sql, sqlx: a generated value read, then another statement), naming the helper that retries the whole transaction; closures given to crl's retry helpers that " +
+			"crlvet reports transactions begun by hand whose replay crl cannot verify: those of GORM, ent and bun, which read back the generated " +
+			"ID of every row they create, and those of database/sql and sqlx that read a generated value and then run another statement, naming " +
+			"the helper that re-runs the whole transaction; closures given to crl's retry helpers that " +
 			"write variables from outside them without resetting them, or commit or roll back their transaction; " +
 			"the embedded sqlx handle taken out of a sqlxcrl handle; GORM's db.DB() and db.ConnPool used to run " +
 			"statements; and GORM calls inside crl.Retry's function (or a function it calls) on a *gorm.DB without " +

@@ -27,12 +27,12 @@ const (
 var txMessages = map[txKind]string{
 	txSQL:             "%[1]s.%[2]s begins a transaction that reads a generated value (%[3]s) and then runs another statement: crl's replay of the transaction cannot verify it (a generated ID never comes back the same), so a deadlock after it fails the transaction; use crl.RunInTx(ctx, %[1]s, opts, fn), which re-runs fn on a fresh *sql.Tx",
 	txSqlx:            "%[1]s.%[2]s begins a transaction that reads a generated value (%[3]s) and then runs another statement: crl's replay of the transaction cannot verify it (a generated ID never comes back the same), so a deadlock after it fails the transaction; use sqlxcrl.RunInTxx(ctx, %[1]s, opts, fn), which re-runs fn on a fresh *sqlx.Tx",
-	txSqlxcrl:         "%[1]s.%[2]s begins a transaction that nothing re-runs: its statements are never retried one by one, so a deadlock or a failover fails all of it; use %[1]s.RunInTx(ctx, opts, fn), which re-runs fn on a fresh *sqlxcrl.Tx",
-	txGormTransaction: "%[1]s.Transaction runs the closure once: GORM retries no statement inside a transaction and nothing re-runs the transaction, so gormcrl's retries are lost; use gormcrl.Transaction(%[1]s, fn), which re-runs the closure on a fresh transaction",
-	txGormBegin:       "%[1]s.Begin starts a transaction that nothing re-runs and whose statements are not retried, so gormcrl's retries are lost; put the work between Begin and Commit in gormcrl.Transaction(%[1]s, fn)",
-	txEnt:             "%[1]s.%[2]s begins an ent transaction that nothing re-runs: crl never retries a statement inside a transaction on its own, so a deadlock or a failover fails all of it; run the unit in crl.Retry(ctx, func(ctx context.Context) error { tx, err := %[1]s.Tx(ctx); …; return tx.Commit() }), which re-runs it whole",
-	txBun:             "%[1]s.%[2]s begins a bun transaction that nothing re-runs: crl never retries a statement inside a transaction on its own, so a deadlock or a failover fails all of it; run the unit in crl.Retry(ctx, func(ctx context.Context) error { return %[1]s.RunInTx(ctx, opts, fn) }), which re-runs it whole",
-	txBunRunInTx:      "%[1]s.RunInTx runs fn once: crl never retries a statement inside a transaction on its own, and bun does not re-run the transaction; wrap it: crl.Retry(ctx, func(ctx context.Context) error { return %[1]s.RunInTx(ctx, opts, fn) }), which re-runs it whole",
+	txSqlxcrl:         "%[1]s.%[2]s begins a transaction that reads a generated value (%[3]s) and then runs another statement: crl's replay of the transaction cannot verify it (a generated ID never comes back the same), so a deadlock after it fails the transaction; use %[1]s.RunInTx(ctx, opts, fn), which re-runs fn on a fresh *sqlxcrl.Tx",
+	txGormTransaction: "%[1]s.Transaction runs the closure once: crl's driver layer replays the transaction only while every answer it saw comes back the same, and GORM reads back the generated ID of every row it creates, so a deadlock after a Create fails the transaction; use gormcrl.Transaction(%[1]s, fn), which re-runs the closure on a fresh transaction",
+	txGormBegin:       "%[1]s.Begin starts a transaction that nothing re-runs: crl's driver layer replays it only while every answer it saw comes back the same, and GORM reads back the generated ID of every row it creates, so a deadlock after a Create fails it; put the work between Begin and Commit in gormcrl.Transaction(%[1]s, fn)",
+	txEnt:             "%[1]s.%[2]s begins an ent transaction that nothing re-runs: crl's driver layer replays it only while every answer it saw comes back the same, and ent reads back the generated ID of every entity it creates, so a deadlock after a Create fails it; run the unit in crl.Retry(ctx, func(ctx context.Context) error { tx, err := %[1]s.Tx(ctx); …; return tx.Commit() }), which re-runs it whole",
+	txBun:             "%[1]s.%[2]s begins a bun transaction that nothing re-runs: crl's driver layer replays it only while every answer it saw comes back the same, and bun reads back the generated key of the rows it inserts, so a deadlock after an insert fails it; run the unit in crl.Retry(ctx, func(ctx context.Context) error { return %[1]s.RunInTx(ctx, opts, fn) }), which re-runs it whole",
+	txBunRunInTx:      "%[1]s.RunInTx runs fn once: crl's driver layer replays the transaction only while every answer it saw comes back the same, and bun reads back the generated key of the rows it inserts, so a deadlock after an insert fails it; wrap it: crl.Retry(ctx, func(ctx context.Context) error { return %[1]s.RunInTx(ctx, opts, fn) }), which re-runs it whole",
 }
 
 // txBegins are the methods that begin a transaction, by funcID.
@@ -78,9 +78,11 @@ func checkTransactions(p *pkg, f *ast.File, handles bool) {
 			return
 		}
 		recv := receiverExpr(p.info, sel, stack[len(stack)-2])
-		if kind == txSQL || kind == txSqlx {
-			// The driver layer replays these: only what a replay cannot
-			// verify is a finding.
+		if kind == txSQL || kind == txSqlx || kind == txSqlxcrl {
+			// The driver layer replays these, and the generated values
+			// they read are in the code: only what a replay cannot verify
+			// is a finding. An ORM reads them where the code cannot show
+			// it, so its transactions are findings whole.
 			if what := generatedThenStatement(stack, sel.End()); what != "" {
 				p.report(sel.Sel.Pos(), txMessages[kind], recv, sel.Sel.Name, what)
 			}

@@ -28,7 +28,7 @@ func lost(ctx context.Context, db *gorm.DB, r repo, a *alias) error {
 	txn := db.Transaction                                     // want `db.Transaction runs the closure once`
 	_ = txn(func(tx *gorm.DB) error { return nil })
 	_ = (*gorm.DB).Transaction(db, func(tx *gorm.DB) error { return nil }) // want `db.Transaction runs the closure once: .* gormcrl.Transaction\(db, fn\)`
-	tx := r.Begin()                                                        // want `r.Begin starts a transaction that nothing re-runs .* gormcrl.Transaction\(r, fn\)`
+	tx := r.Begin()                                                        // want `r.Begin starts a transaction that nothing re-runs: .* GORM reads back the generated ID .* gormcrl.Transaction\(r, fn\)`
 	pool := r.ConnPool                                                     // want `r.ConnPool is the pool under GORM without gormcrl's statement loop`
 	_ = pool
 	_ = db.Statement.ConnPool // a Statement's, not the pool under GORM

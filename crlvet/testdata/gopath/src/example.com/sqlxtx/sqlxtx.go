@@ -30,7 +30,7 @@ func lostPlain(ctx context.Context, db *sqlx.DB) error {
 }
 
 func lostWrapped(ctx context.Context, db *sqlxcrl.DB) error {
-	tx, err := db.Beginx() // want `db.Beginx begins a transaction that nothing re-runs: .* use db.RunInTx\(ctx, opts, fn\), which re-runs fn on a fresh \*sqlxcrl.Tx`
+	tx, err := db.Beginx() // want `db.Beginx begins a transaction that reads a generated value \(LastInsertId\) and then runs another statement: .* use db.RunInTx\(ctx, opts, fn\), which re-runs fn on a fresh \*sqlxcrl.Tx`
 	if err != nil {
 		return err
 	}
@@ -38,7 +38,24 @@ func lostWrapped(ctx context.Context, db *sqlxcrl.DB) error {
 	tx = db.MustBegin()            // want `db.MustBegin begins a transaction .* db.RunInTx\(ctx, opts, fn\)`
 	tx, _ = db.BeginTxx(ctx, nil)  // want `db.BeginTxx begins a transaction .* db.RunInTx`
 	raw, _ := db.BeginTx(ctx, nil) // want `db.BeginTx begins a transaction .* db.RunInTx\(ctx, opts, fn\)`
+	res, _ := raw.ExecContext(ctx, "INSERT INTO t (a) VALUES (1)")
+	id, _ := res.LastInsertId()
+	_, _ = raw.ExecContext(ctx, "UPDATE t SET a = ?", id)
 	_ = raw.Commit()
+	return tx.Commit()
+}
+
+// replayedWrapped's transaction reads no generated value: the driver
+// layer's replay verifies it, so it is no finding.
+func replayedWrapped(ctx context.Context, db *sqlxcrl.DB) error {
+	tx, err := db.Beginx()
+	if err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, "UPDATE t SET a = a + 1"); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
 	return tx.Commit()
 }
 
