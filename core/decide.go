@@ -72,8 +72,12 @@ func (r *Retrier) WantsFirstRow(query string) bool {
 // ran out while the caller's context was alive.
 func (p *Policy) decide(kind Kind, query string, attempt int, err error, attemptTimedOut bool) decision {
 	if s, ok := err.(*replayStop); ok {
-		// A replay that must stop whatever the rules say (replay.go).
-		return decision{Reason: s.reason, Detail: s.code, dbFailure: s.code != stopAnswer}
+		// A replay that must stop whatever the rules say (replay.go). An
+		// answer that came back different is the database answering
+		// correctly (another session changed what the transaction read),
+		// not a failure of it: a contention storm of divergences must not
+		// open the breaker and refuse every statement of the pool.
+		return decision{Reason: s.reason, Detail: s.code, dbFailure: s.code != stopAnswer && s.err != errAnswerDiffers}
 	}
 	if kind == KindTransaction && errors.Is(err, ErrCommitUnknown) {
 		// Never retried, never silent: the caller must find out whether

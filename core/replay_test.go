@@ -314,6 +314,24 @@ func TestReplayRefusedByTheBudgetAndTheBreaker(t *testing.T) {
 	assert.Zero(t, f.rollbacks, "an open breaker: no replay")
 }
 
+func TestReplayDivergenceIsNoFailureOfTheDatabase(t *testing.T) {
+	breaker, err := core.NewBreaker(core.BreakerSettings{Failures: 1}, nil)
+	require.NoError(t, err)
+	r, _ := newRetrier(t, core.Policy{Statement: mustRules(t, "{1205:3,0}")}, core.Options{Breaker: breaker})
+	for i := 0; i < 5; i++ {
+		f := newFakeTx(2)
+		f.answers[1].Add("changed by another session")
+		err = r.Replay(context.Background(), f.replay("UPDATE t SET v = 0"), serverError{1205})
+		require.ErrorIs(t, err, core.ErrReplayDiverged)
+	}
+	assert.False(t, breaker.Open(), "answers that differ are the database working: the breaker stays closed")
+
+	f := newFakeTx(1)
+	f.rollbackEr = errors.New("broken pipe")
+	_ = r.Replay(context.Background(), f.replay("UPDATE t SET v = 0"), serverError{1205})
+	assert.True(t, breaker.Open(), "a connection that broke during the replay is a failure")
+}
+
 func TestReplayPostgresEveryErrorEndsTheTransaction(t *testing.T) {
 	r, _, _ := replayRetrier(t, "{40001,55P03:3,0}")
 	f := newFakeTx(1)
