@@ -21,9 +21,12 @@
 // above it (crl's, sqlxcrl's, gormcrl's) share, so that none of them
 // imports another's internals: the Unit a helper puts in the context it
 // begins a transaction with and the layer records into, the no-retry
-// mark behind crl.WithoutRetry, a transaction attempt's end (RunTx), the
-// slice a whole read puts back before a re-run (Rewind), and the faults
-// crltest injects into a pool's Runtime.
+// mark behind crl.WithoutRetry, a transaction attempt's end (RunTx) and
+// the whole-transaction loop around it (RunInTx), the slice a whole read
+// puts back before a re-run (Rewind), what an adapter does with the
+// options given for a pool crl did not open (ForeignPool: settings
+// refused, an observer told once that nothing there is retried), and the
+// faults crltest injects into a pool's Runtime.
 //
 // See docs/configuration.md for every key, its default and its range.
 package config
