@@ -45,34 +45,11 @@ func RunInTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sql.
 	if db == nil {
 		return errNilPool
 	}
-	if fn == nil {
-		return errNilFunc
+	var r *core.Retrier
+	if rt, ok := RuntimeOf(db); ok {
+		r = rt.Retrier()
 	}
-	rt, ok := RuntimeOf(db)
-	if !ok || config.NoRetry(ctx) {
-		_, err := runTx(ctx, nil, db, opts, fn)
-		return err
-	}
-	if u := config.UnitOf(ctx); u != nil {
-		_, err := runTx(ctx, u, db, opts, fn)
-		return err
-	}
-	// The loop's events carry the unit too: hooks read its attempt there.
-	u := &config.Unit{}
-	return rt.Retrier().DoTx(config.UnitContext(ctx, u), func(ctx context.Context) (string, error) {
-		u.Start()
-		return runTx(config.UnitContext(ctx, u), u, db, opts, fn)
-	})
-}
-
-// runTx runs one attempt of RunInTx, begun with ctx, its statements
-// recorded in u (nil: in none, run once).
-func runTx(ctx context.Context, u *config.Unit, db *sql.DB, opts *sql.TxOptions, fn func(*sql.Tx) error) (string, error) {
-	tx, err := db.BeginTx(ctx, opts)
-	if err != nil {
-		return "", err
-	}
-	return config.RunTx("crl", u.FailedQuery, func() error { return fn(tx) }, tx.Rollback, tx.Commit)
+	return config.RunInTx(ctx, "crl", r, func(ctx context.Context) (*sql.Tx, error) { return db.BeginTx(ctx, opts) }, fn)
 }
 
 // Retry runs fn, a unit of work — a transaction of a library whose

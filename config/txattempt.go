@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -74,4 +75,51 @@ func RunTx(name string, failedQuery func() string, fn func() error, rollback, co
 	failed, err = finish(name, failedQuery, fn(), rollback, commit)
 	ended = true
 	return failed, err
+}
+
+// RunInTx is the loop of the whole-transaction helpers over database/sql's
+// and sqlx's types (crl.RunInTx, sqlxcrl.RunInTxx, sqlxcrl's DB.RunInTx):
+// fn in a transaction that begin begins, ended by RunTx, and run again
+// whole on a fresh transaction under r's transaction loop when the
+// attempt failed with an error the rules retry, the rule's query filter
+// checked against the statement that the driver layer recorded in the
+// Unit of the context begin gets. It runs fn once, and returns its error
+// as it is, when r is nil (a pool crl did not open), under
+// NoRetryContext, and in a unit that ctx already carries (the enclosing
+// unit is the one retried). name is the helper's package, which starts
+// the messages of the errors it makes.
+func RunInTx[T endable](ctx context.Context, name string, r *core.Retrier, begin func(context.Context) (T, error), fn func(T) error) error {
+	if fn == nil {
+		return fmt.Errorf("%s: the function to run is nil", name)
+	}
+	if r == nil || NoRetry(ctx) {
+		_, err := runAttempt(ctx, name, nil, begin, fn)
+		return err
+	}
+	if u := UnitOf(ctx); u != nil {
+		_, err := runAttempt(ctx, name, u, begin, fn)
+		return err
+	}
+	u := &Unit{} // in the loop's context too: its events carry the attempt
+	return r.DoTx(UnitContext(ctx, u), func(ctx context.Context) (string, error) {
+		u.Start()
+		return runAttempt(UnitContext(ctx, u), name, u, begin, fn)
+	})
+}
+
+// endable is a transaction that RunInTx ends: *sql.Tx, *sqlx.Tx, a Tx of
+// sqlxcrl.
+type endable interface {
+	Commit() error
+	Rollback() error
+}
+
+// runAttempt is one attempt of RunInTx, begun with ctx, its statements
+// recorded in u (nil: in none, run once).
+func runAttempt[T endable](ctx context.Context, name string, u *Unit, begin func(context.Context) (T, error), fn func(T) error) (string, error) {
+	tx, err := begin(ctx)
+	if err != nil {
+		return "", err
+	}
+	return RunTx(name, u.FailedQuery, func() error { return fn(tx) }, tx.Rollback, tx.Commit)
 }

@@ -123,13 +123,15 @@ func MustConnect(driverName, dsn string, opts ...Option) *DB {
 // Over a pool crl opened, its driver layer retries the statements under
 // the pool's rules; opts, when given, set those of the handle's RunInTx
 // and whole reads. Over a pool crl did not open (sql.Open's), every
-// statement, whole read and RunInTx runs once, as with sqlx alone; such a
-// pool has no settings (Runtime and Retrier are nil), hence no observer to
-// tell, and opts given for it are refused with ErrForeignPoolSettings.
+// statement, whole read and RunInTx runs once, as with sqlx alone, and
+// the handle has no Runtime and no Retrier. There, settings given in opts
+// are refused with ErrForeignPoolSettings, which names crl.OpenDB; an
+// observer alone (config.WithObserver) is accepted and told once, here,
+// that nothing on the pool is retried (config.ForeignPool).
 //
 // NewDb cannot return an error (its signature is sqlx's) and does not
-// panic: given an invalid option or properties file, opts for a pool crl
-// did not open, or a nil db, every use of the returned DB (statement,
+// panic: given an invalid option or properties file, settings for a pool
+// crl did not open, or a nil db, every use of the returned DB (statement,
 // Ping, RunInTx) fails with the error that names the problem. WrapDB
 // returns that error instead.
 func NewDb(db *sql.DB, driverName string, opts ...Option) *DB {
@@ -145,7 +147,13 @@ func NewDb(db *sql.DB, driverName string, opts ...Option) *DB {
 // (ErrForeignPoolSettings), or of a nil pool, instead of a DB whose every
 // statement fails with it.
 func WrapDB(db *sql.DB, driverName string, opts ...Option) (*DB, error) {
-	var rt *config.Runtime
+	rt, crlPool := crl.RuntimeOf(db)
+	if db != nil && !crlPool {
+		if err := config.ForeignPool("sqlxcrl", fmt.Sprintf("the *sql.DB of driver %q", driverName), opts...); err != nil {
+			return nil, err
+		}
+		return &DB{DB: sqlx.NewDb(db, driverName)}, nil
+	}
 	if len(opts) > 0 {
 		var err error
 		if rt, _, err = config.NewRuntime(driverName, "", opts...); err != nil {
@@ -155,22 +163,14 @@ func WrapDB(db *sql.DB, driverName string, opts ...Option) (*DB, error) {
 	if db == nil {
 		return nil, ErrNilPool
 	}
-	pool, crlPool := crl.RuntimeOf(db)
-	switch {
-	case !crlPool && rt != nil:
-		return nil, fmt.Errorf("%w (%d options given)", ErrForeignPoolSettings, len(opts))
-	case !crlPool:
-		return &DB{DB: sqlx.NewDb(db, driverName)}, nil
-	case rt == nil:
-		rt = pool
-	}
 	return &DB{DB: sqlx.NewDb(db, bindName(driverName, rt)), retrier: rt.Retrier(), runtime: rt}, nil
 }
 
 // ErrForeignPoolSettings is the error of WrapDB, and of every use of the
 // DB that NewDb returns, given settings for a *sql.DB that crl did not
-// open: its driver has no crl layer to apply them.
-var ErrForeignPoolSettings = errors.New("sqlxcrl: settings given for a *sql.DB that crl did not open, whose statements crl cannot retry; open the pool with crl.OpenDB (or sqlxcrl.Open, sqlxcrl.OpenDB) to apply them")
+// open: its driver has no crl layer to apply them. It is
+// config.ErrForeignPoolSettings, which gormcrl's refusal wraps too.
+var ErrForeignPoolSettings = config.ErrForeignPoolSettings
 
 // ErrNilPool is the error of NewDb and WrapDB given a nil *sql.DB (whose
 // statements would otherwise panic).
@@ -283,5 +283,5 @@ func (db *DB) MustBegin() *Tx { return db.MustBeginTx(context.Background(), nil)
 // crl did not open, or with a context given crl.WithoutRetry, it runs fn
 // once and returns its error as it is (see RunInTxx).
 func (db *DB) RunInTx(ctx context.Context, opts *sql.TxOptions, fn func(tx *Tx) error) error {
-	return runInTx(ctx, db.retrier, func(ctx context.Context) (*Tx, error) { return db.BeginTxx(ctx, opts) }, fn)
+	return config.RunInTx(ctx, "sqlxcrl", db.retrier, func(ctx context.Context) (*Tx, error) { return db.BeginTxx(ctx, opts) }, fn)
 }

@@ -39,7 +39,7 @@ func (tx *Tx) Unsafe() *Tx { return &Tx{Tx: tx.Tx.Unsafe(), unit: tx.unit} }
 
 // NamedQueryContext binds arg with the transaction's Mapper and runs the
 // query in the transaction, once; the rows scan with its Mapper and
-// Unsafe. sqlx's Tx has no such method: this one makes
+// Unsafe. sqlx's Tx has NamedQuery but no such method: this one makes
 // sqlx.NamedQueryContext(ctx, tx, …), which binds with sqlx's default
 // mapper when given a wrapper, unnecessary.
 func (tx *Tx) NamedQueryContext(ctx context.Context, query string, arg any) (*sqlx.Rows, error) {
@@ -48,11 +48,6 @@ func (tx *Tx) NamedQueryContext(ctx context.Context, query string, arg any) (*sq
 		return nil, err
 	}
 	return tx.QueryxContext(ctx, q, args...)
-}
-
-// NamedQuery is NamedQueryContext with context.Background().
-func (tx *Tx) NamedQuery(query string, arg any) (*sqlx.Rows, error) {
-	return tx.NamedQueryContext(context.Background(), query, arg)
 }
 
 // PreparexContext prepares a statement in the transaction; its
@@ -93,6 +88,9 @@ func (tx *Tx) PrepareNamed(query string) (*NamedStmt, error) {
 func (tx *Tx) StmtxContext(ctx context.Context, stmt any) *Stmt {
 	switch v := stmt.(type) {
 	case *Stmt:
+		if v != nil && v.err != nil {
+			return v // refused already: its error stays
+		}
 		if v != nil && v.Stmt != nil && v.Stmt.Stmt != nil {
 			return &Stmt{Stmt: tx.Tx.StmtxContext(ctx, v.Stmt), query: v.query}
 		}
@@ -109,7 +107,8 @@ func (tx *Tx) StmtxContext(ctx context.Context, stmt any) *Stmt {
 			return &Stmt{Stmt: tx.Tx.StmtxContext(ctx, v)}
 		}
 	}
-	return &Stmt{err: fmt.Errorf("%w: %T", ErrNotStmt, stmt)}
+	err := fmt.Errorf("%w: %T", ErrNotStmt, stmt)
+	return &Stmt{Stmt: refusedStmt(err), err: err}
 }
 
 // ErrNotStmt is the error of every execution of the statement that
@@ -152,7 +151,8 @@ func (tx *Tx) NamedStmtContext(ctx context.Context, stmt NamedStatement) *NamedS
 		s = v
 	}
 	if s == nil || s.Stmt == nil || s.Stmt.Stmt == nil {
-		return &NamedStmt{err: fmt.Errorf("%w: %T", ErrNotNamedStmt, stmt)}
+		err := fmt.Errorf("%w: %T", ErrNotNamedStmt, stmt)
+		return &NamedStmt{NamedStmt: &sqlx.NamedStmt{Stmt: refusedStmt(err)}}
 	}
 	return &NamedStmt{NamedStmt: tx.Tx.NamedStmtContext(ctx, s)}
 }
