@@ -80,7 +80,8 @@ type Observer interface {
 	// retry.
 	Succeeded(Succeeded)
 	// RulesReloaded is called when a hot reload of the rules succeeded or
-	// failed (see the config package).
+	// failed (see the config package), and once when a handle is built
+	// over a pool crl did not open (an empty Path; see RulesReloaded).
 	RulesReloaded(RulesReloaded)
 }
 
@@ -159,7 +160,10 @@ type Succeeded struct {
 	Replay   bool          // a transaction replay of the driver layer (Retrier.Replay) that succeeded
 }
 
-// RulesReloaded describes a reload of a properties file.
+// RulesReloaded describes a reload of a properties file. With no Path, it
+// says what a handle's configuration is when the handle is built: an
+// adapter over a pool crl did not open emits one, once per handle, whose
+// Err says that nothing on that pool is retried (config.ForeignPool).
 type RulesReloaded struct {
 	Path string
 	Line int   // the offending line (1-based) when Err is a parse error

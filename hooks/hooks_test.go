@@ -60,7 +60,8 @@ func TestReloadResult(t *testing.T) {
 	assert.Equal(t, "ok", hooks.ReloadResult(nil))
 	assert.Equal(t, "restart_required", hooks.ReloadResult(restart))
 	assert.Equal(t, "error", hooks.ReloadResult(errors.New("config: line 3: bad rule")))
-	assert.ElementsMatch(t, []string{"ok", "error", "restart_required"}, hooks.ReloadResults())
+	assert.Equal(t, "not_retried", hooks.ReloadResult(fmt.Errorf("sqlxcrl: the pool: %w", config.ErrForeignPool)))
+	assert.ElementsMatch(t, []string{"ok", "error", "restart_required", "not_retried"}, hooks.ReloadResults())
 }
 
 func TestSlog(t *testing.T) {
@@ -84,6 +85,19 @@ func TestSlogDeletedFileHasNoLine(t *testing.T) {
 	out := buf.String()
 	assert.NotContains(t, out, "line=", "log of a deleted file")
 	assert.Contains(t, out, "deleted", "log of a deleted file")
+}
+
+// The event of a handle built over a pool crl did not open is a warning
+// that says so, not a properties file that did not apply.
+func TestSlogForeignPool(t *testing.T) {
+	var buf bytes.Buffer
+	o := hooks.Slog(slog.New(slog.NewTextHandler(&buf, nil)))
+	o.RulesReloaded(core.RulesReloaded{Err: fmt.Errorf("sqlxcrl: the pool: %w", config.ErrForeignPool)})
+	out := buf.String()
+	assert.Contains(t, out, "level=WARN")
+	assert.Contains(t, out, "nothing on it is retried")
+	assert.Contains(t, out, "crl.OpenDB")
+	assert.NotContains(t, out, "properties file", "not a file's event")
 }
 
 type opCounter struct {

@@ -83,16 +83,21 @@ func ReplayOutcomes() map[string][]string {
 // metric labels: ok (the new rules took effect), restart_required (they
 // did, but a key read only at start changed too:
 // config.ErrRestartRequired) or error (the file no longer parses, or is
-// gone: the last good rules stay). ReloadResults lists them.
+// gone: the last good rules stay); and not_retried for the event an
+// adapter emits once per handle built over a pool crl did not open
+// (config.ErrForeignPool: no file, nothing on that pool is retried).
+// ReloadResults lists them.
 func ReloadResult(err error) string {
 	switch {
 	case err == nil:
 		return "ok"
 	case errors.Is(err, config.ErrRestartRequired):
 		return "restart_required"
+	case errors.Is(err, config.ErrForeignPool):
+		return "not_retried"
 	}
 	return "error"
 }
 
 // ReloadResults returns every name ReloadResult can return.
-func ReloadResults() []string { return []string{"ok", "error", "restart_required"} }
+func ReloadResults() []string { return []string{"ok", "error", "restart_required", "not_retried"} }

@@ -86,6 +86,13 @@ func withUnitAttempt(ctx context.Context, attrs ...slog.Attr) []slog.Attr {
 }
 
 func (s slogObserver) RulesReloaded(e core.RulesReloaded) {
+	if errors.Is(e.Err, config.ErrForeignPool) {
+		// A handle over a pool crl did not open (told once, when built):
+		// not a file's event, and not a failure of anything that runs.
+		s.l.LogAttrs(context.Background(), slog.LevelWarn, "crl: a handle over a pool crl did not open; nothing on it is retried",
+			slog.Any("error", e.Err))
+		return
+	}
 	if errors.Is(e.Err, config.ErrRestartRequired) {
 		// The file was applied, but for a key read only at start: the
 		// operator's edit does nothing until a restart.

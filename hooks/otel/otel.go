@@ -65,7 +65,7 @@
 //	crl.retry.wait                s          the waits before retries, jitter applied (histogram)
 //	crl.give_ups                  {operation} errors returned after a retryable failure and circuit-open refusals, with crl.give_up.reason and error.type
 //	crl.recovered                 {operation} operations that succeeded after at least one retry
-//	crl.properties.reloads        {reload}   reloads of the properties file, with crl.reload.result (ok, error, restart_required)
+//	crl.properties.reloads        {reload}   reloads of the properties file, with crl.reload.result (ok, error, restart_required; not_retried: a handle built over a pool crl did not open)
 //	database.total.requests       {request}  operations run: statements, transaction units, connections
 //	database.retry.requests       {request}  retries scheduled, one per retry
 //	crl.budget.available          {token}    what the watched retry budget lets crl.budget.class's retries spend now (gauge, WatchBudget)
@@ -333,7 +333,7 @@ func (o *Observer) eventInstruments(meter metric.Meter) error {
 		return fmt.Errorf("otel: counter crl.recovered: %w", err)
 	}
 	if o.reloadN, err = meter.Int64Counter("crl.properties.reloads", metric.WithUnit("{reload}"),
-		metric.WithDescription("Reloads of the properties file, by result (ok, error, restart_required).")); err != nil {
+		metric.WithDescription("Reloads of the properties file, by result (ok, error, restart_required), and handles built over a pool crl did not open (not_retried).")); err != nil {
 		return fmt.Errorf("otel: counter crl.properties.reloads: %w", err)
 	}
 	return nil
@@ -539,7 +539,8 @@ func (o *Observer) metricAttrs(k core.Kind, extra ...attribute.KeyValue) []attri
 }
 
 // ReloadResultKey is the attribute of crl.properties.reloads: how the
-// reload ended (hooks.ReloadResult: ok, error, restart_required).
+// reload ended (hooks.ReloadResult: ok, error, restart_required;
+// not_retried for a handle built over a pool crl did not open).
 const ReloadResultKey = attribute.Key("crl.reload.result")
 
 // RulesReloaded counts a reload of the properties file by its result; it

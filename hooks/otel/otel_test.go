@@ -215,6 +215,7 @@ func TestWaitsRecoveriesAndReloads(t *testing.T) {
 	s.obs.RulesReloaded(core.RulesReloaded{Path: "mssql-jdbc.properties"})
 	s.obs.RulesReloaded(core.RulesReloaded{Path: "mssql-jdbc.properties", Line: 2, Err: errors.New("config: bad rule")})
 	s.obs.RulesReloaded(core.RulesReloaded{Path: "mssql-jdbc.properties", Err: fmt.Errorf("retryBudget: %w", config.ErrRestartRequired)})
+	s.obs.RulesReloaded(core.RulesReloaded{Err: fmt.Errorf("sqlxcrl: the pool: %w", config.ErrForeignPool)})
 	rule, ok := s.retrier.Policy().Statement.Lookup(1205)
 	require.True(t, ok)
 	waits := rule.WaitTimes()
@@ -260,7 +261,7 @@ func TestWaitsRecoveriesAndReloads(t *testing.T) {
 		"transaction": {1, waits[0].Seconds()},
 	}, gotWaits)
 	assert.Equal(t, map[string]int64{"statement": 1, "transaction": 1}, recovered)
-	assert.Equal(t, map[string]int64{"ok": 1, "error": 1, "restart_required": 1}, reloads)
+	assert.Equal(t, map[string]int64{"ok": 1, "error": 1, "restart_required": 1, "not_retried": 1}, reloads)
 }
 
 func TestConnectionRetriesAndGiveUpWithoutRetry(t *testing.T) {

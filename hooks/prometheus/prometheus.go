@@ -22,7 +22,7 @@
 //	crl_retry_wait_seconds{kind}              the waits before retries (histogram)
 //	crl_give_ups_total{kind,reason}           errors returned after a retryable failure, and circuit-open refusals
 //	crl_recovered_total{kind}                 operations that succeeded after retries
-//	crl_properties_reloads_total{result}      properties-file reloads, result ok, error or restart_required
+//	crl_properties_reloads_total{result}      properties-file reloads, result ok, error or restart_required; not_retried: a handle built over a pool crl did not open
 //	crl_operation_duration_seconds{kind,outcome}  every operation crl ran, from its start to its end, retries and waits included (histogram)
 //	crl_breaker_open                          1 while the watched circuit breaker is open or half-open, else 0 (WatchBreaker)
 //	crl_breaker_state{state}                  1 for the watched breaker's state now (closed, open, half_open), 0 for the others
@@ -46,7 +46,7 @@
 // is built, so that rate() and increase() see the first event: both
 // database_ counters, crl_recovered_total and the wait histogram for each
 // kind, crl_give_ups_total for each reason a kind can give up with,
-// crl_properties_reloads_total for ok, error and restart_required, crl_retries_total for
+// crl_properties_reloads_total for each hooks.ReloadResults, crl_retries_total for
 // Options.Tokens, the duration histogram for each kind and outcome, and
 // the breaker's series (a breaker that is off, or not watched yet, is
 // closed and has counted nothing). The budget's series appear once
@@ -233,7 +233,7 @@ func New(reg prom.Registerer, o Options) (*Metrics, error) {
 		recovered: prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Subsystem: sub, Name: "recovered_total", ConstLabels: o.ConstLabels,
 			Help: "Operations that succeeded after at least one retry."}, []string{"kind"}),
 		reloads: prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Subsystem: sub, Name: "properties_reloads_total", ConstLabels: o.ConstLabels,
-			Help: "Reloads of the properties file, by result (ok, error, restart_required)."}, []string{"result"}),
+			Help: "Reloads of the properties file, by result (ok, error, restart_required), and handles built over a pool crl did not open (not_retried)."}, []string{"result"}),
 		replays: prom.NewCounterVec(prom.CounterOpts{Namespace: ns, Subsystem: sub, Name: "tx_replays_total", ConstLabels: o.ConstLabels,
 			Help: "Transaction replays of the driver layer, by outcome (replayed, diverged, gave_up, skipped) and reason (the stop code, or why the rules gave up)."}, []string{"outcome", "reason"}),
 		durations: prom.NewHistogramVec(prom.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "operation_duration_seconds", ConstLabels: o.ConstLabels, Buckets: durationBuckets,
@@ -415,7 +415,9 @@ func (m *Metrics) Succeeded(e core.Succeeded) {
 // RulesReloaded counts a reload of the properties file: result ok, error
 // (the file no longer parses, or is gone: the last good rules stay), or
 // restart_required (an edit of a key read only at start, such as
-// retryBudget: the other keys were applied, config.ErrRestartRequired).
+// retryBudget: the other keys were applied, config.ErrRestartRequired);
+// and, as not_retried, a handle built over a pool crl did not open
+// (config.ErrForeignPool), which the reload-error alert does not count.
 func (m *Metrics) RulesReloaded(e core.RulesReloaded) {
 	m.reloads.WithLabelValues(hooks.ReloadResult(e.Err)).Inc()
 }

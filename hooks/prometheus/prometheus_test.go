@@ -3,6 +3,7 @@ package prometheus_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +45,7 @@ func TestMetricsFromARealLoop(t *testing.T) {
 		return nil
 	})
 	m.RulesReloaded(core.RulesReloaded{Err: errors.New("bad line")})
+	m.RulesReloaded(core.RulesReloaded{Err: fmt.Errorf("sqlxcrl: the pool: %w", config.ErrForeignPool)})
 	m.RetryScheduled(core.RetryScheduled{Kind: core.KindConnection, Attempt: 1})
 	txRuns := 0
 	_ = r.DoTx(context.Background(), func(context.Context) (string, error) {
@@ -82,9 +84,10 @@ crl_retries_total{db="orders",kind="statement",token="40P01"} 0
 crl_retries_total{db="orders",kind="transaction",token="1205"} 1
 crl_retries_total{db="orders",kind="transaction",token="1213"} 0
 crl_retries_total{db="orders",kind="transaction",token="40P01"} 0
-# HELP crl_properties_reloads_total Reloads of the properties file, by result (ok, error, restart_required).
+# HELP crl_properties_reloads_total Reloads of the properties file, by result (ok, error, restart_required), and handles built over a pool crl did not open (not_retried).
 # TYPE crl_properties_reloads_total counter
 crl_properties_reloads_total{db="orders",result="error"} 1
+crl_properties_reloads_total{db="orders",result="not_retried"} 1
 crl_properties_reloads_total{db="orders",result="ok"} 0
 crl_properties_reloads_total{db="orders",result="restart_required"} 0
 `
@@ -132,8 +135,8 @@ func TestSeriesCreatedAtZero(t *testing.T) {
 		"crl_retries_total":              4,         // 2 tokens × statement, transaction
 		"crl_give_ups_total":             7 + 8 + 5, // the reasons each kind can give up with
 		"crl_tx_replays_total":           10,        // hooks.ReplayOutcomes: each outcome × its reasons
-		"crl_properties_reloads_total":   3,
-		"crl_operation_duration_seconds": 3 * 5, // each kind × each outcome
+		"crl_properties_reloads_total":   4,         // hooks.ReloadResults
+		"crl_operation_duration_seconds": 3 * 5,     // each kind × each outcome
 		"crl_breaker_open":               1,
 		"crl_breaker_state":              3, // closed, open, half_open: no breaker watched reads closed
 		"crl_breaker_opens_total":        1,
