@@ -231,6 +231,7 @@ func TestHelpersOverAForeignPool(t *testing.T) {
 				runs = 0
 				err := run(ctx, func(exec func(string) error) error { runs++; seen = exec(insert); return seen })
 				require.Error(t, seen, "a duplicate key")
+				assert.ErrorIs(t, err, seen)
 				assert.Same(t, seen, err, "the driver's error itself")
 				assert.Equal(t, 1, runs, "runs")
 
@@ -241,6 +242,7 @@ func TestHelpersOverAForeignPool(t *testing.T) {
 					require.NoError(t, exec(fmt.Sprintf("INSERT INTO %s (id) VALUES (%d)", table, id+1)))
 					return mine
 				})
+				assert.ErrorIs(t, err, mine)
 				assert.Same(t, mine, err, "the closure's error itself")
 				assert.Equal(t, 1, runs, "runs")
 				assert.Equal(t, 0, count(id+1), "rolled back")

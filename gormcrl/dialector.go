@@ -89,8 +89,10 @@ func initialize(db *gorm.DB, inner gorm.Dialector, rt *config.Runtime, pool *sql
 		}
 		return err
 	}
-	if _, layered := poolRuntime(db.ConnPool); !layered && len(opts) > 0 {
-		return refuseSettings(db) // the dialector's own pool, of a shape Open cannot open
+	if _, layered := poolRuntime(db.ConnPool); !layered {
+		if err := refuseSettings(db, opts); err != nil {
+			return err // the dialector's own pool, of a shape Open cannot open
+		}
 	}
 	p := &Plugin{opts: opts}
 	p.runtime.Store(rt)

@@ -92,7 +92,9 @@ func (p *Plugin) Retrier() *core.Retrier {
 // closes GORM's. Over any other pool (a dialector given a Conn of the
 // user's, SQLite, …) everything runs once, exactly as GORM without the
 // plugin; settings given to New are then refused with an error naming
-// crl.OpenDB, the way to open such a pool under crl.
+// crl.OpenDB, the way to open such a pool under crl, and an observer
+// given alone (config.WithObserver) is told once that nothing there is
+// retried (config.ForeignPool).
 func (p *Plugin) Initialize(db *gorm.DB) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -125,18 +127,20 @@ func (p *Plugin) adopt(db *gorm.DB) (*config.Runtime, error) {
 		db.Dialector = inner
 		return rt, nil
 	}
-	if len(p.opts) > 0 {
-		return nil, refuseSettings(db)
+	if err := refuseSettings(db, p.opts); err != nil {
+		return nil, err
 	}
 	rt, _, err := newRuntime(form, "", nil)
 	return rt, err
 }
 
-// refuseSettings is the error of settings given for a pool crl did not
-// open: nothing there is retried, so they would be silently ignored.
-func refuseSettings(db *gorm.DB) error {
-	return fmt.Errorf("gormcrl: the settings cannot apply to the %s pool (%T): crl did not open it, so nothing on it is retried; open it with crl.OpenDB (or gormcrl.Open, gormcrl.OpenDB) and give the settings there",
-		db.Dialector.Name(), db.ConnPool)
+// refuseSettings applies config.ForeignPool to opts, given for db's pool,
+// which crl did not open: settings are refused (nothing there is
+// retried, so they would be silently ignored) with an error naming them
+// and crl.OpenDB; an observer alone is told, once, that nothing on the
+// pool is retried.
+func refuseSettings(db *gorm.DB, opts []Option) error {
+	return config.ForeignPool("gormcrl", fmt.Sprintf("the %s pool (%T)", db.Dialector.Name(), db.ConnPool), opts...)
 }
 
 // reopenable returns db's dialector when the plugin may open its pool

@@ -12,7 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/conformance"
+	"github.com/crl-go/crl/core/coretest"
 	"github.com/crl-go/crl/sqlxcrl"
 
 	_ "github.com/go-sql-driver/mysql"
@@ -73,6 +75,7 @@ func TestHelpersOverAForeignPool(t *testing.T) {
 					return seen
 				})
 				require.Error(t, seen)
+				assert.ErrorIs(t, err, seen)
 				assert.Same(t, seen, err, "the closure's error itself")
 				assert.Equal(t, 1, runs, "runs")
 
@@ -84,6 +87,7 @@ func TestHelpersOverAForeignPool(t *testing.T) {
 					require.NoError(t, exec(fmt.Sprintf("INSERT INTO %s (id) VALUES (%d)", table, id+1)))
 					return mine
 				})
+				assert.ErrorIs(t, err, mine)
 				assert.Same(t, mine, err, "the closure's error itself")
 				assert.Equal(t, 1, runs, "runs")
 				assert.Equal(t, 0, count(id+1), "rolled back")
@@ -114,5 +118,44 @@ func TestNewDbRefusesSettingsForAForeignPool(t *testing.T) {
 		_, err = sqlxcrl.WrapDB(raw, d.Driver, sqlxcrl.WithRetryExec("{1213,40P01:3,0}"))
 		assert.ErrorIs(t, err, sqlxcrl.ErrForeignPoolSettings)
 		assert.ErrorContains(t, err, "crl.OpenDB")
+	})
+}
+
+// An observer given alone for a pool crl did not open is accepted, and
+// told once per handle, when the handle is built, that nothing on the
+// pool is retried: NewDb and WrapDB over two pools, two events; the
+// statements, whole reads and transactions that follow, none.
+func TestObserverToldOncePerForeignPool(t *testing.T) {
+	conformance.EachDatabase(t, func(t *testing.T, d conformance.Database) {
+		open := func() *sql.DB {
+			raw, err := sql.Open(d.Driver, d.DSN)
+			require.NoError(t, err)
+			t.Cleanup(func() { raw.Close() })
+			return raw
+		}
+		obs := &coretest.Observer{}
+		first := sqlxcrl.NewDb(open(), d.Driver, config.WithObserver(obs))
+		second, err := sqlxcrl.WrapDB(open(), d.Driver, config.WithObserver(obs))
+		require.NoError(t, err)
+		reloads := obs.Snapshot().Reloads
+		require.Len(t, reloads, 2, "one event per handle")
+		for _, e := range reloads {
+			assert.Empty(t, e.Path)
+			assert.ErrorIs(t, e.Err, config.ErrForeignPool)
+			assert.ErrorContains(t, e.Err, `sqlxcrl: the *sql.DB of driver "`+d.Driver+`"`)
+			assert.ErrorContains(t, e.Err, "crl.OpenDB")
+		}
+
+		ctx := context.Background()
+		for _, db := range []*sqlxcrl.DB{first, second} {
+			_, err := db.Exec("SELECT 1")
+			require.NoError(t, err)
+			var n []int
+			require.NoError(t, db.Select(&n, "SELECT 1"))
+			require.NoError(t, db.RunInTx(ctx, nil, func(tx *sqlxcrl.Tx) error { _, err := tx.Exec("SELECT 1"); return err }))
+			require.Error(t, db.Get(&n, "SELECT * FROM sqlxforeign_no_such_table"))
+		}
+		assert.Len(t, obs.Snapshot().Reloads, 2, "no event per statement")
+		assert.Empty(t, obs.Snapshot().Retries, "nothing retried")
 	})
 }
