@@ -28,7 +28,8 @@ var errNilPool = errors.New("crl: the *sql.DB is nil")
 // Over a pool crl did not open (sql.Open's), RunInTx runs fn once, exactly
 // as without crl, and returns its error as it is: a helper shared by a
 // handle crl opened and one it did not (a SQLite one in tests) works with
-// both. Such a pool has no Runtime, so there is no observer to tell.
+// both. RunInTx takes no options, so it tells no observer; a handle built
+// over such a pool with one (sqlxcrl.NewDb, gormcrl.New) tells it once.
 //
 // Nested in a unit that retries as a whole, RunInTx given a context that
 // carries the unit (Retry's, gormcrl.Transaction's tx.Statement.Context)
@@ -62,8 +63,8 @@ func RunInTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sql.
 // transaction run with that context or one derived from it; those
 // statements are not retried on their own. A unit whose statements ran
 // only on pools crl did not open runs once, exactly as without crl, and
-// its error is returned as it is (there is no observer to tell: such a
-// pool has no Runtime).
+// its error is returned as it is (Retry takes no options, so it tells no
+// observer; see RunInTx).
 //
 // fn must be safe to run again (crl vet finds closures that are not).
 // Given a context that carries a unit retried as a whole (Retry's own,

@@ -22,8 +22,10 @@
 // A pool crl did not open (NewDb or WrapDB of a sql.Open pool) is run as
 // sqlx would run it: every statement, read and RunInTx runs once, so a
 // helper shared with such a handle keeps working. Settings given for it
-// are refused with ErrForeignPoolSettings, which names crl.OpenDB. Such a
-// pool has no settings, hence no observer to tell that nothing is retried.
+// are refused with ErrForeignPoolSettings, which names crl.OpenDB; an
+// observer given alone (config.WithObserver) is told once, when the
+// handle is built, that nothing on the pool is retried
+// (config.ForeignPool).
 //
 // A handle's Mapper and Unsafe work as in sqlx. sqlx's package functions
 // sqlx.NamedExec, sqlx.NamedQuery and sqlx.Preparex (and their Context
