@@ -136,3 +136,32 @@ func TestUseWithoutSettingsOverMySQLDSNRetriesCreate(t *testing.T) {
 	require.NoError(t, db.Table(table).Count(&n).Error)
 	assert.Equal(t, int64(1), n, "rows written")
 }
+
+// gormcrl.Open over a dialector that keeps a pool of the user's (a Conn,
+// no DSN) applies the same rule as the plugin, on MariaDB and
+// PostgreSQL: settings refused with config.ErrForeignPoolSettings, an
+// observer alone told once that nothing there is retried.
+func TestOpenOverAForeignPool(t *testing.T) {
+	conformance.EachDatabase(t, func(t *testing.T, d conformance.Database) {
+		open := func() *sql.DB {
+			pool, err := sql.Open(d.Driver, d.DSN)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = pool.Close() }) // gorm.Open closes it on an error
+			return pool
+		}
+		quiet := &gorm.Config{Logger: logger.Discard}
+
+		_, err := gorm.Open(gormcrl.Open(foreignDialector(d, open()), gormcrl.WithRetryExec("{deadlock:3,10ms}")), quiet)
+		require.ErrorIs(t, err, config.ErrForeignPoolSettings)
+		assert.ErrorContains(t, err, "crl.OpenDB")
+
+		obs := &coretest.Observer{}
+		db, err := gorm.Open(gormcrl.Open(foreignDialector(d, open()), config.WithObserver(obs)), quiet)
+		require.NoError(t, err)
+		var one int
+		require.NoError(t, db.Raw("SELECT 1").Scan(&one).Error)
+		reloads := obs.Snapshot().Reloads
+		require.Len(t, reloads, 1, "one event, at Open")
+		assert.ErrorIs(t, reloads[0].Err, config.ErrForeignPool)
+	})
+}
