@@ -65,22 +65,25 @@ var (
 // runs the connection loop, initializes it, registers the plugin and puts
 // the copy in db.Dialector.
 func (d *dialector) Initialize(db *gorm.DB) error {
-	if isNil(d.Dialector) {
+	if nilDialector(d.Dialector) {
 		return errors.New("gormcrl: Open: the dialector is nil")
 	}
-	inner, rt, pool, err := withConnectionLoop(d.Dialector, d.opts)
+	inner, pool, err := withConnectionLoop(d.Dialector, d.opts)
 	if err != nil {
 		return err
 	}
-	return initialize(db, inner, rt, pool, d.opts)
+	return initialize(db, inner, pool, d.opts)
 }
 
 // initialize is the end of Open's and OpenDB's Initialize: it initializes
 // inner, the copy of the caller's dialector over pool (nil when the
-// dialector keeps a pool of its own), registers a plugin with rt, and
+// dialector keeps a pool of its own), registers a plugin over db's pool
+// (the first one registered on db's plugins stays in effect: dbresolver
+// opens its sources and replicas with a copy of the main handle's
+// gorm.Config, and each pool's own Runtime retries what runs on it), and
 // puts inner in db.Dialector. A pool that GORM did not take is closed on
 // an error.
-func initialize(db *gorm.DB, inner gorm.Dialector, rt *config.Runtime, pool *sql.DB, opts []Option) error {
+func initialize(db *gorm.DB, inner gorm.Dialector, pool *sql.DB, opts []Option) error {
 	if err := inner.Initialize(db); err != nil {
 		if pool != nil && db.ConnPool != pool { // gorm.Open closes only the pool it sees
 			if cerr := pool.Close(); cerr != nil {
@@ -89,21 +92,14 @@ func initialize(db *gorm.DB, inner gorm.Dialector, rt *config.Runtime, pool *sql
 		}
 		return err
 	}
-	if _, layered := poolRuntime(db.ConnPool); !layered && len(opts) > 0 {
-		return refuseSettings(db) // the dialector's own pool, of a shape Open cannot open
+	p := New(opts...)
+	if pool != nil {
+		p.opts = nil // crl opened the pool with them
 	}
-	p := &Plugin{opts: opts}
-	p.runtime.Store(rt)
-	if err := p.register(db); err != nil {
+	if err := p.Initialize(db); err != nil {
 		return err
 	}
-	if q, ok := pluginOf(db); ok {
-		// db's gorm.Config is a copy of another handle's, whose map of
-		// plugins it shares (dbresolver opens its sources and replicas
-		// so): that handle's plugin stays in effect there, and statements
-		// on this handle's pool are retried with this handle's settings.
-		q.addPool(db.ConnPool, p)
-	} else {
+	if _, ok := db.Plugins[PluginName]; !ok {
 		db.Plugins[PluginName] = p
 	}
 	db.Dialector = inner
@@ -237,41 +233,38 @@ func defaultDrivers(name string) []string {
 	return []string{name}
 }
 
-// withConnectionLoop returns a copy of d whose Conn is a *sql.DB that runs
-// the connection loop (also returned: nil when d keeps its own Conn or is
-// of another shape), and the Runtime built from opts and d's DSN.
-func withConnectionLoop(d gorm.Dialector, opts []Option) (gorm.Dialector, *config.Runtime, *sql.DB, error) {
+// withConnectionLoop returns a copy of d whose Conn is a *sql.DB opened
+// through the driver layer with opts and d's DSN (also returned), so that
+// every new pooled connection runs the connection loop; it returns d and
+// a nil pool when d keeps a Conn of its own or is of another shape.
+func withConnectionLoop(d gorm.Dialector, opts []Option) (gorm.Dialector, *sql.DB, error) {
 	name := d.Name()
 	cp, f, ok := copyDialector(d)
-	if !ok {
-		rt, _, err := newRuntime(dsnForm(name, ""), "", opts)
-		return d, rt, nil, err
+	if !ok || !f.conn.IsNil() {
+		return d, nil, nil
 	}
 	form, driverName, dsn := f.settings(name)
 	rt, driverDSN, err := newRuntime(form, dsn, opts)
 	if err != nil {
-		return nil, nil, nil, err
-	}
-	if !f.conn.IsNil() {
-		return d, rt, nil, nil // the caller's pool: not ours to wrap
+		return nil, nil, err
 	}
 	if driverName == "" {
 		if driverName, err = registeredDriver(name); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 		if simple := family.Of(name).Profile().SimpleProtocol; simple != "" {
 			if driverDSN, err = postgresDSN(f.holder, driverDSN, simple); err != nil {
-				return nil, nil, nil, err
+				return nil, nil, err
 			}
 		}
 	}
 	db, err := crl.OpenRuntime(driverName, driverDSN, rt)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("gormcrl: Open: %w", err)
+		return nil, nil, fmt.Errorf("gormcrl: Open: %w", err)
 	}
 	f.dsn.SetString(driverDSN)
 	f.conn.Set(reflect.ValueOf(db))
-	return cp, rt, db, nil
+	return cp, db, nil
 }
 
 // newRuntime builds the Runtime of a handle and returns it with the DSN
@@ -346,36 +339,10 @@ func postgresDSN(holder reflect.Value, dsn, simple string) (string, error) {
 	return dsn + " " + simple, nil
 }
 
-// dialectorDSN returns how to read the DSN of d (a form that
-// config.ParseDSN knows) and the DSN, or d's name and "" when d is not a
-// dialector whose DSN this package can read.
-func dialectorDSN(d gorm.Dialector) (form, dsn string) {
-	if w, ok := d.(*dialector); ok {
-		d = w.Dialector
-	}
-	if d == nil {
-		return "", ""
-	}
-	_, f, ok := copyDialector(d)
-	if !ok {
-		return dsnForm(d.Name(), ""), ""
-	}
-	form, _, dsn = f.settings(d.Name())
-	return form, dsn
-}
-
-// isNil reports whether v is nil or holds a nil pointer, map, slice,
-// channel, function or interface: (*mysql.Dialector)(nil) is a non-nil
-// gorm.Dialector whose first method call panics, far from the Open or
-// OpenDB that took it.
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.Interface, reflect.UnsafePointer:
-		return rv.IsNil()
-	}
-	return false
+// nilDialector reports whether d is nil or a nil pointer:
+// (*mysql.Dialector)(nil) is a non-nil gorm.Dialector whose first method
+// call panics, far from the Open or OpenDB that took it.
+func nilDialector(d gorm.Dialector) bool {
+	v := reflect.ValueOf(d)
+	return d == nil || v.Kind() == reflect.Pointer && v.IsNil()
 }

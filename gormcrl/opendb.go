@@ -54,11 +54,8 @@ var _ gorm.Dialector = (*connectorDialector)(nil)
 // connector under the connection loop, initializes it, registers the
 // plugin and puts the copy in db.Dialector.
 func (d *connectorDialector) Initialize(db *gorm.DB) error {
-	if isNil(d.Dialector) {
+	if nilDialector(d.Dialector) {
 		return errors.New("gormcrl: OpenDB: the dialector is nil")
-	}
-	if isNil(d.connector) {
-		return errors.New("gormcrl: OpenDB: the connector is nil")
 	}
 	name := d.Dialector.Name()
 	inner, f, ok := copyDialector(d.Dialector)
@@ -72,11 +69,11 @@ func (d *connectorDialector) Initialize(db *gorm.DB) error {
 	if f.driverName.IsValid() {
 		driverName = f.driverName.String()
 	}
-	wrapped, rt, err := crl.WrapConnector(d.connector, dsnForm(name, driverName), d.opts...)
+	wrapped, _, err := crl.WrapConnector(d.connector, dsnForm(name, driverName), d.opts...)
 	if err != nil {
 		return fmt.Errorf("gormcrl: OpenDB: %w", err)
 	}
 	pool := sql.OpenDB(wrapped)
 	f.conn.Set(reflect.ValueOf(pool))
-	return initialize(db, inner, rt, pool, d.opts)
+	return initialize(db, inner, pool, d.opts)
 }
