@@ -203,12 +203,10 @@ func (p *Plugin) register(db *gorm.DB) error {
 	}
 	cb := db.Callback()
 	noRetry := func(db *gorm.DB) { propagateNoRetry(db.Statement) }
-	for _, q := range []interface {
-		Get(string) func(*gorm.DB)
-		Register(string, func(*gorm.DB)) error
-	}{cb.Query(), cb.Row(), cb.Raw()} {
-		add(q.Get, q.Register, "crl:no_retry", noRetry)
-	}
+	q, r, raw := cb.Query(), cb.Row(), cb.Raw()
+	add(q.Get, q.Before("*").Register, "crl:no_retry", noRetry)
+	add(r.Get, r.Before("*").Register, "crl:no_retry", noRetry)
+	add(raw.Get, raw.Before("*").Register, "crl:no_retry", noRetry)
 	c, u, d := cb.Create(), cb.Update(), cb.Delete()
 	addUnit(add, c.Get, c.Before, c.After, c.Execute, opCreate)
 	addUnit(add, u.Get, u.Before, u.After, u.Execute, opUpdate)
