@@ -132,29 +132,21 @@ var connPoolType = reflect.TypeFor[gorm.ConnPool]()
 // changed.
 func copyDialector(d gorm.Dialector) (gorm.Dialector, poolFields, bool) {
 	v := reflect.ValueOf(d)
-	var top reflect.Value // the addressable struct of the copy
-	var result func() gorm.Dialector
-	switch {
-	case isStructPointer(v):
-		p := copyOf(v.Elem())
-		top, result = p.Elem(), func() gorm.Dialector { return p.Interface().(gorm.Dialector) }
-	case v.Kind() == reflect.Struct:
-		p := copyOf(v)
-		top, result = p.Elem(), func() gorm.Dialector { return p.Elem().Interface().(gorm.Dialector) }
-	default:
+	byPointer := isStructPointer(v)
+	if byPointer {
+		v = v.Elem()
+	} else if v.Kind() != reflect.Struct {
 		return d, poolFields{}, false
 	}
-	holder := top
-	if _, ok := directField(top, "Conn"); !ok {
-		cfg, ok := directField(top, "Config")
+	cp := copyOf(v)
+	holder := cp.Elem()
+	if _, ok := directField(holder, "Conn"); !ok {
+		cfg, ok := directField(holder, "Config")
 		switch {
-		case !ok:
-			return d, poolFields{}, false
-		case isStructPointer(cfg):
-			c := copyOf(cfg.Elem())
-			cfg.Set(c)
-			holder = c.Elem()
-		case cfg.Kind() == reflect.Struct:
+		case ok && isStructPointer(cfg):
+			cfg.Set(copyOf(cfg.Elem()))
+			holder = cfg.Elem()
+		case ok && cfg.Kind() == reflect.Struct:
 			holder = cfg
 		default:
 			return d, poolFields{}, false
@@ -169,7 +161,10 @@ func copyDialector(d gorm.Dialector) (gorm.Dialector, poolFields, bool) {
 	if dn, ok := directField(holder, "DriverName"); ok && dn.Kind() == reflect.String {
 		f.driverName = dn
 	}
-	return result(), f, true
+	if !byPointer {
+		cp = cp.Elem()
+	}
+	return cp.Interface().(gorm.Dialector), f, true
 }
 
 // isStructPointer reports whether v is a non-nil pointer to a struct.

@@ -65,11 +65,8 @@ func (d *connectorDialector) Initialize(db *gorm.DB) error {
 	if !f.conn.IsNil() {
 		return fmt.Errorf("gormcrl: OpenDB: the %s dialector already has a Conn; pass either a Conn or a connector, not both", name)
 	}
-	driverName := ""
-	if f.driverName.IsValid() {
-		driverName = f.driverName.String()
-	}
-	wrapped, _, err := crl.WrapConnector(d.connector, dsnForm(name, driverName), d.opts...)
+	form, _, _ := f.settings(name)
+	wrapped, _, err := crl.WrapConnector(d.connector, form, d.opts...)
 	if err != nil {
 		return fmt.Errorf("gormcrl: OpenDB: %w", err)
 	}

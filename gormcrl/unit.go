@@ -3,7 +3,6 @@ package gormcrl
 import (
 	"context"
 	"errors"
-	"time"
 
 	"gorm.io/gorm"
 
@@ -18,35 +17,30 @@ import (
 // the statement, the associations saved after, the after hooks and
 // gorm:commit_or_rollback_transaction. Over a pool crl opened, the driver
 // layer replays that transaction when a statement fails with an error that
-// ended it (a deadlock victim's): the chain never sees the error. What
-// reaches the chain is an error no replay hid: the replay diverged (an ID
-// GORM read came back different), replay is off, or the error came from
-// COMMIT. SQL Server rolls a deadlock victim's whole transaction back, so
-// the unit of retry is then the whole chain, on a fresh transaction:
+// ended it (a deadlock victim's), and the chain never sees the error. What
+// reaches the chain is an error no replay hid (the replay diverged: an ID
+// GORM read came back different; replay is off; COMMIT failed), and then
+// the unit of retry is the whole chain, on a fresh transaction (SQL Server
+// rolls a deadlock victim's whole transaction back):
 //
-//   - crl:unit_start (first) decides whether the operation may be re-run:
-//     GORM is about to open its implicit transaction on a pool crl opened,
-//     no user transaction is open, the operation did not opt out, and the
-//     value written is of a shape snapshot.go puts back. If so it asks the
-//     circuit breaker (core.Retrier.Admit) before anything runs: a refusal
-//     becomes the operation's error and the chain runs nothing. Then it
-//     snapshots the value and keeps a session of the statement as it is
-//     before any callback changed it. In every case over a pool crl opened,
-//     the statement's context carries a config.Unit from here on, so GORM
-//     begins its transaction with it and the driver layer records there
-//     the statement whose error ends the transaction.
+//   - crl:unit_start (first) puts a config.Unit in the statement's
+//     context, so that GORM begins its transaction with it and the driver
+//     layer records there the statement whose error ends it. When the
+//     operation may be re-run (GORM's implicit transaction on a pool crl
+//     opened, no NoRetry, a value snapshot.go puts back), it first asks
+//     the circuit breaker (core.Retrier.Admit): a refusal is the
+//     operation's error and the chain runs nothing; then it snapshots the
+//     value and keeps a session of the statement as it is.
 //   - crl:unit_commit (before gorm:commit_or_rollback_transaction) notes
-//     whether GORM is about to COMMIT, so that a failure after it is the
-//     COMMIT's.
-//   - crl:unit_end (last) hands the outcome of the chain, the first
-//     attempt, to the transaction loop (core.Retrier.Run, with the
-//     operation the breaker admitted), which decides with the failed
-//     statement's text for the rule's query filter. Each retry puts the
-//     value back and runs the processor's whole chain (Execute) on a fresh
-//     session of the pristine statement, GORM's own begin and commit
-//     included. The outcome of the last attempt becomes the operation's
-//     Error and RowsAffected, and its statement the one GORM's processor
-//     logs for the operation (see trace.go).
+//     whether GORM is about to COMMIT: a failure after it is the COMMIT's.
+//   - crl:unit_end (last) hands the chain's outcome, the first attempt, to
+//     the transaction loop (core.Retrier.Run, with the admitted
+//     operation), which decides with the failed statement's text for the
+//     rule's query filter. Each retry puts the value back and runs the
+//     processor's whole chain (Execute) on a fresh session of the pristine
+//     statement, GORM's begin and commit included. The last attempt's
+//     outcome is the operation's Error and RowsAffected, and its statement
+//     the one GORM's processor logs.
 //
 // A COMMIT that failed with an unknown outcome is never retried (the error
 // matches core.ErrCommitUnknown); a COMMIT the server refused is the failed
@@ -67,16 +61,15 @@ type unit struct {
 	retry      bool            // a retry's statement: the loop runs in the first attempt's end
 
 	// Of a retry: its statement, taken off so that the retry's processor
-	// does not log it (see trace.go).
+	// does not log it (see retry).
 	sql  string
 	vars []any
 
 	// Of the first attempt of an armed unit.
 	admission core.Op       // admitted by the circuit breaker before the chain ran
 	loop      *core.Retrier // the Retrier that admitted it, which runs its loop
-	began     time.Time
-	base      *gorm.DB // the statement as it was before the chain ran
-	restore   func()   // puts the value written back as it was
+	base      *gorm.DB      // the statement as it was before the chain ran
+	restore   func()        // puts the value written back as it was
 }
 
 func unitOf(stmt *gorm.Statement) *unit {
@@ -127,7 +120,7 @@ func (c *unitCallbacks) start(db *gorm.DB) {
 			_ = db.AddError(err) // the chain's callbacks see it and run nothing
 			return
 		}
-		u.armed, u.began, u.restore = true, time.Now(), restore
+		u.armed, u.restore = true, restore
 		u.base = db.Session(&gorm.Session{Context: stmt.Context})
 	}
 	u.watch(stmt)
@@ -162,8 +155,8 @@ func (c *unitCallbacks) end(db *gorm.DB) {
 	}
 	stmt.Context = u.parent // a *gorm.DB reused after this operation
 	if u.retry {
-		// The loop in the first attempt's end logs this attempt, or makes
-		// it the operation's statement (see trace.go).
+		// Taken off, so that the retry's processor does not log it: the
+		// operation's logs the last attempt (see retry).
 		u.sql, u.vars = stmt.SQL.String(), stmt.Vars
 		stmt.SQL.Reset()
 		stmt.Vars = nil
@@ -180,19 +173,20 @@ func (c *unitCallbacks) end(db *gorm.DB) {
 }
 
 // unitRun is the state of a unit's loop, run by the first attempt's end:
-// the attempts so far, the last retry's *gorm.DB and the attempt that
-// failed last.
+// the attempts so far, and the last retry's *gorm.DB and unit.
 type unitRun struct {
-	c      *unitCallbacks
-	db     *gorm.DB
-	u      *unit
-	n      int
-	last   *gorm.DB
-	failed attemptLog
+	c         *unitCallbacks
+	db        *gorm.DB
+	u         *unit
+	n         int
+	last      *gorm.DB
+	lastRetry *unit
 }
 
 // retry hands the first attempt's outcome to the transaction loop, which
-// runs the retries, and makes the last attempt the operation's.
+// runs the retries, and makes the last attempt the operation's: GORM's
+// processor logs it once, as it logs a statement the driver layer
+// retried (the attempts that failed are the observer's events).
 func (c *unitCallbacks) retry(db *gorm.DB, u *unit) {
 	stmt := db.Statement
 	r := &unitRun{c: c, db: db, u: u}
@@ -204,10 +198,9 @@ func (c *unitCallbacks) retry(db *gorm.DB, u *unit) {
 	})
 	if r.last != nil {
 		db.RowsAffected = r.last.RowsAffected
-	}
-	if r.last != nil || err != nil && r.n == 1 { // the statement that ends the operation
-		stmt.SQL.WriteString(r.failed.sql)
-		stmt.Vars = r.failed.vars
+		stmt.SQL.Reset()
+		stmt.SQL.WriteString(r.lastRetry.sql)
+		stmt.Vars = r.lastRetry.vars
 	}
 	db.Error = err
 	setResultError(stmt, err)
@@ -217,27 +210,19 @@ func (c *unitCallbacks) retry(db *gorm.DB, u *unit) {
 // chain has already run, or a retry: the value put back and the
 // processor's whole chain run on a new session of the pristine statement.
 func (r *unitRun) attempt(ctx context.Context) (string, error) {
-	db, u, stmt := r.db, r.u, r.db.Statement
+	u := r.u
 	if r.n++; r.n == 1 {
-		if db.Error != nil {
-			r.failed = attemptLog{sql: stmt.SQL.String(), vars: stmt.Vars, rows: db.RowsAffected, err: db.Error, took: time.Since(u.began)}
-			stmt.SQL.Reset() // logged by the retry, if one follows (below)
-			stmt.Vars = nil
-		}
-		return u.outcome(db.Error)
+		return u.outcome(r.db.Error)
 	}
-	r.failed.trace(db, r.n-1)
 	u.restore()
-	retry := &unit{armed: true, retry: true}
+	r.lastRetry = &unit{armed: true, retry: true}
 	// Initialized: a *gorm.DB of its own with a clone of the pristine
 	// statement, whose callbacks (InstanceSet) see that statement.
 	next := u.base.Session(&gorm.Session{Initialized: true})
 	next.Statement.Context = ctx
-	retry.watch(next.Statement)
-	start := time.Now()
+	r.lastRetry.watch(next.Statement)
 	r.last = r.c.execute(next)
-	r.failed = attemptLog{sql: retry.sql, vars: retry.vars, rows: r.last.RowsAffected, err: r.last.Error, took: time.Since(start)}
-	return retry.outcome(r.last.Error)
+	return r.lastRetry.outcome(r.last.Error)
 }
 
 // outcome is what an attempt returns to the transaction loop: the
