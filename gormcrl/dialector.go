@@ -68,7 +68,7 @@ func (d *dialector) Initialize(db *gorm.DB) error {
 	if nilDialector(d.Dialector) {
 		return errors.New("gormcrl: Open: the dialector is nil")
 	}
-	inner, pool, err := withConnectionLoop(d.Dialector, d.opts)
+	inner, pool, err := withConnectionLoop(d.Dialector, d.opts, false)
 	if err != nil {
 		return err
 	}
@@ -214,31 +214,25 @@ func dsnForm(name, driverName string) string {
 	return name
 }
 
-// defaultDrivers are the database/sql drivers a dialector with that Name
-// opens when its DriverName is empty; the first registered one is used.
-// GORM's dialectors of crl's families are named as the family and open
-// its driver (postgres: pgx, as pgx's stdlib registers it).
-func defaultDrivers(name string) []string {
-	if f := family.Of(name); f != family.Other && f.String() == name {
-		return []string{f.Driver()}
-	}
-	if name == "sqlite" {
-		return []string{"sqlite", "sqlite3"} // pure-Go ones, then mattn/go-sqlite3
-	}
-	return []string{name}
-}
-
 // withConnectionLoop returns a copy of d whose Conn is a *sql.DB opened
 // through the driver layer with opts and d's DSN (also returned), so that
 // every new pooled connection runs the connection loop; it returns d and
-// a nil pool when d keeps a Conn of its own or is of another shape.
-func withConnectionLoop(d gorm.Dialector, opts []Option) (gorm.Dialector, *sql.DB, error) {
+// a nil pool when d keeps a Conn of its own or is of another shape. For
+// reopen (the plugin over a DB whose dialector opened its pool), d must
+// also be of a family crl knows and have a DSN.
+func withConnectionLoop(d gorm.Dialector, opts []Option, reopen bool) (gorm.Dialector, *sql.DB, error) {
 	name := d.Name()
 	cp, f, ok := copyDialector(d)
 	if !ok || !f.conn.IsNil() {
 		return d, nil, nil
 	}
 	form, driverName, dsn := f.settings(name)
+	if reopen {
+		if family.Of(name) == family.Other || dsn == "" {
+			return d, nil, nil
+		}
+		dropOwnTimeZoneOption(f, dsn)
+	}
 	rt, driverDSN, err := newRuntime(form, dsn, opts)
 	if err != nil {
 		return nil, nil, err
@@ -272,11 +266,20 @@ func newRuntime(form, dsn string, opts []Option) (*config.Runtime, string, error
 	return rt, driverDSN, nil
 }
 
-// registeredDriver returns the default database/sql driver of a dialector
-// named name, or an error naming the ones looked for.
+// registeredDriver returns the database/sql driver a dialector named name
+// opens when its DriverName is empty: the first registered of its
+// defaults, or an error naming them. GORM's dialectors of crl's families
+// are named as the family and open its driver (postgres: pgx, as pgx's
+// stdlib registers it); sqlite's open a pure-Go sqlite, else
+// mattn/go-sqlite3.
 func registeredDriver(name string) (string, error) {
+	want := []string{name}
+	if f := family.Of(name); f != family.Other && f.String() == name {
+		want = []string{f.Driver()}
+	} else if name == "sqlite" {
+		want = []string{"sqlite", "sqlite3"}
+	}
 	registered := sql.Drivers()
-	want := defaultDrivers(name)
 	for _, n := range want {
 		if slices.Contains(registered, n) {
 			return n, nil
@@ -311,7 +314,7 @@ func formatDSNConfig(holder reflect.Value) string {
 // than silently dropped.
 func postgresDSN(holder reflect.Value, dsn, simple string) (string, error) {
 	if o, ok := directField(holder, "OptionOpenDB"); ok && o.Kind() == reflect.Slice && o.Len() > 0 {
-		return "", fmt.Errorf("gormcrl: Open: postgres.Config.OptionOpenDB cannot be applied to the retrying pool (crl opens pgx's registered driver); open the pool yourself and use db.Use(gormcrl.New(...)), or drop OptionOpenDB")
+		return "", fmt.Errorf("gormcrl: Open: postgres.Config.OptionOpenDB cannot be applied to the retrying pool (crl opens pgx's registered driver); pass the options to stdlib.GetConnector and use gormcrl.OpenDB, or drop OptionOpenDB")
 	}
 	flag, ok := directField(holder, "PreferSimpleProtocol")
 	if !ok || flag.Kind() != reflect.Bool || !flag.Bool() {

@@ -14,7 +14,6 @@ import (
 	"github.com/crl-go/crl"
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
-	"github.com/crl-go/crl/internal/tables/family"
 )
 
 // PluginName is the name the plugin registers under in gorm.Config.Plugins
@@ -108,11 +107,15 @@ func (p *Plugin) adopt(db *gorm.DB) (*config.Runtime, error) {
 		}
 		return rt, nil
 	}
-	if d, ok := reopenable(db.Dialector); ok {
-		inner, pool, err := withConnectionLoop(d, p.opts)
-		if err != nil {
-			return nil, err
-		}
+	d := db.Dialector
+	if w, ok := d.(*dialector); ok {
+		d = w.Dialector
+	}
+	inner, pool, err := withConnectionLoop(d, p.opts, true)
+	if err != nil {
+		return nil, err
+	}
+	if pool != nil {
 		if err := swapPool(db, pool); err != nil {
 			return nil, err
 		}
@@ -132,25 +135,6 @@ func (p *Plugin) adopt(db *gorm.DB) (*config.Runtime, error) {
 func refuseSettings(db *gorm.DB) error {
 	return fmt.Errorf("gormcrl: the settings cannot apply to the %s pool (%T): crl did not open it, so nothing on it is retried; open it with crl.OpenDB (or gormcrl.Open, gormcrl.OpenDB) and give the settings there",
 		db.Dialector.Name(), db.ConnPool)
-}
-
-// reopenable returns db's dialector when the plugin may open its pool
-// again through the driver layer: a family crl knows, a DSN, and no Conn
-// of the user's.
-func reopenable(d gorm.Dialector) (gorm.Dialector, bool) {
-	if w, ok := d.(*dialector); ok {
-		d = w.Dialector
-	}
-	if d == nil || family.Of(d.Name()) == family.Other {
-		return nil, false
-	}
-	cp, f, ok := copyDialector(d)
-	if !ok || !f.conn.IsNil() {
-		return nil, false
-	}
-	_, _, dsn := f.settings(d.Name())
-	dropOwnTimeZoneOption(f, dsn)
-	return cp, dsn != ""
 }
 
 // dropOwnTimeZoneOption clears, in the copy f belongs to, the one

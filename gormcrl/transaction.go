@@ -92,8 +92,7 @@ func runUnitTx(db *gorm.DB, u *config.Unit, fn func(tx *gorm.DB) error, opts []*
 	if !ok {
 		return "", endUncommittable(tx.Statement.ConnPool)
 	}
-	failedQuery := func() string { q, _ := u.Failed(); return q }
-	return config.RunTx("gormcrl", failedQuery, func() error { return fn(tx) }, committer.Rollback, committer.Commit)
+	return config.RunTx("gormcrl", u.FailedQuery, func() error { return fn(tx) }, committer.Rollback, committer.Commit)
 }
 
 // endUncommittable ends a transaction that a pool of the user's own began
