@@ -344,3 +344,16 @@ func nilDialector(d gorm.Dialector) bool {
 	v := reflect.ValueOf(d)
 	return d == nil || v.Kind() == reflect.Pointer && v.IsNil()
 }
+
+// dropOwnTimeZoneOption clears, in the copy f belongs to, the one
+// OptionOpenDB that gorm.io/driver/postgres's Initialize appends to its
+// own Config for a DSN's TimeZone (it sets the scan location of timestamp
+// without time zone, which crl's pool over pgx's registered driver cannot
+// take; see docs/gorm.md): what Initialize added is not the user's.
+func dropOwnTimeZoneOption(f poolFields, dsn string) {
+	o, ok := directField(f.holder, "OptionOpenDB")
+	if ok && o.Kind() == reflect.Slice && o.Len() == 1 &&
+		(strings.Contains(dsn, "TimeZone=") || strings.Contains(dsn, "time_zone=")) {
+		o.Set(reflect.Zero(o.Type()))
+	}
+}

@@ -4,8 +4,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"reflect"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -135,19 +133,6 @@ func (p *Plugin) adopt(db *gorm.DB) (*config.Runtime, error) {
 func refuseSettings(db *gorm.DB) error {
 	return fmt.Errorf("gormcrl: the settings cannot apply to the %s pool (%T): crl did not open it, so nothing on it is retried; open it with crl.OpenDB (or gormcrl.Open, gormcrl.OpenDB) and give the settings there",
 		db.Dialector.Name(), db.ConnPool)
-}
-
-// dropOwnTimeZoneOption clears, in the copy f belongs to, the one
-// OptionOpenDB that gorm.io/driver/postgres's Initialize appends to its
-// own Config for a DSN's TimeZone (it sets the scan location of timestamp
-// without time zone, which crl's pool over pgx's registered driver cannot
-// take; see docs/gorm.md): what Initialize added is not the user's.
-func dropOwnTimeZoneOption(f poolFields, dsn string) {
-	o, ok := directField(f.holder, "OptionOpenDB")
-	if ok && o.Kind() == reflect.Slice && o.Len() == 1 &&
-		(strings.Contains(dsn, "TimeZone=") || strings.Contains(dsn, "time_zone=")) {
-		o.Set(reflect.Zero(o.Type()))
-	}
 }
 
 // swapPool puts pool, opened through the driver layer, in place of db's

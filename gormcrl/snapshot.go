@@ -183,13 +183,16 @@ func savesAssociations(stmt *gorm.Statement, isCreate bool) bool {
 	if sch == nil || len(sch.Relationships.Relations) == 0 {
 		return false
 	}
+	r := &sch.Relationships
 	selected, restricted := stmt.SelectAndOmitColumns(isCreate, !isCreate)
-	for name, rel := range sch.Relationships.Relations {
-		if v, ok := selected[name]; (ok && !v) || (!ok && restricted) {
-			continue
-		}
-		if holdsRelation(stmt, rel, stmt.Dest) || holdsRelation(stmt, rel, stmt.Model) {
-			return true
+	for _, rels := range [][]*schema.Relationship{r.BelongsTo, r.HasOne, r.HasMany, r.Many2Many} {
+		for _, rel := range rels {
+			if v, ok := selected[rel.Name]; (ok && !v) || (!ok && restricted) {
+				continue
+			}
+			if holdsRelation(stmt, rel, stmt.Dest) || holdsRelation(stmt, rel, stmt.Model) {
+				return true
+			}
 		}
 	}
 	return false

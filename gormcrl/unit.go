@@ -2,6 +2,7 @@ package gormcrl
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 
 	"gorm.io/gorm"
@@ -102,9 +103,11 @@ func (c *unitCallbacks) start(db *gorm.DB) {
 		return // nothing runs, no implicit transaction, or a retry's statement
 	}
 	switch stmt.ConnPool.(type) {
+	case *sql.Conn:
+		return // bound to one connection whose state the caller owns
 	case gorm.TxBeginner, gorm.ConnPoolBeginner: // GORM's Begin begins on these only
 	default:
-		return // in a user's transaction, on a *sql.Conn, or no transaction at all
+		return // in a user's transaction, or no transaction at all
 	}
 	rt, layered := poolRuntime(stmt.ConnPool)
 	if !layered {
