@@ -65,22 +65,25 @@ var (
 // runs the connection loop, initializes it, registers the plugin and puts
 // the copy in db.Dialector.
 func (d *dialector) Initialize(db *gorm.DB) error {
-	if isNil(d.Dialector) {
+	if nilDialector(d.Dialector) {
 		return errors.New("gormcrl: Open: the dialector is nil")
 	}
-	inner, rt, pool, err := withConnectionLoop(d.Dialector, d.opts)
+	inner, pool, err := withConnectionLoop(d.Dialector, d.opts, false)
 	if err != nil {
 		return err
 	}
-	return initialize(db, inner, rt, pool, d.opts)
+	return initialize(db, inner, pool, d.opts)
 }
 
 // initialize is the end of Open's and OpenDB's Initialize: it initializes
 // inner, the copy of the caller's dialector over pool (nil when the
-// dialector keeps a pool of its own), registers a plugin with rt, and
+// dialector keeps a pool of its own), registers a plugin over db's pool
+// (the first one registered on db's plugins stays in effect: dbresolver
+// opens its sources and replicas with a copy of the main handle's
+// gorm.Config, and each pool's own Runtime retries what runs on it), and
 // puts inner in db.Dialector. A pool that GORM did not take is closed on
 // an error.
-func initialize(db *gorm.DB, inner gorm.Dialector, rt *config.Runtime, pool *sql.DB, opts []Option) error {
+func initialize(db *gorm.DB, inner gorm.Dialector, pool *sql.DB, opts []Option) error {
 	if err := inner.Initialize(db); err != nil {
 		if pool != nil && db.ConnPool != pool { // gorm.Open closes only the pool it sees
 			if cerr := pool.Close(); cerr != nil {
@@ -89,23 +92,14 @@ func initialize(db *gorm.DB, inner gorm.Dialector, rt *config.Runtime, pool *sql
 		}
 		return err
 	}
-	if _, layered := poolRuntime(db.ConnPool); !layered {
-		if err := refuseSettings(db, opts); err != nil {
-			return err // the dialector's own pool, of a shape Open cannot open
-		}
+	p := New(opts...)
+	if pool != nil {
+		p.opts = nil // crl opened the pool with them
 	}
-	p := &Plugin{opts: opts}
-	p.runtime.Store(rt)
-	if err := p.register(db); err != nil {
+	if err := p.Initialize(db); err != nil {
 		return err
 	}
-	if q, ok := pluginOf(db); ok {
-		// db's gorm.Config is a copy of another handle's, whose map of
-		// plugins it shares (dbresolver opens its sources and replicas
-		// so): that handle's plugin stays in effect there, and statements
-		// on this handle's pool are retried with this handle's settings.
-		q.addPool(db.ConnPool, p)
-	} else {
+	if _, ok := db.Plugins[PluginName]; !ok {
 		db.Plugins[PluginName] = p
 	}
 	db.Dialector = inner
@@ -138,29 +132,21 @@ var connPoolType = reflect.TypeFor[gorm.ConnPool]()
 // changed.
 func copyDialector(d gorm.Dialector) (gorm.Dialector, poolFields, bool) {
 	v := reflect.ValueOf(d)
-	var top reflect.Value // the addressable struct of the copy
-	var result func() gorm.Dialector
-	switch {
-	case isStructPointer(v):
-		p := copyOf(v.Elem())
-		top, result = p.Elem(), func() gorm.Dialector { return p.Interface().(gorm.Dialector) }
-	case v.Kind() == reflect.Struct:
-		p := copyOf(v)
-		top, result = p.Elem(), func() gorm.Dialector { return p.Elem().Interface().(gorm.Dialector) }
-	default:
+	byPointer := isStructPointer(v)
+	if byPointer {
+		v = v.Elem()
+	} else if v.Kind() != reflect.Struct {
 		return d, poolFields{}, false
 	}
-	holder := top
-	if _, ok := directField(top, "Conn"); !ok {
-		cfg, ok := directField(top, "Config")
+	cp := copyOf(v)
+	holder := cp.Elem()
+	if _, ok := directField(holder, "Conn"); !ok {
+		cfg, ok := directField(holder, "Config")
 		switch {
-		case !ok:
-			return d, poolFields{}, false
-		case isStructPointer(cfg):
-			c := copyOf(cfg.Elem())
-			cfg.Set(c)
-			holder = c.Elem()
-		case cfg.Kind() == reflect.Struct:
+		case ok && isStructPointer(cfg):
+			cfg.Set(copyOf(cfg.Elem()))
+			holder = cfg.Elem()
+		case ok && cfg.Kind() == reflect.Struct:
 			holder = cfg
 		default:
 			return d, poolFields{}, false
@@ -175,7 +161,10 @@ func copyDialector(d gorm.Dialector) (gorm.Dialector, poolFields, bool) {
 	if dn, ok := directField(holder, "DriverName"); ok && dn.Kind() == reflect.String {
 		f.driverName = dn
 	}
-	return result(), f, true
+	if !byPointer {
+		cp = cp.Elem()
+	}
+	return cp.Interface().(gorm.Dialector), f, true
 }
 
 // isStructPointer reports whether v is a non-nil pointer to a struct.
@@ -225,55 +214,46 @@ func dsnForm(name, driverName string) string {
 	return name
 }
 
-// defaultDrivers are the database/sql drivers a dialector with that Name
-// opens when its DriverName is empty; the first registered one is used.
-// GORM's dialectors of crl's families are named as the family and open
-// its driver (postgres: pgx, as pgx's stdlib registers it).
-func defaultDrivers(name string) []string {
-	if f := family.Of(name); f != family.Other && f.String() == name {
-		return []string{f.Driver()}
-	}
-	if name == "sqlite" {
-		return []string{"sqlite", "sqlite3"} // pure-Go ones, then mattn/go-sqlite3
-	}
-	return []string{name}
-}
-
-// withConnectionLoop returns a copy of d whose Conn is a *sql.DB that runs
-// the connection loop (also returned: nil when d keeps its own Conn or is
-// of another shape), and the Runtime built from opts and d's DSN.
-func withConnectionLoop(d gorm.Dialector, opts []Option) (gorm.Dialector, *config.Runtime, *sql.DB, error) {
+// withConnectionLoop returns a copy of d whose Conn is a *sql.DB opened
+// through the driver layer with opts and d's DSN (also returned), so that
+// every new pooled connection runs the connection loop; it returns d and
+// a nil pool when d keeps a Conn of its own or is of another shape. For
+// reopen (the plugin over a DB whose dialector opened its pool), d must
+// also be of a family crl knows and have a DSN.
+func withConnectionLoop(d gorm.Dialector, opts []Option, reopen bool) (gorm.Dialector, *sql.DB, error) {
 	name := d.Name()
 	cp, f, ok := copyDialector(d)
-	if !ok {
-		rt, _, err := newRuntime(dsnForm(name, ""), "", opts)
-		return d, rt, nil, err
+	if !ok || !f.conn.IsNil() {
+		return d, nil, nil
 	}
 	form, driverName, dsn := f.settings(name)
+	if reopen {
+		if family.Of(name) == family.Other || dsn == "" {
+			return d, nil, nil
+		}
+		dropOwnTimeZoneOption(f, dsn)
+	}
 	rt, driverDSN, err := newRuntime(form, dsn, opts)
 	if err != nil {
-		return nil, nil, nil, err
-	}
-	if !f.conn.IsNil() {
-		return d, rt, nil, nil // the caller's pool: not ours to wrap
+		return nil, nil, err
 	}
 	if driverName == "" {
 		if driverName, err = registeredDriver(name); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, err
 		}
 		if simple := family.Of(name).Profile().SimpleProtocol; simple != "" {
 			if driverDSN, err = postgresDSN(f.holder, driverDSN, simple); err != nil {
-				return nil, nil, nil, err
+				return nil, nil, err
 			}
 		}
 	}
 	db, err := crl.OpenRuntime(driverName, driverDSN, rt)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("gormcrl: Open: %w", err)
+		return nil, nil, fmt.Errorf("gormcrl: Open: %w", err)
 	}
 	f.dsn.SetString(driverDSN)
 	f.conn.Set(reflect.ValueOf(db))
-	return cp, rt, db, nil
+	return cp, db, nil
 }
 
 // newRuntime builds the Runtime of a handle and returns it with the DSN
@@ -286,11 +266,20 @@ func newRuntime(form, dsn string, opts []Option) (*config.Runtime, string, error
 	return rt, driverDSN, nil
 }
 
-// registeredDriver returns the default database/sql driver of a dialector
-// named name, or an error naming the ones looked for.
+// registeredDriver returns the database/sql driver a dialector named name
+// opens when its DriverName is empty: the first registered of its
+// defaults, or an error naming them. GORM's dialectors of crl's families
+// are named as the family and open its driver (postgres: pgx, as pgx's
+// stdlib registers it); sqlite's open a pure-Go sqlite, else
+// mattn/go-sqlite3.
 func registeredDriver(name string) (string, error) {
+	want := []string{name}
+	if f := family.Of(name); f != family.Other && f.String() == name {
+		want = []string{f.Driver()}
+	} else if name == "sqlite" {
+		want = []string{"sqlite", "sqlite3"}
+	}
 	registered := sql.Drivers()
-	want := defaultDrivers(name)
 	for _, n := range want {
 		if slices.Contains(registered, n) {
 			return n, nil
@@ -325,7 +314,7 @@ func formatDSNConfig(holder reflect.Value) string {
 // than silently dropped.
 func postgresDSN(holder reflect.Value, dsn, simple string) (string, error) {
 	if o, ok := directField(holder, "OptionOpenDB"); ok && o.Kind() == reflect.Slice && o.Len() > 0 {
-		return "", fmt.Errorf("gormcrl: Open: postgres.Config.OptionOpenDB cannot be applied to the retrying pool (crl opens pgx's registered driver); open the pool yourself and use db.Use(gormcrl.New(...)), or drop OptionOpenDB")
+		return "", fmt.Errorf("gormcrl: Open: postgres.Config.OptionOpenDB cannot be applied to the retrying pool (crl opens pgx's registered driver); pass the options to stdlib.GetConnector and use gormcrl.OpenDB, or drop OptionOpenDB")
 	}
 	flag, ok := directField(holder, "PreferSimpleProtocol")
 	if !ok || flag.Kind() != reflect.Bool || !flag.Bool() {
@@ -348,36 +337,23 @@ func postgresDSN(holder reflect.Value, dsn, simple string) (string, error) {
 	return dsn + " " + simple, nil
 }
 
-// dialectorDSN returns how to read the DSN of d (a form that
-// config.ParseDSN knows) and the DSN, or d's name and "" when d is not a
-// dialector whose DSN this package can read.
-func dialectorDSN(d gorm.Dialector) (form, dsn string) {
-	if w, ok := d.(*dialector); ok {
-		d = w.Dialector
-	}
-	if d == nil {
-		return "", ""
-	}
-	_, f, ok := copyDialector(d)
-	if !ok {
-		return dsnForm(d.Name(), ""), ""
-	}
-	form, _, dsn = f.settings(d.Name())
-	return form, dsn
+// nilDialector reports whether d is nil or a nil pointer:
+// (*mysql.Dialector)(nil) is a non-nil gorm.Dialector whose first method
+// call panics, far from the Open or OpenDB that took it.
+func nilDialector(d gorm.Dialector) bool {
+	v := reflect.ValueOf(d)
+	return d == nil || v.Kind() == reflect.Pointer && v.IsNil()
 }
 
-// isNil reports whether v is nil or holds a nil pointer, map, slice,
-// channel, function or interface: (*mysql.Dialector)(nil) is a non-nil
-// gorm.Dialector whose first method call panics, far from the Open or
-// OpenDB that took it.
-func isNil(v any) bool {
-	if v == nil {
-		return true
+// dropOwnTimeZoneOption clears, in the copy f belongs to, the one
+// OptionOpenDB that gorm.io/driver/postgres's Initialize appends to its
+// own Config for a DSN's TimeZone (it sets the scan location of timestamp
+// without time zone, which crl's pool over pgx's registered driver cannot
+// take; see docs/gorm.md): what Initialize added is not the user's.
+func dropOwnTimeZoneOption(f poolFields, dsn string) {
+	o, ok := directField(f.holder, "OptionOpenDB")
+	if ok && o.Kind() == reflect.Slice && o.Len() == 1 &&
+		(strings.Contains(dsn, "TimeZone=") || strings.Contains(dsn, "time_zone=")) {
+		o.Set(reflect.Zero(o.Type()))
 	}
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.Interface, reflect.UnsafePointer:
-		return rv.IsNil()
-	}
-	return false
 }

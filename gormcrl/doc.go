@@ -22,40 +22,37 @@
 //
 // Which code handles which operation over a pool crl opened:
 //
-//	operation                              handled by
-//	Raw/Exec/Row/Rows, outside a tx        the driver layer
-//	First/Find/…, Create/… without the     whole read or write: attempt.go (the
-//	implicit tx                            layer runs each attempt once)
-//	Create/Update/Delete, implicit tx      the driver layer's replay, then the
-//	                                       whole unit: unit.go, snapshot.go
-//	Transaction(db, fn)                    transaction.go
+//	operation                                  handled by
+//	First/Find/Raw/Exec/Row/…, Create/… alone  the driver layer (the statement)
+//	Create/Update/Delete, implicit tx          the driver layer's replay, then
+//	                                           the whole unit: unit.go, snapshot.go
+//	Transaction(db, fn)                        transaction.go
 //
-// What the plugin retries, under the retryExec rules:
-//   - First, Find, Take, Count, Pluck, Scan, Row, Rows, Raw and Exec (the
-//     query, row and raw processors): each statement on its own, when it
-//     runs outside any transaction. The rule's query filter is checked
-//     against the statement's text.
-//   - Create, Update, Save and Delete under GORM's implicit transaction
-//     (the default): the whole unit, on a fresh transaction (BEGIN, before
-//     hooks, associations, the statement, after hooks, COMMIT), with the
-//     value put back as the caller passed it first; or, when that cannot be
-//     done safely (GORM would save associations with it, or it is of a
-//     shape this package does not snapshot), not at all. With
-//     SkipDefaultTransaction each statement commits on its own and is
-//     retried on its own, the scan of the rows it returns (INSERT …
-//     RETURNING, OUTPUT INSERTED) included.
-//   - Transaction retries a whole closure on a fresh transaction.
+// A statement outside a transaction (every read, and a write with
+// SkipDefaultTransaction) is retried by the driver layer alone, under the
+// retryExec rules, its query filter checked against the statement's text:
+// the attempt of a query ends at its first row, so an error before it (a
+// deadlock, a lock wait, the execution cut-off's 1969 or 57014, a write's
+// INSERT … RETURNING that failed before its first returned row) is
+// retried, and an error after it surfaces as it would with database/sql
+// alone (MariaDB's lock wait on the second row of a multi-row INSERT …
+// RETURNING). Create, Update, Save and Delete under GORM's implicit
+// transaction (the default) run in a unit: the driver layer replays the
+// transaction first; when the replay cannot hide the error (it diverged,
+// replay is off, COMMIT failed) the whole operation runs again on a fresh
+// transaction (BEGIN, before hooks, the statement, after hooks, COMMIT)
+// from the value as the caller passed it, or, when the value cannot be put
+// back simply (GORM would save associations with it, or it holds a map or
+// slice a hook may change in place; see snapshot.go), not at all.
+// Transaction re-runs a whole closure on a fresh transaction.
 //
 // What is never retried: a statement inside a transaction (db.Transaction,
 // db.Begin, a hook's tx) on its own, because SQL Server rolls back the
 // whole transaction of a deadlock victim and re-running one statement
 // would run it outside any transaction (the driver layer replays the
 // transaction instead); anything on a pool crl did not open; a COMMIT
-// whose outcome is unknown (core.ErrCommitUnknown); an error that arrives
-// while the caller reads rows GORM handed out (Rows, Row, Scan); an
-// operation with db.Clauses(NoRetry). An error met while GORM itself
-// reads a statement's rows (Find, First, a write's RETURNING) is retried
-// with the statement.
+// whose outcome is unknown (core.ErrCommitUnknown); an error after a
+// query's first row; an operation with db.Clauses(NoRetry).
 //
 // GORM's db.Transaction cannot be made to retry (nothing a plugin hooks
 // sees its closure): use Transaction. crl vet (module

@@ -125,6 +125,28 @@ func TestFindRetried(t *testing.T) {
 	wantSleeps(t, clock, 10*time.Millisecond)
 }
 
+// The attempt of a query is the driver layer's, and it ends at the first
+// row: an error before it is retried with the query; one after it, met
+// while GORM scans the rows, surfaces as it would with database/sql alone
+// (gormcrl has no statement loop of its own).
+func TestFindRetryEndsAtTheFirstRow(t *testing.T) {
+	s := mssqltest.NewServer(t)
+	db, clock := open(t, s, nil)
+	cols := []string{"id", "name"}
+	s.Handle(selectAll, mssqltest.RowsThenError(1205, cols), mssqltest.Rows(cols, []any{int64(1), "a"}))
+	var orders []Order
+	require.NoError(t, db.Find(&orders).Error, "before the first row")
+	require.Len(t, orders, 1)
+	require.Equal(t, 2, s.Count(selectAll), "executions")
+	wantSleeps(t, clock, 10*time.Millisecond)
+
+	s.Handle(selectAll, mssqltest.RowsThenError(1205, cols, []any{int64(1), "a"}), mssqltest.Rows(cols, []any{int64(1), "a"}))
+	orders = nil
+	requireDeadlock(t, db.Find(&orders).Error, "after the first row")
+	require.Equal(t, 3, s.Count(selectAll), "not retried")
+	wantSleeps(t, clock, 10*time.Millisecond)
+}
+
 func TestRawRowAndExecRetried(t *testing.T) {
 	s := mssqltest.NewServer(t)
 	db, _ := open(t, s, nil)

@@ -11,8 +11,8 @@ import (
 	"github.com/crl-go/crl/mssqltest"
 )
 
-// Tagged has fields that a hook changes in place: a map, a slice, and a
-// struct behind a pointer that holds a map.
+// Tagged has fields that a hook changes in place: a map and a slice, and
+// a pointer GORM or a hook may write through.
 type Tagged struct {
 	ID    int64
 	Name  string
@@ -22,34 +22,47 @@ type Tagged struct {
 }
 
 // TagMeta is what Tagged.Meta points to.
-type TagMeta struct {
-	Labels map[string]int
-}
+type TagMeta struct{ Version int }
 
-// BeforeCreate adds an entry to each map and changes the slice's first
-// element: run again on the value as it was left, it would add more.
+// BeforeCreate adds an entry to the map, changes the slice's first
+// element and bumps Meta's version: run again on the value as it was
+// left, it would do more.
 func (t *Tagged) BeforeCreate(*gorm.DB) error {
-	t.Tags[fmt.Sprint(len(t.Tags))] = "hook"
-	t.Notes[0] += "!"
-	t.Meta.Labels[fmt.Sprint(len(t.Meta.Labels))] = 1
+	if t.Tags != nil {
+		t.Tags[fmt.Sprint(len(t.Tags))] = "hook"
+	}
+	if len(t.Notes) > 0 {
+		t.Notes[0] += "!"
+	}
+	t.Meta.Version++
 	return nil
 }
 
-// A unit retried after a deadlock starts from the value as the caller
-// passed it: a hook's writes into maps, slices and pointed-to structs of
-// the failed attempt are gone (issue 28, item 6).
+// A unit re-run after a deadlock starts from the value as the caller
+// passed it: what the failed attempt wrote through its pointer is put
+// back. A value that holds a map or a non-empty slice, which a hook may
+// change in place, is not put back simply: its unit runs once, and the
+// deadlock is returned.
 func TestRetryStartsFromTheValueAsPassed(t *testing.T) {
 	s := mssqltest.NewServer(t)
 	db, _ := open(t, s, nil)
 	const insertTagged = `INSERT INTO "taggeds" ("name","tags","notes","meta") OUTPUT INSERTED."id" VALUES (@p1,@p2,@p3,@p4);`
 	s.Handle(insertTagged, mssqltest.Error(1205), idRow(1))
-	v := &Tagged{Name: "pen", Tags: map[string]string{}, Notes: []string{"a"}, Meta: &TagMeta{Labels: map[string]int{}}}
+	v := &Tagged{Name: "pen", Meta: &TagMeta{}}
 	require.NoError(t, db.Create(v).Error, "statements: %q", s.Statements())
-	assert.Equal(t, 2, s.Count(insertTagged), "retried once")
-	assert.Equal(t, map[string]string{"0": "hook"}, v.Tags)
-	assert.Equal(t, []string{"a!"}, v.Notes)
-	assert.Equal(t, map[string]int{"0": 1}, v.Meta.Labels)
+	assert.Equal(t, 2, s.Count(insertTagged), "re-run once")
+	assert.Equal(t, 1, v.Meta.Version, "the version the failed attempt bumped was put back")
 	assert.Equal(t, int64(1), v.ID)
+
+	for _, v := range []*Tagged{
+		{Name: "map", Tags: map[string]string{}, Meta: &TagMeta{}},
+		{Name: "slice", Notes: []string{"a"}, Meta: &TagMeta{}},
+	} {
+		s.Handle(insertTagged, mssqltest.Error(1205), idRow(2))
+		before := s.Count(insertTagged)
+		requireDeadlock(t, db.Create(v).Error, v.Name)
+		assert.Equal(t, before+1, s.Count(insertTagged), "%s: not re-run", v.Name)
+	}
 }
 
 // A Save with associations that loses a deadlock is not retried (its

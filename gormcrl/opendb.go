@@ -54,11 +54,8 @@ var _ gorm.Dialector = (*connectorDialector)(nil)
 // connector under the connection loop, initializes it, registers the
 // plugin and puts the copy in db.Dialector.
 func (d *connectorDialector) Initialize(db *gorm.DB) error {
-	if isNil(d.Dialector) {
+	if nilDialector(d.Dialector) {
 		return errors.New("gormcrl: OpenDB: the dialector is nil")
-	}
-	if isNil(d.connector) {
-		return errors.New("gormcrl: OpenDB: the connector is nil")
 	}
 	name := d.Dialector.Name()
 	inner, f, ok := copyDialector(d.Dialector)
@@ -68,15 +65,12 @@ func (d *connectorDialector) Initialize(db *gorm.DB) error {
 	if !f.conn.IsNil() {
 		return fmt.Errorf("gormcrl: OpenDB: the %s dialector already has a Conn; pass either a Conn or a connector, not both", name)
 	}
-	driverName := ""
-	if f.driverName.IsValid() {
-		driverName = f.driverName.String()
-	}
-	wrapped, rt, err := crl.WrapConnector(d.connector, dsnForm(name, driverName), d.opts...)
+	form, _, _ := f.settings(name)
+	wrapped, _, err := crl.WrapConnector(d.connector, form, d.opts...)
 	if err != nil {
 		return fmt.Errorf("gormcrl: OpenDB: %w", err)
 	}
 	pool := sql.OpenDB(wrapped)
 	f.conn.Set(reflect.ValueOf(pool))
-	return initialize(db, inner, rt, pool, d.opts)
+	return initialize(db, inner, pool, d.opts)
 }

@@ -13,12 +13,14 @@ import (
 	"github.com/stretchr/testify/require"
 	"gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
+	"gorm.io/driver/sqlserver"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
 	"github.com/crl-go/crl"
 	"github.com/crl-go/crl/crltest"
 	"github.com/crl-go/crl/gormcrl"
+	"github.com/crl-go/crl/mssqltest"
 )
 
 // pluginRow is the row of the plugin's tests; each test names its table.
@@ -113,4 +115,21 @@ func TestForeignPool(t *testing.T) {
 			assert.Equal(t, int64(1), n, "the first committed, the second rolled back")
 		})
 	}
+}
+
+// Over a pool crl opened, the plugin takes the pool's settings: settings
+// given to New too would apply to nothing, and are refused, naming where
+// they go.
+func TestSettingsForACrlPoolRefused(t *testing.T) {
+	s := mssqltest.NewServer(t)
+	pool, err := crl.Open("sqlserver", s.DSN(), crl.WithRetryExec("{1205:2,10ms}"))
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, pool.Close()) })
+	db, err := gorm.Open(sqlserver.New(sqlserver.Config{Conn: pool}), &gorm.Config{Logger: logger.Discard})
+	require.NoError(t, err)
+	require.ErrorContains(t, db.Use(gormcrl.New(gormcrl.WithRetryExec("{1205:3,10ms}"))), "give them to crl.Open")
+	p := gormcrl.New()
+	require.NoError(t, db.Use(p))
+	rt, _ := crl.RuntimeOf(pool)
+	assert.Same(t, rt, p.Runtime(), "the pool's settings")
 }

@@ -1,7 +1,6 @@
 package gormcrl
 
 import (
-	"reflect"
 	"testing"
 	"time"
 
@@ -35,8 +34,7 @@ func TestSnapshotValueRestores(t *testing.T) {
 		at := t0
 		it := &snapItem{Name: "a", UpdatedAt: &at}
 		want := *it
-		restore, ok := snapshotValue(reflect.ValueOf(it))
-		require.True(t, ok, "restorable")
+		restore := restorable(t, it)
 		mutate(it)
 		restore()
 		assert.Zero(t, it.ID, "ID")
@@ -52,8 +50,7 @@ func TestSnapshotValueRestores(t *testing.T) {
 			if byPointer {
 				v = &vals
 			}
-			restore, ok := snapshotValue(reflect.ValueOf(v))
-			require.True(t, ok, "%T restorable", v)
+			restore := restorable(t, v)
 			mutate(&vals[0])
 			restore()
 			assert.Zero(t, vals[0].ID, "%T: ID", v)
@@ -69,8 +66,7 @@ func TestSnapshotValueRestores(t *testing.T) {
 			if byPointer {
 				v = &ptrs
 			}
-			restore, ok := snapshotValue(reflect.ValueOf(v))
-			require.True(t, ok, "%T restorable", v)
+			restore := restorable(t, v)
 			mutate(ptrs[0])
 			ptrs[1] = &snapItem{ID: 1}
 			restore()
@@ -82,31 +78,46 @@ func TestSnapshotValueRestores(t *testing.T) {
 	})
 	t.Run("maps", func(t *testing.T) {
 		m := map[string]any{"name": "a"}
-		restore, ok := snapshotValue(reflect.ValueOf(m))
-		require.True(t, ok, "restorable")
+		restore := restorable(t, m)
 		m["id"] = int64(7)
 		m["name"] = "b"
 		restore()
 		assert.Equal(t, map[string]any{"name": "a"}, m)
 	})
-	t.Run("nil pointer GORM allocates", func(t *testing.T) {
-		var it *snapItem
-		restore, ok := snapshotValue(reflect.ValueOf(&it))
-		require.True(t, ok, "restorable")
-		it = &snapItem{ID: 7}
-		restore()
-		assert.Nil(t, it)
-	})
 	t.Run("by value", func(t *testing.T) {
-		r, ok := snapshotValue(reflect.ValueOf(snapItem{}))
+		r, ok := snapshotValue(nil, snapItem{})
 		assert.True(t, ok, "a struct passed by value is restorable")
-		assert.Nil(t, r, "a struct passed by value needs nothing")
+		assert.Empty(t, r, "a struct passed by value needs nothing")
 	})
-	t.Run("unknown shapes", func(t *testing.T) {
+	t.Run("not put back simply", func(t *testing.T) {
 		n := 3
-		for _, v := range []any{&n, []int{1}, map[int]string{}} {
-			_, ok := snapshotValue(reflect.ValueOf(v))
+		var nilItem *snapItem
+		for _, v := range []any{&n, []int{1}, map[int]string{}, &nilItem, &tagged{Tags: map[string]string{"a": "b"}}, &tagged{Notes: []string{"a"}}} {
+			_, ok := snapshotValue(nil, v)
 			assert.False(t, ok, "%T is not restorable", v)
 		}
+		_, ok := snapshotValue(nil, &tagged{Tags: map[string]string{}})
+		assert.False(t, ok, "an empty map a hook may fill is not restorable")
+		_, ok = snapshotValue(nil, &tagged{Notes: []string{}, Blob: []byte("x")})
+		assert.True(t, ok, "an empty slice and bytes are restorable")
 	})
+}
+
+// tagged has fields a hook may change in place.
+type tagged struct {
+	Tags  map[string]string
+	Notes []string
+	Blob  []byte
+}
+
+// restorable returns the restore of v, which must be restorable.
+func restorable(t *testing.T, v any) func() {
+	t.Helper()
+	rs, ok := snapshotValue(nil, v)
+	require.True(t, ok, "%T restorable", v)
+	return func() {
+		for _, r := range rs {
+			r()
+		}
+	}
 }

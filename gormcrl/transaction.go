@@ -52,9 +52,15 @@ func Transaction(db *gorm.DB, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions
 		// an attempt could only fail with it again.
 		return db.Error
 	}
-	p, hasPlugin := pluginOf(db)
-	pool, layered := poolRuntime(db.Statement.ConnPool)
-	if !layered || !poolRetriesStatements(db.Statement.ConnPool) || propagateNoRetry(db.Statement) {
+	pool := db.Statement.ConnPool
+	rt, layered := poolRuntime(pool)
+	switch pool.(type) {
+	case gorm.TxCommitter, *sql.Conn:
+		// In a transaction, the enclosing one is the unit; a *sql.Conn is
+		// bound to one connection whose state the caller owns.
+		layered = false
+	}
+	if !layered || propagateNoRetry(db.Statement) {
 		return db.Transaction(fn, opts...) // once, exactly as GORM
 	}
 	ctx := db.Statement.Context
@@ -67,12 +73,8 @@ func Transaction(db *gorm.DB, fn func(tx *gorm.DB) error, opts ...*sql.TxOptions
 		_, err := runUnitTx(db.WithContext(ctx), u, fn, opts) // an enclosing unit is the one retried
 		return err
 	}
-	r := pool.Retrier()
-	if hasPlugin {
-		r = p.forPool(db.Statement.ConnPool).retrier()
-	}
 	u := &config.Unit{} // in the loop's context too: its events carry the attempt
-	return r.DoTx(config.UnitContext(ctx, u), func(ctx context.Context) (string, error) {
+	return rt.Retrier().DoTx(config.UnitContext(ctx, u), func(ctx context.Context) (string, error) {
 		u.Start()
 		return runUnitTx(db.WithContext(config.UnitContext(ctx, u)), u, fn, opts)
 	})
@@ -90,8 +92,7 @@ func runUnitTx(db *gorm.DB, u *config.Unit, fn func(tx *gorm.DB) error, opts []*
 	if !ok {
 		return "", endUncommittable(tx.Statement.ConnPool)
 	}
-	failedQuery := func() string { q, _ := u.Failed(); return q }
-	return config.RunTx("gormcrl", failedQuery, func() error { return fn(tx) }, committer.Rollback, committer.Commit)
+	return config.RunTx("gormcrl", u.FailedQuery, func() error { return fn(tx) }, committer.Rollback, committer.Commit)
 }
 
 // endUncommittable ends a transaction that a pool of the user's own began
