@@ -53,6 +53,33 @@ func TestLibraryFunctionsAreSmall(t *testing.T) {
 	require.Greater(t, checked, 500, "the walk found the library's functions")
 }
 
+// The adapters stay thin: the statement loop, the replay and the
+// connection loop are the driver layer's, so an adapter holds only what
+// its library needs of them. Their library code (test files and
+// testdata aside) is counted in lines.
+func TestAdaptersAreThin(t *testing.T) {
+	for dir, limit := range map[string]int{"gormcrl": 1500, "sqlxcrl": 900} {
+		lines := 0
+		err := filepath.WalkDir(dir, func(name string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				if err == nil && name != dir {
+					return skipDir(name)
+				}
+				return err
+			}
+			if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+				return nil
+			}
+			b, err := os.ReadFile(name)
+			lines += strings.Count(string(b), "\n")
+			return err
+		})
+		require.NoError(t, err)
+		require.Greater(t, lines, limit/3, "the walk found %s's code", dir)
+		assert.LessOrEqual(t, lines, limit, "%s's library code is %d lines", dir, lines)
+	}
+}
+
 // skipDir returns filepath.SkipDir for a directory that holds no library
 // code of the root module: another module's, examples/, test support,
 // testdata.
