@@ -34,5 +34,5 @@ func TestTypedNilConnectorIsAnErrorAtOpen(t *testing.T) {
 
 	_, err = gorm.Open(gormcrl.OpenDB(sqlserver.New(sqlserver.Config{}), c), &gorm.Config{Logger: logger.Discard})
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "connector is nil")
+	assert.Contains(t, err.Error(), "nil *mssql.Connector")
 }
