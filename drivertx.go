@@ -8,9 +8,10 @@ import (
 )
 
 // tx is a transaction of the driver layer: while it runs, its
-// connection runs every statement once and records it in unit (the Unit
-// of BeginTx's context, nil when it had none) and, for its replay, in the
-// connection's record (replay.go). For a driver whose Commit takes no
+// connection runs every statement once and records it in the
+// connection's record (replay.go): for its replay, and for unit (the
+// Unit of BeginTx's context, nil when it had none), which reads there the
+// statement whose error ended it. For a driver whose Commit takes no
 // context (commitIgnoresContext), it ends under ctx, BeginTx's.
 type tx struct {
 	inner    driver.Tx
@@ -76,10 +77,28 @@ func (t *tx) Rollback() error {
 	return t.endInner(false, t.inner.Rollback)
 }
 
-// detach ends t as the connection's transaction.
+// detach ends t as the connection's transaction; its unit keeps the
+// statement whose error ended it, read from the connection's record,
+// which the next transaction resets.
 func (t *tx) detach() {
 	if t.cn.tx == t {
 		t.cn.tx = nil
+		if t.unit != nil {
+			t.unit.Ended(&t.cn.rec)
+		}
+	}
+}
+
+// fail records that query, a statement of t, failed with err, in the
+// connection's record, which t's unit reads. A transaction begun in no
+// unit records it in the unit of the statement's context, if any.
+func (t *tx) fail(ctx context.Context, query string, err error) {
+	t.cn.noteBroken(err)
+	t.cn.rec.Fail(query, err)
+	if t.unit == nil {
+		if u := config.UnitOf(ctx); u != nil {
+			u.Record(t.cn.r, query, err)
+		}
 	}
 }
 

@@ -37,17 +37,19 @@ type txReplay struct {
 }
 
 // startRecording resets the connection's record for t, a transaction
-// BeginTx began with ctx and opts.
-func (cn *conn) startRecording(ctx context.Context, t *tx, opts driver.TxOptions) {
+// BeginTx began with opts; noRetry: its context allows no retry. The
+// record takes the statement whose error ends t in any case (its unit
+// reads it there); the statements that succeed, only for a replay: on a
+// pool with replay on, under a context that allows retries.
+func (cn *conn) startRecording(t *tx, opts driver.TxOptions, noRetry bool) {
 	cn.txGen++
 	t.rp.gen, t.rp.opts = cn.txGen, opts
-	if cn.c.replayLimit <= 0 || config.NoRetry(ctx) {
-		return
-	}
-	t.rp.on = true
 	cn.rec.Reset(cn.c.replayLimit)
-	clear(cn.results)
-	cn.results = cn.results[:0]
+	if len(cn.results) > 0 {
+		clear(cn.results)
+		cn.results = cn.results[:0]
+	}
+	t.rp.on = cn.c.replayLimit > 0 && !noRetry
 }
 
 // recording returns the connection's transaction when it records, nil
@@ -85,8 +87,28 @@ func (cn *conn) recordExec(query string, args []driver.NamedValue, res driver.Re
 	if i < 0 {
 		return res
 	}
-	r := &result{inner: res, cn: cn, i: i, gen: cn.txGen}
+	r := cn.newResult()
+	*r = result{inner: res, cn: cn, i: i, gen: cn.txGen}
 	cn.results = append(cn.results, r)
+	return r
+}
+
+// resultChunk is how many exec results a connection hands out from one
+// allocation.
+const resultChunk = 32
+
+// newResult returns an exec result never handed out before, from the
+// connection's current chunk. A result is never reused: a caller may keep
+// its sql.Result past later statements and transactions, and what it
+// reads of it must note that statement's answer (its gen and index say
+// which), never another's. A chunk is freed when none of its results is
+// held any longer.
+func (cn *conn) newResult() *result {
+	if len(cn.freeResult) == 0 {
+		cn.freeResult = make([]result, resultChunk)
+	}
+	r := &cn.freeResult[0]
+	cn.freeResult = cn.freeResult[1:]
 	return r
 }
 

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"time"
 
 	"github.com/crl-go/crl/internal/tables/family"
+	"github.com/crl-go/crl/internal/text/sqlscan"
 )
 
 // Transaction replay.
@@ -135,20 +137,24 @@ func (d *Digest) Add(v any) {
 // a replay that finds one more row differs.
 func (d *Digest) AddEnd() { d.mix(tagEnd) }
 
-// TxRecord is the record of one transaction for its replay: each
-// statement's text, its arguments (copied: callers reuse their buffers)
-// and the digest of what the caller saw of its answer. Its owner keeps
+// TxRecord is the record of one transaction's statements: for its
+// replay, each statement that succeeded — its text, its arguments
+// (copied: callers reuse their buffers) and the digest of what the caller
+// saw of its answer — and, for the retry of the unit the transaction
+// runs in, the statement whose error ended it (Fail). Its owner keeps
 // one per connection and Resets it at each BEGIN, so that recording
 // allocates nothing per statement once its arrays have grown, beyond the
 // copies of []byte arguments the owner makes. It is not safe for
 // concurrent use (a connection runs one statement at a time). The zero
 // value is an empty record with the default limit.
 type TxRecord struct {
-	stmts []recordedStatement
-	args  []any // every statement's arguments, one after the other
-	limit int
-	over  bool // a statement was refused for the limit: not replayable
-	open  int  // queries whose rows are open
+	stmts     []recordedStatement
+	args      []any // every statement's arguments, one after the other
+	limit     int
+	over      bool // a statement was refused for the limit: not replayable
+	open      int  // queries whose rows are open
+	failed    string
+	failedErr error
 }
 
 // recordedStatement is one statement of a TxRecord.
@@ -166,6 +172,7 @@ func (t *TxRecord) Reset(limit int) {
 	clear(t.args)
 	t.args, t.stmts = t.args[:0], t.stmts[:0]
 	t.limit, t.over, t.open = limit, false, 0
+	t.failed, t.failedErr = "", nil
 }
 
 // Add records a statement that succeeded and returns its index and a
@@ -182,8 +189,14 @@ func (t *TxRecord) Add(query string, n int) (int, []any) {
 		t.over = true
 		return -1, nil
 	}
+	// Resliced within capacity, not appended: past its length the array
+	// holds only zeros (Reset cleared what a transaction wrote), so there
+	// is nothing to clear.
 	from := len(t.args)
-	t.args = append(t.args, make([]any, n)...)
+	if cap(t.args)-from < n {
+		t.args = slices.Grow(t.args, n)
+	}
+	t.args = t.args[:from+n]
 	t.stmts = append(t.stmts, recordedStatement{query: query, from: from, to: from + n})
 	return len(t.stmts) - 1, t.args[from : from+n : from+n]
 }
@@ -209,6 +222,24 @@ func (t *TxRecord) Saw(i int, seen int64, d Digest) {
 		t.stmts[i].seen, t.stmts[i].digest = seen, d
 	}
 }
+
+// Fail records that query, a statement of the transaction, failed with
+// err: it is the statement whose error ended the transaction, unless it
+// is a ROLLBACK (to a savepoint, or of the transaction) after an earlier
+// failure, which that failure caused (GORM rolls back to its savepoint
+// after the statement that failed, and that rollback fails too when the
+// server already ended the transaction, as a deadlock victim's). A
+// failed statement is not one of the record's statements: its effect
+// was rolled back, and the caller saw its error.
+func (t *TxRecord) Fail(query string, err error) {
+	if t.failedErr == nil || !sqlscan.IsRollback(query) {
+		t.failed, t.failedErr = query, err
+	}
+}
+
+// Failed returns the statement whose error ended the transaction and that
+// error ("", nil when none did).
+func (t *TxRecord) Failed() (query string, err error) { return t.failed, t.failedErr }
 
 // RowsOpened notes a query whose rows are open; RowsClosed, that they
 // closed. A transaction whose error came while rows were open is not
