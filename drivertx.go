@@ -37,7 +37,10 @@ func (t *tx) Commit() error {
 		t.detach()
 		return err
 	}
-	err := t.cn.injected("COMMIT", kindCommit)
+	var err error
+	if t.cn.faulty() {
+		err = t.cn.fail("COMMIT", kindCommit)
+	}
 	injected := err != nil
 	if !injected {
 		if err = t.commitOnce(); err == nil {

@@ -30,7 +30,6 @@ const (
 // txReplay is what a transaction keeps for its replay.
 type txReplay struct {
 	on      bool             // recording: a pool with replay on, a context that allows retries
-	results []*result        // per recorded statement: its exec's result, nil for a query
 	opts    driver.TxOptions // BeginTx's, for the replay's BEGIN
 	stopped error            // the error of a replay that stopped: the transaction is over
 	gen     uint64           // the connection's transaction number, for results and rows read later
@@ -65,15 +64,15 @@ func (cn *conn) recording() *tx {
 // into the record; it returns the statement's index (-1 past the limit).
 func (cn *conn) recordArgs(query string, args []driver.NamedValue) int {
 	i, vals := cn.rec.Add(query, len(args))
+	args = args[:len(vals)]
 	for k := range vals {
-		a := args[k]
+		a := &args[k]
 		v := a.Value
 		if b, ok := v.([]byte); ok {
 			v = bytes.Clone(b) // the caller may reuse its buffer
 		}
 		if a.Name != "" {
-			a.Value = v
-			v = a
+			v = driver.NamedValue{Name: a.Name, Ordinal: a.Ordinal, Value: v}
 		}
 		vals[k] = v
 	}
