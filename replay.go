@@ -44,10 +44,10 @@ func (cn *conn) startRecording(t *tx, opts driver.TxOptions, noRetry bool) {
 	cn.txGen++
 	t.rp.gen, t.rp.opts = cn.txGen, opts
 	cn.rec.Reset(cn.c.replayLimit)
-	if len(cn.results) > 0 {
-		clear(cn.results)
-		cn.results = cn.results[:0]
+	for i := len(cn.results) - 1; i >= 0; i-- { // as TxRecord.Reset clears its arguments
+		cn.results[i] = nil
 	}
+	cn.results = cn.results[:0]
 	t.rp.on = cn.c.replayLimit > 0 && !noRetry
 }
 

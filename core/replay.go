@@ -78,9 +78,20 @@ func (d *Digest) mixString(s string) {
 			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56)
 		s = s[8:]
 	}
+	// The last 0 to 7 bytes in one word: 4, 2 and 1 at a time (each a
+	// single load), at fixed places, which the length mixed first makes
+	// unambiguous.
 	var w uint64
-	for i := 0; i < len(s); i++ {
-		w |= uint64(s[i]) << (8 * i)
+	if len(s) >= 4 {
+		w = uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24
+		s = s[4:]
+	}
+	if len(s) >= 2 {
+		w |= (uint64(s[0]) | uint64(s[1])<<8) << 32
+		s = s[2:]
+	}
+	if len(s) == 1 {
+		w |= uint64(s[0]) << 48
 	}
 	d.mix(w)
 }
@@ -88,6 +99,18 @@ func (d *Digest) mixString(s string) {
 // Add adds v, one value the caller saw: a column of a row, a count of
 // rows affected, an insert ID. A []byte is read and not kept.
 func (d *Digest) Add(v any) {
+	// The values drivers return most, each a comparison of the type word,
+	// before the switch's search.
+	if x, ok := v.(int64); ok {
+		d.mix(tagInt)
+		d.mix(uint64(x))
+		return
+	}
+	if x, ok := v.(string); ok {
+		d.mix(tagString)
+		d.mixString(x)
+		return
+	}
 	switch x := v.(type) {
 	case nil:
 		d.mix(tagNil)
@@ -169,7 +192,10 @@ type recordedStatement struct {
 // statements (≤ 0: the default 1000). References to the old arguments
 // are dropped.
 func (t *TxRecord) Reset(limit int) {
-	for i := range t.args { // a transaction has a few: a loop costs less than clear's call
+	// A transaction has a few: stores, backwards so that the compiler
+	// does not make the loop a call of the runtime's clear, which costs
+	// more than a few stores.
+	for i := len(t.args) - 1; i >= 0; i-- {
 		t.args[i] = nil
 	}
 	if limit <= 0 {
@@ -186,22 +212,31 @@ func (t *TxRecord) Reset(limit int) {
 // records nothing, returns -1 and nil, and the transaction is no longer
 // replayable.
 func (t *TxRecord) Add(query string, n int) (int, []any) {
-	if len(t.stmts) >= t.limit { // the zero value's limit is 0: Reset sets one
-		if t.limit > 0 || len(t.stmts) >= defaultReplayLimit {
-			t.over = true
-			return -1, nil
-		}
+	i, from := len(t.stmts), len(t.args)
+	if i >= t.limit || i == cap(t.stmts) || cap(t.args)-from < n {
+		return t.addGrown(query, n)
 	}
 	// Resliced within capacity, not appended: past its length the array
 	// holds only zeros (Reset cleared what a transaction wrote), so there
 	// is nothing to clear.
-	from := len(t.args)
-	if cap(t.args)-from < n {
-		t.args = slices.Grow(t.args, n)
-	}
 	t.args = t.args[:from+n]
-	t.stmts = append(t.stmts, recordedStatement{query: query, from: from, to: from + n})
-	return len(t.stmts) - 1, t.args[from : from+n : from+n]
+	t.stmts = t.stmts[:i+1]
+	t.stmts[i] = recordedStatement{query: query, from: from, to: from + n}
+	return i, t.args[from : from+n : from+n]
+}
+
+// addGrown is Add past the limit, or when an array must grow first.
+func (t *TxRecord) addGrown(query string, n int) (int, []any) {
+	if t.limit <= 0 { // the zero value, never Reset
+		t.limit = defaultReplayLimit
+	}
+	if len(t.stmts) >= t.limit {
+		t.over = true
+		return -1, nil
+	}
+	t.args = slices.Grow(t.args, n)
+	t.stmts = slices.Grow(t.stmts, 1)
+	return t.Add(query, n)
 }
 
 // Len returns how many statements the record holds.
