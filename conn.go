@@ -28,6 +28,7 @@ type conn struct {
 	checker   driver.NamedValueChecker
 	resetter  driver.SessionResetter
 	validator driver.Validator
+	beginner  driver.ConnBeginTx
 
 	tx        *tx        // the transaction running on the connection, nil outside one
 	text      txText     // a transaction BeginTx did not begin (txtext.go)
@@ -98,6 +99,7 @@ func (cn *conn) use(inner driver.Conn) {
 	cn.checker, _ = inner.(driver.NamedValueChecker)
 	cn.resetter, _ = inner.(driver.SessionResetter)
 	cn.validator, _ = inner.(driver.Validator)
+	cn.beginner, _ = inner.(driver.ConnBeginTx)
 	cn.skipsArgs = false
 }
 
@@ -484,8 +486,8 @@ func (cn *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, 
 // beginInner begins a transaction on the connection below, as
 // database/sql would.
 func (cn *conn) beginInner(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	if b, ok := cn.inner.(driver.ConnBeginTx); ok {
-		return b.BeginTx(ctx, opts)
+	if cn.beginner != nil {
+		return cn.beginner.BeginTx(ctx, opts)
 	}
 	if opts.Isolation != driver.IsolationLevel(0) {
 		return nil, errors.New("sql: driver does not support non-default isolation level")

@@ -52,7 +52,7 @@ func (t *tx) Commit() error {
 		err = t.replay(t.ctx, "COMMIT", err, func(context.Context) error { return t.commitAgain() })
 	}
 	if err != nil && injected && t.rp.stopped == nil {
-		_ = t.endInner(false, t.inner.Rollback) // the fault is what the caller must see
+		_ = t.endInner(false) // the fault is what the caller must see
 	}
 	t.detach()
 	return err
@@ -68,7 +68,7 @@ func (t *tx) commitAgain() error {
 }
 
 // commitOnce commits the driver's transaction.
-func (t *tx) commitOnce() error { return t.endInner(true, t.inner.Commit) }
+func (t *tx) commitOnce() error { return t.endInner(true) }
 
 // Rollback rolls the driver's transaction back; after a replay that
 // stopped (and rolled it back) it does nothing.
@@ -77,7 +77,7 @@ func (t *tx) Rollback() error {
 	if t.rp.stopped != nil {
 		return nil
 	}
-	return t.endInner(false, t.inner.Rollback)
+	return t.endInner(false)
 }
 
 // detach ends t as the connection's transaction; its unit keeps the
@@ -105,14 +105,22 @@ func (t *tx) fail(ctx context.Context, query string, err error) {
 	}
 }
 
-// endInner ends the driver's transaction: through plain, the driver's
-// own Commit or Rollback, or under the transaction's context.
-func (t *tx) endInner(commit bool, plain func() error) error {
+// endInner commits (commit) or rolls back the driver's transaction:
+// through the driver's own Commit or Rollback, or under the transaction's
+// context.
+func (t *tx) endInner(commit bool) error {
 	var err error
-	if t.underCtx {
+	switch {
+	case t.underCtx:
+		plain := t.inner.Rollback
+		if commit {
+			plain = t.inner.Commit
+		}
 		err = endUnderContext(t.ctx, t.cn, commit, plain)
-	} else {
-		err = plain()
+	case commit:
+		err = t.inner.Commit()
+	default:
+		err = t.inner.Rollback()
 	}
 	if err != nil {
 		t.cn.noteBroken(err)

@@ -44,9 +44,10 @@ func (cn *conn) startRecording(t *tx, opts driver.TxOptions, noRetry bool) {
 	cn.txGen++
 	t.rp.gen, t.rp.opts = cn.txGen, opts
 	cn.rec.Reset(cn.c.replayLimit)
-	for i := len(cn.results) - 1; i >= 0; i-- { // as TxRecord.Reset clears its arguments
-		cn.results[i] = nil
-	}
+	// Not cleared: what the slice still holds past its length is results
+	// of earlier transactions, which keep at most the chunks they came
+	// from (a few KiB per connection) until the next transactions write
+	// over them.
 	cn.results = cn.results[:0]
 	t.rp.on = cn.c.replayLimit > 0 && !noRetry
 }
@@ -86,8 +87,8 @@ func (cn *conn) recordExec(query string, args []driver.NamedValue, res driver.Re
 	if i < 0 {
 		return res
 	}
-	r := cn.newResult()
-	*r = result{inner: res, cn: cn, i: i, gen: cn.txGen}
+	r := cn.newResult() // zero: never handed out before
+	r.inner, r.cn, r.i, r.gen = res, cn, i, cn.txGen
 	cn.results = append(cn.results, r)
 	return r
 }
@@ -240,14 +241,14 @@ func (t *tx) replay(ctx context.Context, query string, err error, again func(ctx
 // server, and its Commit returns err.
 func (t *tx) abandon(err error) {
 	t.rp.stopped = err
-	_ = t.endInner(false, t.inner.Rollback) // err is what the caller must see; a broken connection is noted
+	_ = t.endInner(false) // err is what the caller must see; a broken connection is noted
 }
 
 // rollbackForReplay rolls the server's transaction back; an error matters
 // only when the connection broke (a transaction the server already ended
 // answers one that says so).
 func (t *tx) rollbackForReplay(context.Context) error {
-	if err := t.endInner(false, t.inner.Rollback); err != nil && t.cn.broken.Load() {
+	if err := t.endInner(false); err != nil && t.cn.broken.Load() {
 		return err
 	}
 	return nil
