@@ -44,10 +44,10 @@ func (cn *conn) startRecording(t *tx, opts driver.TxOptions, noRetry bool) {
 	cn.txGen++
 	t.rp.gen, t.rp.opts = cn.txGen, opts
 	cn.rec.Reset(cn.c.replayLimit)
-	// Not cleared: what the slice still holds past its length is results
-	// of earlier transactions, which keep at most the chunks they came
-	// from (a few KiB per connection) until the next transactions write
-	// over them.
+	// Not cleared: past its length the slice holds results of earlier
+	// transactions, which keep alive only the chunks they came from (those
+	// of the connection's longest transaction at most, 2 KiB per 32 execs)
+	// until later transactions write over them.
 	cn.results = cn.results[:0]
 	t.rp.on = cn.c.replayLimit > 0 && !noRetry
 }
