@@ -198,7 +198,10 @@ func (u *Unit) Retrier() *core.Retrier {
 
 // Failed returns the statement whose error ended the unit and that error
 // ("", nil when no statement failed): while the unit's transaction runs,
-// the one its record holds, if any.
+// the one its record holds, if any, which the connection writes without
+// the unit's lock: the helpers read it once the statements they ran
+// returned, as database/sql runs a transaction's statements one at a
+// time.
 func (u *Unit) Failed() (query string, err error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
