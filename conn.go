@@ -28,6 +28,7 @@ type conn struct {
 	checker   driver.NamedValueChecker
 	resetter  driver.SessionResetter
 	validator driver.Validator
+	beginner  driver.ConnBeginTx
 
 	tx        *tx        // the transaction running on the connection, nil outside one
 	text      txText     // a transaction BeginTx did not begin (txtext.go)
@@ -64,6 +65,7 @@ type conn struct {
 	// running, reused from one transaction to the next.
 	rec        core.TxRecord
 	results    []*result           // per recorded statement, its exec's result (nil for a query)
+	freeResult []result            // exec results not handed out yet (newResult)
 	txGen      uint64              // transactions begun on the connection
 	replayArgs []driver.NamedValue // a re-sent statement's arguments, reused
 }
@@ -97,6 +99,7 @@ func (cn *conn) use(inner driver.Conn) {
 	cn.checker, _ = inner.(driver.NamedValueChecker)
 	cn.resetter, _ = inner.(driver.SessionResetter)
 	cn.validator, _ = inner.(driver.Validator)
+	cn.beginner, _ = inner.(driver.ConnBeginTx)
 	cn.skipsArgs = false
 }
 
@@ -134,20 +137,22 @@ func (cn *conn) alone(ctx context.Context) bool {
 	return cn.tx != nil || config.UnitOf(ctx) != nil
 }
 
-// record records the outcome of a statement run alone: in the unit of
-// the connection's transaction (BeginTx's, else the one begun as text),
-// else in the unit ctx carries.
+// record records the outcome of a statement run alone: in a transaction
+// BeginTx began, its failure in the transaction's record (tx.fail; a
+// success is recorded there for the replay, or not at all); else in the
+// unit of the transaction begun as text, else in the unit ctx carries.
 func (cn *conn) record(ctx context.Context, query string, err error) {
+	if t := cn.tx; t != nil {
+		if err != nil {
+			t.fail(ctx, query, err)
+		}
+		return
+	}
 	if err != nil {
 		cn.noteBroken(err)
 	}
 	u := config.UnitOf(ctx)
-	switch {
-	case cn.tx != nil:
-		if cn.tx.unit != nil {
-			u = cn.tx.unit
-		}
-	case cn.text.unit != nil && cn.inTextTx():
+	if cn.text.unit != nil && cn.inTextTx() {
 		u = cn.text.unit
 	}
 	if u != nil {
@@ -457,31 +462,32 @@ func (cn *conn) Begin() (driver.Tx, error) {
 }
 
 // BeginTx begins a transaction on the connection: its statements run
-// alone and are recorded in the unit of ctx, when it carries one.
+// alone and are recorded in the connection's record (replay.go), which
+// the unit of ctx, when it carries one, reads.
 func (cn *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	ti, err := cn.beginInner(ctx, opts)
-	u := config.UnitOf(ctx)
+	u, noRetry := config.UnitMark(ctx)
 	if err != nil {
 		cn.noteBroken(err)
 		if u != nil {
-			u.Ran(cn.r)
+			u.Began(cn.r, nil)
 		}
 		return nil, err
 	}
-	if u != nil {
-		u.Ran(cn.r)
-	}
 	cn.ownTx = tx{inner: ti, cn: cn, unit: u, ctx: ctx, underCtx: cn.c.commitUnderContext}
 	cn.tx = &cn.ownTx
-	cn.startRecording(ctx, cn.tx, opts)
+	cn.startRecording(cn.tx, opts, noRetry)
+	if u != nil {
+		u.Began(cn.r, &cn.rec)
+	}
 	return cn.tx, nil
 }
 
 // beginInner begins a transaction on the connection below, as
 // database/sql would.
 func (cn *conn) beginInner(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	if b, ok := cn.inner.(driver.ConnBeginTx); ok {
-		return b.BeginTx(ctx, opts)
+	if cn.beginner != nil {
+		return cn.beginner.BeginTx(ctx, opts)
 	}
 	if opts.Isolation != driver.IsolationLevel(0) {
 		return nil, errors.New("sql: driver does not support non-default isolation level")
@@ -515,7 +521,9 @@ func (cn *conn) ResetSession(ctx context.Context) error {
 	if cn.broken.Load() {
 		return driver.ErrBadConn
 	}
-	cn.tx = nil
+	if cn.tx != nil {
+		cn.tx.detach()
+	}
 	cn.text.unit = nil
 	if cn.dialect.resetEnds {
 		cn.text.state = txState{} // the driver's reset rolls the session's transaction back

@@ -8,9 +8,10 @@ import (
 )
 
 // tx is a transaction of the driver layer: while it runs, its
-// connection runs every statement once and records it in unit (the Unit
-// of BeginTx's context, nil when it had none) and, for its replay, in the
-// connection's record (replay.go). For a driver whose Commit takes no
+// connection runs every statement once and records it in the
+// connection's record (replay.go): for its replay, and for unit (the
+// Unit of BeginTx's context, nil when it had none), which reads there the
+// statement whose error ended it. For a driver whose Commit takes no
 // context (commitIgnoresContext), it ends under ctx, BeginTx's.
 type tx struct {
 	inner    driver.Tx
@@ -36,7 +37,10 @@ func (t *tx) Commit() error {
 		t.detach()
 		return err
 	}
-	err := t.cn.injected("COMMIT", kindCommit)
+	var err error
+	if t.cn.faulty() {
+		err = t.cn.fail("COMMIT", kindCommit)
+	}
 	injected := err != nil
 	if !injected {
 		if err = t.commitOnce(); err == nil {
@@ -48,7 +52,7 @@ func (t *tx) Commit() error {
 		err = t.replay(t.ctx, "COMMIT", err, func(context.Context) error { return t.commitAgain() })
 	}
 	if err != nil && injected && t.rp.stopped == nil {
-		_ = t.endInner(false, t.inner.Rollback) // the fault is what the caller must see
+		_ = t.endInner(false) // the fault is what the caller must see
 	}
 	t.detach()
 	return err
@@ -64,7 +68,7 @@ func (t *tx) commitAgain() error {
 }
 
 // commitOnce commits the driver's transaction.
-func (t *tx) commitOnce() error { return t.endInner(true, t.inner.Commit) }
+func (t *tx) commitOnce() error { return t.endInner(true) }
 
 // Rollback rolls the driver's transaction back; after a replay that
 // stopped (and rolled it back) it does nothing.
@@ -73,24 +77,50 @@ func (t *tx) Rollback() error {
 	if t.rp.stopped != nil {
 		return nil
 	}
-	return t.endInner(false, t.inner.Rollback)
+	return t.endInner(false)
 }
 
-// detach ends t as the connection's transaction.
+// detach ends t as the connection's transaction; its unit keeps the
+// statement whose error ended it, read from the connection's record,
+// which the next transaction resets.
 func (t *tx) detach() {
 	if t.cn.tx == t {
 		t.cn.tx = nil
+		if t.unit != nil {
+			t.unit.Ended(&t.cn.rec)
+		}
 	}
 }
 
-// endInner ends the driver's transaction: through plain, the driver's
-// own Commit or Rollback, or under the transaction's context.
-func (t *tx) endInner(commit bool, plain func() error) error {
+// fail records that query, a statement of t, failed with err, in the
+// connection's record, which t's unit reads. A transaction begun in no
+// unit records it in the unit of the statement's context, if any.
+func (t *tx) fail(ctx context.Context, query string, err error) {
+	t.cn.noteBroken(err)
+	t.cn.rec.Fail(query, err)
+	if t.unit == nil {
+		if u := config.UnitOf(ctx); u != nil {
+			u.Record(t.cn.r, query, err)
+		}
+	}
+}
+
+// endInner commits (commit) or rolls back the driver's transaction:
+// through the driver's own Commit or Rollback, or under the transaction's
+// context.
+func (t *tx) endInner(commit bool) error {
 	var err error
-	if t.underCtx {
+	switch {
+	case t.underCtx:
+		plain := t.inner.Rollback
+		if commit {
+			plain = t.inner.Commit
+		}
 		err = endUnderContext(t.ctx, t.cn, commit, plain)
-	} else {
-		err = plain()
+	case commit:
+		err = t.inner.Commit()
+	default:
+		err = t.inner.Rollback()
 	}
 	if err != nil {
 		t.cn.noteBroken(err)

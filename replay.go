@@ -30,24 +30,26 @@ const (
 // txReplay is what a transaction keeps for its replay.
 type txReplay struct {
 	on      bool             // recording: a pool with replay on, a context that allows retries
-	results []*result        // per recorded statement: its exec's result, nil for a query
 	opts    driver.TxOptions // BeginTx's, for the replay's BEGIN
 	stopped error            // the error of a replay that stopped: the transaction is over
 	gen     uint64           // the connection's transaction number, for results and rows read later
 }
 
 // startRecording resets the connection's record for t, a transaction
-// BeginTx began with ctx and opts.
-func (cn *conn) startRecording(ctx context.Context, t *tx, opts driver.TxOptions) {
+// BeginTx began with opts; noRetry: its context allows no retry. The
+// record takes the statement whose error ends t in any case (its unit
+// reads it there); the statements that succeed, only for a replay: on a
+// pool with replay on, under a context that allows retries.
+func (cn *conn) startRecording(t *tx, opts driver.TxOptions, noRetry bool) {
 	cn.txGen++
 	t.rp.gen, t.rp.opts = cn.txGen, opts
-	if cn.c.replayLimit <= 0 || config.NoRetry(ctx) {
-		return
-	}
-	t.rp.on = true
 	cn.rec.Reset(cn.c.replayLimit)
-	clear(cn.results)
+	// Not cleared: past its length the slice holds results of earlier
+	// transactions, which keep alive only the chunks they came from (those
+	// of the connection's longest transaction at most, 2 KiB per 32 execs)
+	// until later transactions write over them.
 	cn.results = cn.results[:0]
+	t.rp.on = cn.c.replayLimit > 0 && !noRetry
 }
 
 // recording returns the connection's transaction when it records, nil
@@ -63,15 +65,15 @@ func (cn *conn) recording() *tx {
 // into the record; it returns the statement's index (-1 past the limit).
 func (cn *conn) recordArgs(query string, args []driver.NamedValue) int {
 	i, vals := cn.rec.Add(query, len(args))
+	args = args[:len(vals)]
 	for k := range vals {
-		a := args[k]
+		a := &args[k]
 		v := a.Value
 		if b, ok := v.([]byte); ok {
 			v = bytes.Clone(b) // the caller may reuse its buffer
 		}
 		if a.Name != "" {
-			a.Value = v
-			v = a
+			v = driver.NamedValue{Name: a.Name, Ordinal: a.Ordinal, Value: v}
 		}
 		vals[k] = v
 	}
@@ -85,8 +87,28 @@ func (cn *conn) recordExec(query string, args []driver.NamedValue, res driver.Re
 	if i < 0 {
 		return res
 	}
-	r := &result{inner: res, cn: cn, i: i, gen: cn.txGen}
+	r := cn.newResult() // zero: never handed out before
+	r.inner, r.cn, r.i, r.gen = res, cn, i, cn.txGen
 	cn.results = append(cn.results, r)
+	return r
+}
+
+// resultChunk is how many exec results a connection hands out from one
+// allocation.
+const resultChunk = 32
+
+// newResult returns an exec result never handed out before, from the
+// connection's current chunk. A result is never reused: a caller may keep
+// its sql.Result past later statements and transactions, and what it
+// reads of it must note that statement's answer (its gen and index say
+// which), never another's. A chunk is freed when none of its results is
+// held any longer.
+func (cn *conn) newResult() *result {
+	if len(cn.freeResult) == 0 {
+		cn.freeResult = make([]result, resultChunk)
+	}
+	r := &cn.freeResult[0]
+	cn.freeResult = cn.freeResult[1:]
 	return r
 }
 
@@ -219,14 +241,14 @@ func (t *tx) replay(ctx context.Context, query string, err error, again func(ctx
 // server, and its Commit returns err.
 func (t *tx) abandon(err error) {
 	t.rp.stopped = err
-	_ = t.endInner(false, t.inner.Rollback) // err is what the caller must see; a broken connection is noted
+	_ = t.endInner(false) // err is what the caller must see; a broken connection is noted
 }
 
 // rollbackForReplay rolls the server's transaction back; an error matters
 // only when the connection broke (a transaction the server already ended
 // answers one that says so).
 func (t *tx) rollbackForReplay(context.Context) error {
-	if err := t.endInner(false, t.inner.Rollback); err != nil && t.cn.broken.Load() {
+	if err := t.endInner(false); err != nil && t.cn.broken.Load() {
 		return err
 	}
 	return nil

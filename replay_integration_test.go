@@ -300,6 +300,58 @@ func TestReplayOfAGeneratedID(t *testing.T) {
 	}
 }
 
+// An exec's result read after later statements notes what the caller saw
+// of that statement's answer, and of no other: on MariaDB (LastInsertId),
+// an insert's ID read after the UPDATE that follows it makes the replay
+// diverge; the ID of an insert of an earlier transaction on the same
+// connection, read inside the next one, makes no statement of it
+// unverifiable, and that transaction is replayed.
+func TestAResultReadLaterNotesItsOwnStatement(t *testing.T) {
+	d := realDBs[0]
+	require.Equal(t, "mariadb", d.name)
+	ctx := context.Background()
+	t.Run("later in its transaction", func(t *testing.T) {
+		f := newReplayFixture(t, d, "")
+		crltest.Inject(f.db, crltest.Fault{Err: crltest.Deadlock(f.family), Match: "WHERE id = 2", Times: 1, InTx: true, T: t})
+		tx, err := f.db.BeginTx(ctx, nil)
+		require.NoError(t, err)
+		res, err := tx.ExecContext(ctx, f.insertLog(), "id")
+		require.NoError(t, err)
+		_, err = tx.ExecContext(ctx, "UPDATE "+f.table+" SET v = v + 1 WHERE id = 1")
+		require.NoError(t, err)
+		_, err = res.LastInsertId()
+		require.NoError(t, err)
+		_, err = tx.ExecContext(ctx, "UPDATE "+f.table+" SET v = v + 1 WHERE id = 2")
+		require.ErrorIs(t, err, crl.ErrReplayDiverged)
+		require.NoError(t, tx.Rollback())
+		rows, _ := f.logState(t)
+		assert.Zero(t, rows)
+	})
+	t.Run("in the next transaction", func(t *testing.T) {
+		f := newReplayFixture(t, d, "")
+		f.db.SetMaxOpenConns(1) // both transactions on one connection
+		tx, err := f.db.BeginTx(ctx, nil)
+		require.NoError(t, err)
+		old, err := tx.ExecContext(ctx, f.insertLog(), "old")
+		require.NoError(t, err)
+		require.NoError(t, tx.Commit())
+
+		crltest.Inject(f.db, crltest.Fault{Err: crltest.Deadlock(f.family), Match: "UPDATE", Times: 1, InTx: true, T: t})
+		tx, err = f.db.BeginTx(ctx, nil)
+		require.NoError(t, err)
+		_, err = tx.ExecContext(ctx, f.insertLog(), "new")
+		require.NoError(t, err)
+		_, err = old.LastInsertId()
+		require.NoError(t, err)
+		_, err = tx.ExecContext(ctx, "UPDATE "+f.table+" SET v = v + 1 WHERE id = 2")
+		require.NoError(t, err, "the old result noted nothing of this transaction")
+		require.NoError(t, tx.Commit())
+		rows, _ := f.logState(t)
+		assert.Equal(t, int64(2), rows)
+		assert.Equal(t, int64(1), f.value(t, 2))
+	})
+}
+
 // Every stop that leaves the replay out returns the driver's own error as
 // it is (no ErrReplayDiverged: no replay ran), and after the caller's
 // rollback nothing of the transaction is on the server.

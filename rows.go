@@ -149,10 +149,11 @@ func (r *rows) Next(dest []driver.Value) error {
 	return err
 }
 
-// saw notes in the transaction's record what the caller read: a row, or
-// the end.
+// saw notes what the caller read: a row, or the end. The record learns
+// it when the rows close (Close): a transaction whose error comes while
+// rows are open is not replayed, so only closed rows' digests are read.
 func (r *rows) saw(dest []driver.Value, err error) {
-	if r.done || err != nil && err != io.EOF || !r.current() {
+	if r.done || err != nil && err != io.EOF {
 		return
 	}
 	if err == io.EOF {
@@ -164,7 +165,6 @@ func (r *rows) saw(dest []driver.Value, err error) {
 		}
 	}
 	r.seen++
-	r.rec.Saw(r.ri, r.seen, r.dg)
 }
 
 // current reports whether the rows' transaction is the one the
@@ -181,6 +181,7 @@ func (r *rows) Close() error {
 		r.failed(err)
 	}
 	if r.rec != nil && r.current() {
+		r.rec.Saw(r.ri, r.seen, r.dg)
 		r.rec.RowsClosed()
 		r.rec = nil
 	}

@@ -66,8 +66,18 @@ func (cn *conn) noteText(ctx context.Context, query string, err error, was bool)
 }
 
 // ranOnce records a statement run once (record) and, when text, notes
-// what it did to the session's text transaction.
+// what it did to the session's text transaction. A statement of a
+// transaction BeginTx began that succeeded is in the transaction's record
+// already (or needs none): that common case is inlined.
 func (cn *conn) ranOnce(ctx context.Context, query string, err error, text, was bool) {
+	if err == nil && !text && cn.tx != nil {
+		return
+	}
+	cn.ranOnceRecord(ctx, query, err, text, was)
+}
+
+// ranOnceRecord is ranOnce past its common case.
+func (cn *conn) ranOnceRecord(ctx context.Context, query string, err error, text, was bool) {
 	cn.record(ctx, query, err)
 	if text {
 		cn.noteText(ctx, query, err, was)

@@ -11,7 +11,11 @@ import (
 
 // Unit records what one unit of work ran in the driver layer: the pool
 // it ran on (its Retrier), the statement whose error ended it, and which
-// run of the unit this is (Attempt). A unit
+// run of the unit this is (Attempt). The statements of a transaction the
+// unit began are recorded once, in the record the driver layer keeps of
+// the transaction for its replay (core.TxRecord): the Unit reads the
+// failed statement there while the transaction runs, and keeps it when
+// the transaction ends (Began, Ended). A unit
 // is a transaction attempt (crl.RunInTx and the adapters' helpers put one
 // in the context they begin the transaction with), a run of crl.Retry's
 // function, or an attempt that an adapter runs under its own loop
@@ -23,6 +27,7 @@ import (
 type Unit struct {
 	mu        sync.Mutex
 	retrier   *core.Retrier
+	tx        *core.TxRecord // the record of the unit's transaction while it runs
 	failed    string
 	failedErr error
 	attempt   atomic.Int32
@@ -91,6 +96,13 @@ func (c *unitContext) Value(key any) any {
 // UnitOf returns the Unit ctx carries, nil when none.
 func UnitOf(ctx context.Context) *Unit { return markOf(ctx).unit }
 
+// UnitMark returns UnitOf(ctx) and NoRetry(ctx), with one lookup: the
+// driver layer's BeginTx asks both.
+func UnitMark(ctx context.Context) (u *Unit, noRetry bool) {
+	m := markOf(ctx)
+	return m.unit, m.noRetry
+}
+
 // NoRetryContext returns ctx under which nothing is retried (it is
 // crl.WithoutRetry): the driver layer runs each statement once (outside
 // a transaction and a unit under the statement loop, whose Retrier asks
@@ -121,22 +133,42 @@ func Attempt(ctx context.Context) int {
 	return 0
 }
 
-// Ran notes that a statement of the unit ran on the pool of r: the
-// driver layer calls it when it begins a transaction in the unit.
-func (u *Unit) Ran(r *core.Retrier) {
+// Began notes that the unit began a transaction on the pool of r (the
+// driver layer calls it at BEGIN): rec, the layer's record of the
+// transaction's statements, is where the unit reads the statement whose
+// error ended it (Failed) until Ended. rec is nil when the BEGIN failed.
+func (u *Unit) Began(r *core.Retrier, rec *core.TxRecord) {
 	u.mu.Lock()
 	if u.retrier == nil {
 		u.retrier = r
+	}
+	if rec != nil {
+		u.tx = rec
+	}
+	u.mu.Unlock()
+}
+
+// Ended notes that the transaction whose statements rec recorded ended:
+// the statement whose error ended it, if any, is the unit's (as Record
+// keeps one), and rec, which the connection reuses, is no longer read.
+func (u *Unit) Ended(rec *core.TxRecord) {
+	query, err := rec.Failed()
+	u.mu.Lock()
+	if err != nil && replaces(query, u.failedErr != nil) {
+		u.failed, u.failedErr = query, err
+	}
+	if u.tx == rec {
+		u.tx = nil
 	}
 	u.mu.Unlock()
 }
 
 // Record records, for the driver layer, the outcome of a statement of
-// the unit that ran on the pool of r: a failure makes it the statement that ended the unit,
-// unless it is a ROLLBACK (to a savepoint, or of the transaction) after
-// an earlier failure, which that failure caused: GORM rolls back to its
-// savepoint after the statement that failed, and that rollback fails
-// too when the server already ended the transaction (a deadlock victim's).
+// the unit that ran on the pool of r outside a transaction the unit began
+// (those are in its record: Began): a failure makes it the statement that
+// ended the unit, unless it is a ROLLBACK (to a savepoint, or of the
+// transaction) after an earlier failure, which that failure caused, as
+// core.TxRecord's Fail keeps one.
 func (u *Unit) Record(r *core.Retrier, query string, err error) {
 	u.mu.Lock()
 	if u.retrier == nil {
@@ -153,7 +185,7 @@ func (u *Unit) Record(r *core.Retrier, query string, err error) {
 // it is a ROLLBACK (to a savepoint, or of the transaction), which that
 // earlier failure caused.
 func replaces(query string, hadFailure bool) bool {
-	return !hadFailure || !sqlscan.EqualFold(sqlscan.FirstKeyword(query), "rollback")
+	return !hadFailure || !sqlscan.IsRollback(query)
 }
 
 // Retrier returns the Retrier of the pool the unit's first statement ran
@@ -165,10 +197,19 @@ func (u *Unit) Retrier() *core.Retrier {
 }
 
 // Failed returns the statement whose error ended the unit and that error
-// ("", nil when no statement failed).
+// ("", nil when no statement failed): while the unit's transaction runs,
+// the one its record holds, if any, which the connection writes without
+// the unit's lock: the helpers read it once the statements they ran
+// returned, as database/sql runs a transaction's statements one at a
+// time.
 func (u *Unit) Failed() (query string, err error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if u.tx != nil {
+		if query, err := u.tx.Failed(); err != nil {
+			return query, err
+		}
+	}
 	return u.failed, u.failedErr
 }
 

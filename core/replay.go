@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"time"
 
 	"github.com/crl-go/crl/internal/tables/family"
+	"github.com/crl-go/crl/internal/text/sqlscan"
 )
 
 // Transaction replay.
@@ -76,9 +78,20 @@ func (d *Digest) mixString(s string) {
 			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56)
 		s = s[8:]
 	}
+	// The last 0 to 7 bytes in one word: 4, 2 and 1 at a time (each a
+	// single load), at fixed places, which the length mixed first makes
+	// unambiguous.
 	var w uint64
-	for i := 0; i < len(s); i++ {
-		w |= uint64(s[i]) << (8 * i)
+	if len(s) >= 4 {
+		w = uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24
+		s = s[4:]
+	}
+	if len(s) >= 2 {
+		w |= (uint64(s[0]) | uint64(s[1])<<8) << 32
+		s = s[2:]
+	}
+	if len(s) == 1 {
+		w |= uint64(s[0]) << 48
 	}
 	d.mix(w)
 }
@@ -86,6 +99,18 @@ func (d *Digest) mixString(s string) {
 // Add adds v, one value the caller saw: a column of a row, a count of
 // rows affected, an insert ID. A []byte is read and not kept.
 func (d *Digest) Add(v any) {
+	// The values drivers return most, each a comparison of the type word,
+	// before the switch's search.
+	if x, ok := v.(int64); ok {
+		d.mix(tagInt)
+		d.mix(uint64(x))
+		return
+	}
+	if x, ok := v.(string); ok {
+		d.mix(tagString)
+		d.mixString(x)
+		return
+	}
 	switch x := v.(type) {
 	case nil:
 		d.mix(tagNil)
@@ -135,20 +160,24 @@ func (d *Digest) Add(v any) {
 // a replay that finds one more row differs.
 func (d *Digest) AddEnd() { d.mix(tagEnd) }
 
-// TxRecord is the record of one transaction for its replay: each
-// statement's text, its arguments (copied: callers reuse their buffers)
-// and the digest of what the caller saw of its answer. Its owner keeps
+// TxRecord is the record of one transaction's statements: for its
+// replay, each statement that succeeded — its text, its arguments
+// (copied: callers reuse their buffers) and the digest of what the caller
+// saw of its answer — and, for the retry of the unit the transaction
+// runs in, the statement whose error ended it (Fail). Its owner keeps
 // one per connection and Resets it at each BEGIN, so that recording
 // allocates nothing per statement once its arrays have grown, beyond the
 // copies of []byte arguments the owner makes. It is not safe for
 // concurrent use (a connection runs one statement at a time). The zero
 // value is an empty record with the default limit.
 type TxRecord struct {
-	stmts []recordedStatement
-	args  []any // every statement's arguments, one after the other
-	limit int
-	over  bool // a statement was refused for the limit: not replayable
-	open  int  // queries whose rows are open
+	stmts     []recordedStatement
+	args      []any // every statement's arguments, one after the other
+	limit     int
+	over      bool // a statement was refused for the limit: not replayable
+	open      int  // queries whose rows are open
+	failed    string
+	failedErr error
 }
 
 // recordedStatement is one statement of a TxRecord.
@@ -163,9 +192,18 @@ type recordedStatement struct {
 // statements (≤ 0: the default 1000). References to the old arguments
 // are dropped.
 func (t *TxRecord) Reset(limit int) {
-	clear(t.args)
+	// A transaction has a few: stores, backwards so that the compiler
+	// does not make the loop a call of the runtime's clear, which costs
+	// more than a few stores.
+	for i := len(t.args) - 1; i >= 0; i-- {
+		t.args[i] = nil
+	}
+	if limit <= 0 {
+		limit = defaultReplayLimit
+	}
 	t.args, t.stmts = t.args[:0], t.stmts[:0]
 	t.limit, t.over, t.open = limit, false, 0
+	t.failed, t.failedErr = "", nil
 }
 
 // Add records a statement that succeeded and returns its index and a
@@ -174,18 +212,31 @@ func (t *TxRecord) Reset(limit int) {
 // records nothing, returns -1 and nil, and the transaction is no longer
 // replayable.
 func (t *TxRecord) Add(query string, n int) (int, []any) {
-	limit := t.limit
-	if limit <= 0 {
-		limit = defaultReplayLimit
+	i, from := len(t.stmts), len(t.args)
+	if i >= t.limit || i == cap(t.stmts) || cap(t.args)-from < n {
+		return t.addGrown(query, n)
 	}
-	if t.over || len(t.stmts) >= limit {
+	// Resliced within capacity, not appended: past its length the array
+	// holds only zeros (Reset cleared what a transaction wrote), so there
+	// is nothing to clear.
+	t.args = t.args[:from+n]
+	t.stmts = t.stmts[:i+1]
+	t.stmts[i] = recordedStatement{query: query, from: from, to: from + n}
+	return i, t.args[from : from+n : from+n]
+}
+
+// addGrown is Add past the limit, or when an array must grow first.
+func (t *TxRecord) addGrown(query string, n int) (int, []any) {
+	if t.limit <= 0 { // the zero value, never Reset
+		t.limit = defaultReplayLimit
+	}
+	if len(t.stmts) >= t.limit {
 		t.over = true
 		return -1, nil
 	}
-	from := len(t.args)
-	t.args = append(t.args, make([]any, n)...)
-	t.stmts = append(t.stmts, recordedStatement{query: query, from: from, to: from + n})
-	return len(t.stmts) - 1, t.args[from : from+n : from+n]
+	t.args = slices.Grow(t.args, n)
+	t.stmts = slices.Grow(t.stmts, 1)
+	return t.Add(query, n)
 }
 
 // Len returns how many statements the record holds.
@@ -209,6 +260,24 @@ func (t *TxRecord) Saw(i int, seen int64, d Digest) {
 		t.stmts[i].seen, t.stmts[i].digest = seen, d
 	}
 }
+
+// Fail records that query, a statement of the transaction, failed with
+// err: it is the statement whose error ended the transaction, unless it
+// is a ROLLBACK (to a savepoint, or of the transaction) after an earlier
+// failure, which that failure caused (GORM rolls back to its savepoint
+// after the statement that failed, and that rollback fails too when the
+// server already ended the transaction, as a deadlock victim's). A
+// failed statement is not one of the record's statements: its effect
+// was rolled back, and the caller saw its error.
+func (t *TxRecord) Fail(query string, err error) {
+	if t.failedErr == nil || !sqlscan.IsRollback(query) {
+		t.failed, t.failedErr = query, err
+	}
+}
+
+// Failed returns the statement whose error ended the transaction and that
+// error ("", nil when none did).
+func (t *TxRecord) Failed() (query string, err error) { return t.failed, t.failedErr }
 
 // RowsOpened notes a query whose rows are open; RowsClosed, that they
 // closed. A transaction whose error came while rows were open is not

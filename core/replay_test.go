@@ -33,6 +33,23 @@ func TestDigestTellsValuesApart(t *testing.T) {
 		assert.False(t, dup, "values %d and %d share a digest", i, j)
 		seen[d] = i
 	}
+	// Every length of a string's tail (0 to 7 bytes past the last eight),
+	// and one byte changed at every place.
+	for n := 1; n < 18; n++ { // "" is among the values
+		text := []byte("abcdefghijklmnopqr")[:n]
+		var d core.Digest
+		d.Add(string(text))
+		j, dup := seen[d]
+		assert.False(t, dup, "a string of %d bytes and value %d share a digest", n, j)
+		seen[d] = 100 + n
+		for k := range text {
+			other := append([]byte(nil), text...)
+			other[k] ^= 1
+			var o core.Digest
+			o.Add(string(other))
+			assert.NotEqual(t, d, o, "%q and %q", text, other)
+		}
+	}
 	var a, b core.Digest
 	a.Add("x")
 	a.Add("y")
@@ -383,4 +400,22 @@ func TestReplayAtCommitOnlyForErrorsThatSayItRolledBack(t *testing.T) {
 	assert.Zero(t, f.rollbacks)
 	require.NoError(t, r.Replay(context.Background(), f.replay("UPDATE t SET v = 1"), orig))
 	assert.Equal(t, 1, f.rollbacks)
+}
+
+// The zero value records with the default limit; Reset's limit, or the
+// default for one ≤ 0, is how many statements are recorded.
+func TestTxRecordZeroValueAndDefaultLimit(t *testing.T) {
+	var zero core.TxRecord
+	i, args := zero.Add("SELECT ?", 1)
+	assert.Equal(t, 0, i)
+	assert.Len(t, args, 1)
+	var rec core.TxRecord
+	rec.Reset(0)
+	for n := range 1000 {
+		i, _ := rec.Add("SELECT 1", 0)
+		require.Equal(t, n, i)
+	}
+	i, _ = rec.Add("SELECT 1", 0)
+	assert.Equal(t, -1, i, "the default limit is 1000")
+	assert.Equal(t, 1000, rec.Len())
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/uptrace/bun"
+
+	"github.com/crl-go/crl/crltest"
 )
 
 // The store's own functions meet a real PostgreSQL deadlock (40P01) that
@@ -281,6 +283,49 @@ func TestDeadlockInBunsOwnRunInTxIsReplayed(t *testing.T) {
 	assert.Equal(t, 1, runs, "the closure ran once")
 	assert.Equal(t, int64(7000), d.count(t, "SELECT balance FROM accounts WHERE id = $1", ada.ID))
 	assert.Equal(t, int64(13000), d.count(t, "SELECT balance FROM accounts WHERE id = $1", bob.ID))
+}
+
+// The same transfer with the deadlock injected at its second UPDATE,
+// before it reaches the server: the layer replays it, the closure runs
+// once, and per-row sequences, which no rollback resets, count the rows
+// each UPDATE changed on the server: ada's twice (run, re-sent once),
+// bob's once.
+func TestInjectedDeadlockInBunsOwnRunInTxIsReplayed(t *testing.T) {
+	d := newDatabase(t)
+	s := d.open(t, "&retryExec={40P01:1,10ms}")
+	ctx := context.Background()
+	ada, err := s.OpenAccount(ctx, "ada", 10000)
+	require.NoError(t, err)
+	bob, err := s.OpenAccount(ctx, "bob", 10000)
+	require.NoError(t, err)
+	for _, q := range []string{
+		"CREATE SEQUENCE upd_ada",
+		"CREATE SEQUENCE upd_bob",
+		fmt.Sprintf("CREATE FUNCTION count_upd() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "+
+			"PERFORM nextval(CASE WHEN NEW.id = %d THEN 'upd_ada' ELSE 'upd_bob' END); RETURN NEW; END $$", ada.ID),
+		"CREATE TRIGGER c BEFORE UPDATE ON accounts FOR EACH ROW EXECUTE FUNCTION count_upd()",
+	} {
+		_, err := d.admin.Exec(q)
+		require.NoError(t, err, q)
+	}
+	crltest.Inject(s.db.DB, crltest.Fault{Err: crltest.Deadlock("postgres"), Match: "balance + ", Times: 1, InTx: true, T: t})
+	runs := 0
+	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		runs++
+		if _, err := tx.NewUpdate().Model((*Account)(nil)).
+			Set("balance = balance - ?", 3000).Where("id = ?", ada.ID).Exec(ctx); err != nil {
+			return err
+		}
+		_, err := tx.NewUpdate().Model((*Account)(nil)).
+			Set("balance = balance + ?", 3000).Where("id = ?", bob.ID).Exec(ctx)
+		return err
+	})
+	require.NoError(t, err, "replayed: bun's RunInTx never saw the deadlock")
+	assert.Equal(t, 1, runs, "the closure ran once")
+	assert.Equal(t, int64(7000), d.count(t, "SELECT balance FROM accounts WHERE id = $1", ada.ID))
+	assert.Equal(t, int64(13000), d.count(t, "SELECT balance FROM accounts WHERE id = $1", bob.ID))
+	assert.Equal(t, int64(2), d.count(t, "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM upd_ada"), "ada's row: run and re-sent once")
+	assert.Equal(t, int64(1), d.count(t, "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM upd_bob"), "bob's row: once, after the replay")
 }
 
 // The program runs as before the adoption, its output unchanged.

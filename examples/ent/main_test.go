@@ -124,3 +124,70 @@ func TestBalanceRetriedAfterADeadlock(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 100, b)
 }
+
+// ent's client.Tx with nothing of crl around it, on PostgreSQL, as a real
+// deadlock victim: another session locks account 2, the transfer updates
+// account 1 and waits for account 2, the other session then asks for
+// account 1. The transfer's session detects the deadlock first (its
+// deadlock_timeout is 1 s, the other's 10 s), the driver layer replays
+// the transaction, and it commits once. Per-row sequences, which no
+// rollback resets, count the rows each UPDATE changed: account 1's twice
+// (run, re-sent once), account 2's once (the victim's UPDATE never got
+// the row).
+func TestEntTxRealDeadlockIsReplayed(t *testing.T) {
+	l, admin, _ := ledger(t, "{40P01:2,10ms*1}&deadlock_timeout=1s")
+	for _, q := range []string{
+		"CREATE SEQUENCE upd_1",
+		"CREATE SEQUENCE upd_2",
+		"CREATE FUNCTION count_upd() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN " +
+			"PERFORM nextval('upd_' || NEW.id); RETURN NEW; END $$",
+		"CREATE TRIGGER c BEFORE UPDATE ON accounts FOR EACH ROW EXECUTE FUNCTION count_upd()",
+	} {
+		_, err := admin.Exec(q)
+		require.NoError(t, err, q)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := admin.Conn(ctx)
+	require.NoError(t, err)
+	defer conn.Close()
+	other, err := conn.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer other.Rollback() //nolint:errcheck // committed below, or the test failed
+	var pid int64
+	require.NoError(t, other.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&pid))
+	for _, q := range []string{"SET LOCAL deadlock_timeout = '10s'", "SELECT id FROM accounts WHERE id = 2 FOR UPDATE"} {
+		_, err := other.ExecContext(ctx, q)
+		require.NoError(t, err, q)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- func() error {
+			tx, err := l.drv.Tx(ctx)
+			if err != nil {
+				return err
+			}
+			var res sql.Result
+			if err := tx.Exec(ctx, "UPDATE accounts SET balance = balance - $1 WHERE id = $2", []any{30, 1}, &res); err != nil {
+				return fmt.Errorf("debit: %w (rollback: %v)", err, tx.Rollback())
+			}
+			if err := tx.Exec(ctx, "UPDATE accounts SET balance = balance + $1 WHERE id = $2", []any{30, 2}, &res); err != nil {
+				return fmt.Errorf("credit: %w (rollback: %v)", err, tx.Rollback())
+			}
+			return tx.Commit()
+		}()
+	}()
+	require.Eventually(t, func() bool {
+		var n int
+		err := admin.QueryRowContext(ctx, "SELECT count(*) FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))", pid).Scan(&n)
+		return err == nil && n > 0
+	}, 10*time.Second, 5*time.Millisecond, "the transfer never waited for account 2")
+	_, err = other.ExecContext(ctx, "SELECT id FROM accounts WHERE id = 1 FOR UPDATE")
+	require.NoError(t, err, "the other session is not the victim")
+	require.NoError(t, other.Commit())
+	require.NoError(t, <-done, "replayed: ent's Tx never saw the deadlock")
+	assert.Equal(t, [2]int{70, 130}, balances(t, admin), "moved once")
+	var upd1, upd2 int
+	require.NoError(t, admin.QueryRow("SELECT (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM upd_1), (SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM upd_2)").Scan(&upd1, &upd2))
+	assert.Equal(t, [2]int{2, 1}, [2]int{upd1, upd2}, "rows changed: the debit run and re-sent once, the credit once")
+}

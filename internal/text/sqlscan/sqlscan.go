@@ -134,6 +134,10 @@ func FirstKeyword(q string) string {
 	}
 }
 
+// IsRollback reports a ROLLBACK statement, of the transaction or to a
+// savepoint: its first keyword is "rollback".
+func IsRollback(q string) bool { return EqualFold(FirstKeyword(q), "rollback") }
+
 // leadingWord is FirstKeyword's answer without the lexer for the common
 // text that starts with an ASCII letter and whose first word ends at
 // white space (SELECT ..., UPDATE ...): any other start is the lexer's.
