@@ -214,6 +214,12 @@ func (r *rows) NextResultSet() error {
 	if err != nil && err != io.EOF {
 		r.failed(err)
 	}
+	if err == nil && r.rec != nil {
+		// The caller reads a result set a replay cannot re-read: the
+		// record says so when the rows close, and the transaction is
+		// not replayed.
+		r.seen, r.done = -1, true
+	}
 	return err
 }
 

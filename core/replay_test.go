@@ -291,6 +291,19 @@ func TestReplaySkippedStops(t *testing.T) {
 	}
 }
 
+func TestReplayNotRunAfterAResultSetItCannotReadAgain(t *testing.T) {
+	r, obs, _ := replayRetrier(t, "{1205:3,0}")
+	f := newFakeTx(2)
+	f.rec.Saw(1, -1, f.answers[1]) // the caller moved to the query's second result set
+	orig := serverError{1205}
+	err := r.Replay(context.Background(), f.replay("UPDATE t SET v = 0"), orig)
+	assert.Equal(t, error(orig), err, "the original error, unchanged")
+	assert.Zero(t, f.rollbacks, "no replay ran")
+	ev := obs.Snapshot()
+	require.Len(t, ev.GiveUps, 1)
+	assert.Equal(t, "batch", ev.GiveUps[0].Detail)
+}
+
 func TestReplayStopsWhenTheConnectionBroke(t *testing.T) {
 	r, obs, _ := replayRetrier(t, "{1205:3,0}")
 	f := newFakeTx(1)
