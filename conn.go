@@ -266,16 +266,7 @@ func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.Nam
 		cn.ranOnce(ctx, query, err, text, in)
 		return res, err
 	}
-	return retried(ctx, cn.r, query, false, func(ctx context.Context) (driver.Result, error) {
-		if err := cn.revive(ctx); err != nil {
-			return nil, err
-		}
-		res, err := cn.execInner(ctx, query, args)
-		if err != nil {
-			cn.noteBroken(err)
-		}
-		return res, err
-	})
+	return cn.execLoop(ctx, query, args)
 }
 
 // execInner runs query on the connection below, as database/sql would.
@@ -351,9 +342,7 @@ func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.Na
 		}
 		return rs, nil
 	}
-	return retried(ctx, cn.r, query, true, func(actx context.Context) (driver.Rows, error) {
-		return cn.queryAttempt(ctx, actx, query, nil, args)
-	})
+	return cn.queryLoop(ctx, query, args)
 }
 
 // queryAttempt is one attempt of a query outside a transaction and a
@@ -542,25 +531,3 @@ func (cn *conn) CheckNamedValue(nv *driver.NamedValue) error {
 
 // Close closes the connection below.
 func (cn *conn) Close() error { return cn.inner.Close() }
-
-// retried runs the statement query under r's statement loop, keeping
-// the value of the attempt that succeeded; on failure it is the zero
-// value. rows says that the value is rows read after fn returns
-// (core.Op.Rows); an Exec's result is not.
-func retried[T any](ctx context.Context, r *core.Retrier, query string, rows bool, fn func(ctx context.Context) (T, error)) (T, error) {
-	var out T
-	run := func(ctx context.Context) error {
-		v, err := fn(ctx)
-		if err == nil {
-			out = v
-		}
-		return err
-	}
-	var err error
-	if rows {
-		err = r.Run(ctx, &core.Op{Query: query, Rows: true}, run)
-	} else {
-		err = r.Do(ctx, query, run)
-	}
-	return out, err
-}

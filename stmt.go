@@ -109,16 +109,7 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 		s.cn.ranOnce(ctx, s.query, err, text, in)
 		return res, err
 	}
-	return retried(ctx, s.cn.r, s.query, false, func(ctx context.Context) (driver.Result, error) {
-		if err := s.revive(ctx); err != nil {
-			return nil, err
-		}
-		res, err := s.execInner(ctx, args)
-		if err != nil {
-			s.cn.noteBroken(err)
-		}
-		return res, err
-	})
+	return s.execLoop(ctx, args)
 }
 
 // QueryContext runs the statement's query: under the statement loop
@@ -144,12 +135,7 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 		}
 		return rs, nil
 	}
-	return retried(ctx, s.cn.r, s.query, true, func(actx context.Context) (driver.Rows, error) {
-		if err := s.revive(actx); err != nil {
-			return nil, err
-		}
-		return s.cn.queryAttempt(ctx, actx, s.query, s, args)
-	})
+	return s.queryLoop(ctx, args)
 }
 
 // revive prepares the statement again when its connection was replaced

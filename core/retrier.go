@@ -232,12 +232,36 @@ func (r *Retrier) Run(ctx context.Context, op *Op, fn func(ctx context.Context) 
 	switch {
 	case op == nil:
 		return r.statement(ctx, "", limitCall, fn)
+	case op.Ran && op.Err == nil && op.admission == nil && !r.timed:
+		// A first attempt that succeeded, nobody to tell how it ended:
+		// what the loop would do (count it, earn the budget), at the cost
+		// of Direct's first attempt.
+		r.count(op.Kind)
+		r.budget.earn()
+		return nil
 	case op.Kind != KindStatement || op.Ran || op.admission != nil || op.Failed != nil:
 		return r.loop(ctx, op, fn)
 	case op.Rows:
 		return r.statement(ctx, op.Query, limitRows, fn)
 	}
 	return r.statement(ctx, op.Query, limitCall, fn)
+}
+
+// Direct reports whether a statement's first attempt may run outside
+// Run, directly, its outcome then given to Run as an Op with Ran and Err
+// set: nobody is to be asked or told before it (no circuit breaker, no
+// observer that wants OperationEnded) and the policy sets no
+// QueryTimeout to bound it. A success given to Run so costs what Do's
+// own first attempt costs (the observer's Operation, one atomic load of
+// the budget); a failure goes on as Run's own first failure would,
+// under the policy Run then reads. Direct calls Options.Refresh first,
+// as the start of an operation does. False: run the operation whole
+// through Run.
+func (r *Retrier) Direct() bool {
+	if r.refresh != nil {
+		r.refresh() // may swap the policy: load it after
+	}
+	return r.direct.Load() != nil
 }
 
 // statement is Run for a plain statement, and Do: its first attempt runs
