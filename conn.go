@@ -248,7 +248,17 @@ func (cn *conn) prepareInner(ctx context.Context, query string) (driver.Stmt, er
 // then prepares the statement; so does a statement with arguments that
 // an injected fault would fail (fault.go).
 func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if cn.execer == nil && cn.execerOld == nil || len(args) > 0 && (cn.skipsArgs || cn.faulty() && cn.matches(query, kindExec)) {
+	if ok, settle := cn.ordinary(ctx, query, len(args)); ok { // most statements: stmtloop.go
+		res, err := cn.execer.ExecContext(ctx, query, args)
+		if err != nil {
+			return cn.execRetried(ctx, query, args, err)
+		}
+		if settle {
+			cn.settle(ctx, query, false)
+		}
+		return res, nil
+	}
+	if cn.execer == nil && cn.execerOld == nil || cn.skipped(query, len(args), kindExec) {
 		return nil, driver.ErrSkip
 	}
 	if text, in := cn.textControl(query); text || cn.alone(ctx) {
@@ -294,6 +304,14 @@ func (cn *conn) execLegacy(ctx context.Context, query string, args []driver.Name
 	return res, err
 }
 
+// skipped reports whether the statement query of kind k with n
+// arguments is answered driver.ErrSkip before it runs: the driver
+// answered so to a statement with arguments (skipsArgs), or an injected
+// fault would fail it (fault.go).
+func (cn *conn) skipped(query string, n int, k config.StatementKind) bool {
+	return n > 0 && (cn.skipsArgs || cn.faulty() && cn.matches(query, k))
+}
+
 // noteSkip notes a driver that answers driver.ErrSkip to a statement with
 // arguments (database/sql then prepares it; see skipsArgs). Not for a
 // driver that runs statements through Execer or Queryer: there, as in
@@ -317,7 +335,10 @@ func (cn *conn) noLegacyForm() bool {
 // Queryer answers driver.ErrSkip, as does a statement with arguments that
 // an injected fault would fail.
 func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	if cn.queryer == nil && cn.queryOld == nil || len(args) > 0 && (cn.skipsArgs || cn.faulty() && cn.matches(query, kindQuery)) {
+	if ok, settle := cn.ordinary(ctx, query, len(args)); ok { // most queries: stmtloop.go
+		return cn.queryDirect(ctx, query, args, settle)
+	}
+	if cn.queryer == nil && cn.queryOld == nil || cn.skipped(query, len(args), kindQuery) {
 		return nil, driver.ErrSkip
 	}
 	if text, in := cn.textControl(query); text || cn.alone(ctx) {

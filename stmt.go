@@ -95,6 +95,16 @@ func (s *stmt) textControl() (control, in bool) {
 // ExecContext executes the statement: under the statement loop outside a
 // transaction (begun by BeginTx or as text) and a unit, else once.
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	if ok, settle := s.ordinary(ctx); ok { // most executions: stmtloop.go
+		res, err := s.execInner(ctx, args)
+		if err != nil {
+			return s.execRetried(ctx, args, err)
+		}
+		if settle {
+			s.cn.settle(ctx, s.query, false)
+		}
+		return res, nil
+	}
 	if text, in := s.textControl(); text || s.cn.alone(ctx) {
 		res, err := s.execInner(ctx, args)
 		if t := s.cn.recording(); t != nil {
@@ -116,6 +126,9 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 // outside a transaction (begun by BeginTx or as text) and a unit, its
 // first row read inside each attempt; else once.
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	if ok, settle := s.ordinary(ctx); ok { // most executions: stmtloop.go
+		return s.queryDirect(ctx, args, settle)
+	}
 	if text, in := s.textControl(); text || s.cn.alone(ctx) {
 		ri, err := s.queryInner(ctx, args)
 		t := s.cn.recording()

@@ -230,15 +230,15 @@ func (op *Op) first() *error {
 // observer's Operation.
 func (r *Retrier) Run(ctx context.Context, op *Op, fn func(ctx context.Context) error) error {
 	switch {
-	case op == nil:
-		return r.statement(ctx, "", limitCall, fn)
-	case op.Ran && op.Err == nil && op.admission == nil && !r.timed:
+	case op != nil && op.Ran && op.Err == nil && op.admission == nil && !r.timed:
 		// A first attempt that succeeded, nobody to tell how it ended:
 		// what the loop would do (count it, earn the budget), at the cost
 		// of Direct's first attempt.
 		r.count(op.Kind)
 		r.budget.earn()
 		return nil
+	case op == nil:
+		return r.statement(ctx, "", limitCall, fn)
 	case op.Kind != KindStatement || op.Ran || op.admission != nil || op.Failed != nil:
 		return r.loop(ctx, op, fn)
 	case op.Rows:
@@ -248,20 +248,26 @@ func (r *Retrier) Run(ctx context.Context, op *Op, fn func(ctx context.Context) 
 }
 
 // Direct reports whether a statement's first attempt may run outside
-// Run, directly, its outcome then given to Run as an Op with Ran and Err
-// set: nobody is to be asked or told before it (no circuit breaker, no
-// observer that wants OperationEnded) and the policy sets no
-// QueryTimeout to bound it. A success given to Run so costs what Do's
-// own first attempt costs (the observer's Operation, one atomic load of
-// the budget); a failure goes on as Run's own first failure would,
-// under the policy Run then reads. Direct calls Options.Refresh first,
-// as the start of an operation does. False: run the operation whole
-// through Run.
-func (r *Retrier) Direct() bool {
+// Run, directly (direct), and whether its success must then still be
+// given to Run (settle). Direct: nobody is to be asked or told before
+// the attempt (no circuit breaker, no observer that wants
+// OperationEnded) and the policy sets no QueryTimeout to bound it. A
+// failure of a direct attempt is given to Run as an Op with Ran and Err
+// set, and goes on as Run's own first failure would, under the policy
+// Run then reads. Settle: the observer counts operations, or the retry
+// budget is not full and earns from a success; then the success is given
+// to Run the same way, which counts it and lets the budget earn from it.
+// Without settle a success needs nothing more: a success whose attempt
+// started while the budget was full earns nothing even if a retry drew
+// on the budget meanwhile (the statements that start after that retry
+// earn). Direct calls Options.Refresh first, as the start of an
+// operation does. Not direct (settle then says nothing): run the
+// operation whole through Run.
+func (r *Retrier) Direct() (direct, settle bool) {
 	if r.refresh != nil {
 		r.refresh() // may swap the policy: load it after
 	}
-	return r.direct.Load() != nil
+	return r.direct.Load() != nil, r.observer != nil || !r.budget.isFull()
 }
 
 // statement is Run for a plain statement, and Do: its first attempt runs
