@@ -525,8 +525,9 @@ func (cn *conn) ResetSession(ctx context.Context) error {
 	if cn.broken.Load() {
 		return driver.ErrBadConn
 	}
-	cn.tx = nil
-	cn.text.unit = nil
+	if cn.tx != nil || cn.text.unit != nil { // the stores only then: a pooled connection's are nil
+		cn.tx, cn.text.unit = nil, nil
+	}
 	if cn.dialect.resetEnds {
 		cn.text.state = txState{} // the driver's reset rolls the session's transaction back
 	}

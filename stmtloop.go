@@ -21,13 +21,18 @@ import (
 // ordinary reports whether the statement query with n arguments, run by
 // the connection with ctx, takes the direct path: the connection has
 // the context forms, the statement is not answered driver.ErrSkip for
-// its arguments, and its text was seen before and begins no
-// transaction; then directFor. settle is Direct's.
+// its arguments, its text was seen before and begins no transaction, and
+// directFor holds (whose checks it makes itself: one call less on the
+// path of every statement). settle is Direct's.
 func (cn *conn) ordinary(ctx context.Context, query string, n int) (ok, settle bool) {
 	if cn.execer == nil || cn.queryer == nil || n > 0 && cn.skipsArgs || !cn.seenPlain(query) {
 		return false, false
 	}
-	return cn.directFor(ctx)
+	d := cn.text.driver // inTextTx, inlined
+	if cn.tx != nil || cn.broken.Load() || cn.faulty() || d == nil && cn.text.state.in() || d != nil && d.TxStatus() != 'I' || config.UnitOf(ctx) != nil {
+		return false, false
+	}
+	return cn.r.Direct()
 }
 
 // directFor reports whether a statement run with ctx has its first
@@ -36,10 +41,7 @@ func (cn *conn) ordinary(ctx context.Context, query string, n int) (ok, settle b
 // injected, and under a loop that has nobody to ask before the attempt
 // (core.Retrier.Direct, whose settle it returns).
 func (cn *conn) directFor(ctx context.Context) (ok, settle bool) {
-	if cn.tx != nil || cn.broken.Load() || cn.faulty() {
-		return false, false
-	}
-	if d := cn.text.driver; d != nil && d.TxStatus() != 'I' || d == nil && cn.text.state.in() || config.UnitOf(ctx) != nil {
+	if cn.tx != nil || cn.broken.Load() || cn.faulty() || cn.inTextTx() || config.UnitOf(ctx) != nil {
 		return false, false
 	}
 	return cn.r.Direct()
