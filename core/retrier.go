@@ -153,10 +153,11 @@ type Op struct {
 	// attempt of its own and runs only the retries. It is for an
 	// operation that learns which Retrier it runs under only while it
 	// runs (crl.Retry finds its pool when the unit's first statement
-	// reaches it), or whose first error is met before it can ask (a
+	// reaches it), whose first error is met before it can ask (a
 	// statement that fails inside a transaction that the driver layer
-	// replays). When a rule retries Err, the circuit breaker is asked
-	// before the first retry. Not for a connection.
+	// replays), or whose first attempt ran directly (Direct). When a rule
+	// retries Err, the circuit breaker is asked before the first retry.
+	// Not for a connection.
 	Ran bool
 	// Rows says that the statement's result (rows) is read after fn
 	// returns: on success the attempt's context, bounded by a positive
@@ -231,9 +232,8 @@ func (op *Op) first() *error {
 func (r *Retrier) Run(ctx context.Context, op *Op, fn func(ctx context.Context) error) error {
 	switch {
 	case op != nil && op.Ran && op.Err == nil && op.admission == nil && !r.timed:
-		// A first attempt that succeeded, nobody to tell how it ended:
-		// what the loop would do (count it, earn the budget), at the cost
-		// of Direct's first attempt.
+		// A first attempt that ran and succeeded, nobody to tell how it
+		// ended: counted, and the budget earns, as the loop would.
 		r.count(op.Kind)
 		r.budget.earn()
 		return nil
