@@ -445,6 +445,16 @@ func legacy[T any](ctx context.Context, args []driver.NamedValue, call func([]dr
 	return call(v)
 }
 
+// plainArgs is legacy's first half: args as plain values, then ctx
+// checked.
+func plainArgs(ctx context.Context, args []driver.NamedValue) ([]driver.Value, error) {
+	v, err := plainValues(args)
+	if err != nil {
+		return nil, err
+	}
+	return v, ctx.Err()
+}
+
 // errNamedArgs is database/sql's error for named arguments given to a
 // driver without the context forms.
 var errNamedArgs = errors.New("sql: driver does not support the use of Named Parameters")

@@ -70,7 +70,10 @@ func (s *stmt) CheckNamedValue(nv *driver.NamedValue) error {
 	if s.checker != nil {
 		return s.checker.CheckNamedValue(nv)
 	}
-	return s.cn.CheckNamedValue(nv)
+	if c := s.cn.checker; c != nil { // conn.CheckNamedValue, one call less
+		return c.CheckNamedValue(nv)
+	}
+	return driver.ErrSkip
 }
 
 // Exec is ExecContext with context.Background() (database/sql calls
@@ -180,7 +183,11 @@ func (s *stmt) execInner(ctx context.Context, args []driver.NamedValue) (driver.
 	if s.execer != nil {
 		return s.execer.ExecContext(ctx, args)
 	}
-	return legacy(ctx, args, s.inner.Exec) //nolint:staticcheck // database/sql's fallback too
+	v, err := plainArgs(ctx, args) // legacy, without a method value
+	if err != nil {
+		return nil, err
+	}
+	return s.inner.Exec(v) //nolint:staticcheck // database/sql's fallback too
 }
 
 // queryInner runs the driver statement's query, as database/sql would.
@@ -193,7 +200,11 @@ func (s *stmt) queryInner(ctx context.Context, args []driver.NamedValue) (driver
 	if s.queryer != nil {
 		return s.queryer.QueryContext(ctx, args)
 	}
-	return legacy(ctx, args, s.inner.Query) //nolint:staticcheck // database/sql's fallback too
+	v, err := plainArgs(ctx, args)
+	if err != nil {
+		return nil, err
+	}
+	return s.inner.Query(v) //nolint:staticcheck // database/sql's fallback too
 }
 
 // namedValues returns args as positional named values.

@@ -21,27 +21,17 @@ import (
 // ordinary reports whether the statement query with n arguments, run by
 // the connection with ctx, takes the direct path: the connection has
 // the context forms, the statement is not answered driver.ErrSkip for
-// its arguments, its text was seen before and begins no transaction, and
-// directFor holds (whose checks it makes itself: one call less on the
-// path of every statement). settle is Direct's.
+// its arguments, its text was seen before and begins no transaction, it
+// runs outside a transaction (begun by BeginTx or as text) and a unit, on
+// a connection that is not broken, with no fault injected, and the loop
+// has nobody to ask before the attempt (core.Retrier.Direct, whose
+// settle it returns).
 func (cn *conn) ordinary(ctx context.Context, query string, n int) (ok, settle bool) {
 	if cn.execer == nil || cn.queryer == nil || n > 0 && cn.skipsArgs || !cn.seenPlain(query) {
 		return false, false
 	}
 	d := cn.text.driver // inTextTx, inlined
 	if cn.tx != nil || cn.broken.Load() || cn.faulty() || d == nil && cn.text.state.in() || d != nil && d.TxStatus() != 'I' || config.UnitOf(ctx) != nil {
-		return false, false
-	}
-	return cn.r.Direct()
-}
-
-// directFor reports whether a statement run with ctx has its first
-// attempt run directly: outside a transaction (begun by BeginTx or as
-// text) and a unit, on a connection that is not broken, with no fault
-// injected, and under a loop that has nobody to ask before the attempt
-// (core.Retrier.Direct, whose settle it returns).
-func (cn *conn) directFor(ctx context.Context) (ok, settle bool) {
-	if cn.tx != nil || cn.broken.Load() || cn.faulty() || cn.inTextTx() || config.UnitOf(ctx) != nil {
 		return false, false
 	}
 	return cn.r.Direct()
@@ -148,13 +138,14 @@ func (cn *conn) queryLoop(ctx context.Context, query string, args []driver.Named
 }
 
 // ordinary is conn.ordinary for an execution of the prepared statement:
-// prepared on the connection it runs on (not replaced since), and its
-// text begins no transaction.
+// prepared on the connection it runs on (not replaced since), its text
+// begins no transaction, and the connection's checks hold.
 func (s *stmt) ordinary(ctx context.Context) (ok, settle bool) {
-	if s.mayBegin || s.gen != s.cn.gen {
+	cn := s.cn
+	if s.mayBegin || s.gen != cn.gen || cn.tx != nil || cn.broken.Load() || cn.faulty() || cn.inTextTx() || config.UnitOf(ctx) != nil {
 		return false, false
 	}
-	return s.cn.directFor(ctx)
+	return cn.r.Direct()
 }
 
 // execRetried hands an execution's first attempt, run directly and
