@@ -535,9 +535,8 @@ func (cn *conn) ResetSession(ctx context.Context) error {
 	if cn.broken.Load() {
 		return driver.ErrBadConn
 	}
-	if cn.tx != nil || cn.text.unit != nil { // the stores only then: a pooled connection's are nil
-		cn.tx, cn.text.unit = nil, nil
-	}
+	cn.tx = nil
+	cn.text.unit = nil
 	if cn.dialect.resetEnds {
 		cn.text.state = txState{} // the driver's reset rolls the session's transaction back
 	}
