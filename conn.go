@@ -253,7 +253,17 @@ func (cn *conn) prepareInner(ctx context.Context, query string) (driver.Stmt, er
 // then prepares the statement; so does a statement with arguments that
 // an injected fault would fail (fault.go).
 func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if cn.execer == nil && cn.execerOld == nil || len(args) > 0 && (cn.skipsArgs || cn.faulty() && cn.matches(query, kindExec)) {
+	if ok, settle := cn.ordinary(ctx, query, len(args)); ok { // most statements: stmtloop.go
+		res, err := cn.execer.ExecContext(ctx, query, args)
+		if err != nil {
+			return cn.execRetried(ctx, query, args, err)
+		}
+		if settle {
+			cn.settle(ctx, query, false)
+		}
+		return res, nil
+	}
+	if cn.execer == nil && cn.execerOld == nil || cn.skipped(query, len(args), kindExec) {
 		return nil, driver.ErrSkip
 	}
 	if text, in := cn.textControl(query); text || cn.alone(ctx) {
@@ -271,16 +281,7 @@ func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.Nam
 		cn.ranOnce(ctx, query, err, text, in)
 		return res, err
 	}
-	return retried(ctx, cn.r, query, false, func(ctx context.Context) (driver.Result, error) {
-		if err := cn.revive(ctx); err != nil {
-			return nil, err
-		}
-		res, err := cn.execInner(ctx, query, args)
-		if err != nil {
-			cn.noteBroken(err)
-		}
-		return res, err
-	})
+	return cn.execLoop(ctx, query, args)
 }
 
 // execInner runs query on the connection below, as database/sql would.
@@ -308,6 +309,14 @@ func (cn *conn) execLegacy(ctx context.Context, query string, args []driver.Name
 	return res, err
 }
 
+// skipped reports whether the statement query of kind k with n
+// arguments is answered driver.ErrSkip before it runs: the driver
+// answered so to a statement with arguments (skipsArgs), or an injected
+// fault would fail it (fault.go).
+func (cn *conn) skipped(query string, n int, k config.StatementKind) bool {
+	return n > 0 && (cn.skipsArgs || cn.faulty() && cn.matches(query, k))
+}
+
 // noteSkip notes a driver that answers driver.ErrSkip to a statement with
 // arguments (database/sql then prepares it; see skipsArgs). Not for a
 // driver that runs statements through Execer or Queryer: there, as in
@@ -331,7 +340,10 @@ func (cn *conn) noLegacyForm() bool {
 // Queryer answers driver.ErrSkip, as does a statement with arguments that
 // an injected fault would fail.
 func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	if cn.queryer == nil && cn.queryOld == nil || len(args) > 0 && (cn.skipsArgs || cn.faulty() && cn.matches(query, kindQuery)) {
+	if ok, settle := cn.ordinary(ctx, query, len(args)); ok { // most queries: stmtloop.go
+		return cn.queryDirect(ctx, query, args, settle)
+	}
+	if cn.queryer == nil && cn.queryOld == nil || cn.skipped(query, len(args), kindQuery) {
 		return nil, driver.ErrSkip
 	}
 	if text, in := cn.textControl(query); text || cn.alone(ctx) {
@@ -356,9 +368,7 @@ func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.Na
 		}
 		return rs, nil
 	}
-	return retried(ctx, cn.r, query, true, func(actx context.Context) (driver.Rows, error) {
-		return cn.queryAttempt(ctx, actx, query, nil, args)
-	})
+	return cn.queryLoop(ctx, query, args)
 }
 
 // queryAttempt is one attempt of a query outside a transaction and a
@@ -438,6 +448,16 @@ func legacy[T any](ctx context.Context, args []driver.NamedValue, call func([]dr
 		return zero, err
 	}
 	return call(v)
+}
+
+// plainArgs is legacy's first half: args as plain values, then ctx
+// checked.
+func plainArgs(ctx context.Context, args []driver.NamedValue) ([]driver.Value, error) {
+	v, err := plainValues(args)
+	if err != nil {
+		return nil, err
+	}
+	return v, ctx.Err()
 }
 
 // errNamedArgs is database/sql's error for named arguments given to a
@@ -550,25 +570,3 @@ func (cn *conn) CheckNamedValue(nv *driver.NamedValue) error {
 
 // Close closes the connection below.
 func (cn *conn) Close() error { return cn.inner.Close() }
-
-// retried runs the statement query under r's statement loop, keeping
-// the value of the attempt that succeeded; on failure it is the zero
-// value. rows says that the value is rows read after fn returns
-// (core.Op.Rows); an Exec's result is not.
-func retried[T any](ctx context.Context, r *core.Retrier, query string, rows bool, fn func(ctx context.Context) (T, error)) (T, error) {
-	var out T
-	run := func(ctx context.Context) error {
-		v, err := fn(ctx)
-		if err == nil {
-			out = v
-		}
-		return err
-	}
-	var err error
-	if rows {
-		err = r.Run(ctx, &core.Op{Query: query, Rows: true}, run)
-	} else {
-		err = r.Do(ctx, query, run)
-	}
-	return out, err
-}

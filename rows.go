@@ -60,10 +60,15 @@ func newRows(ctx context.Context, ri driver.Rows, cn *conn, query string, cancel
 	if cn.ownBusy {
 		return &rows{inner: ri, cn: cn, ctx: ctx, query: query, cancel: cancel, alone: alone}
 	}
-	// The whole value: no field of a query before survives.
+	// Every field, one by one: no field of a query before survives, and
+	// the value is not built aside and copied whole (a test holds this
+	// list to the type's fields).
 	cn.ownBusy = true
-	cn.own = rows{inner: ri, cn: cn, ctx: ctx, query: query, cancel: cancel, alone: alone, owned: true}
-	return &cn.own
+	r := &cn.own
+	r.inner, r.cn, r.ctx, r.query, r.cancel, r.head = ri, cn, ctx, query, cancel, nil
+	r.state, r.alone, r.owned = rowsStreaming, alone, true
+	r.rec, r.ri, r.gen, r.seen, r.dg, r.done = nil, 0, 0, 0, core.Digest{}, false
+	return r
 }
 
 // release makes the connection's own rows free again, once closed:

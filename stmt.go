@@ -70,7 +70,10 @@ func (s *stmt) CheckNamedValue(nv *driver.NamedValue) error {
 	if s.checker != nil {
 		return s.checker.CheckNamedValue(nv)
 	}
-	return s.cn.CheckNamedValue(nv)
+	if c := s.cn.checker; c != nil { // conn.CheckNamedValue, one call less
+		return c.CheckNamedValue(nv)
+	}
+	return driver.ErrSkip
 }
 
 // Exec is ExecContext with context.Background() (database/sql calls
@@ -95,6 +98,16 @@ func (s *stmt) textControl() (control, in bool) {
 // ExecContext executes the statement: under the statement loop outside a
 // transaction (begun by BeginTx or as text) and a unit, else once.
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	if ok, settle := s.ordinary(ctx); ok { // most executions: stmtloop.go
+		res, err := s.execInner(ctx, args)
+		if err != nil {
+			return s.execRetried(ctx, args, err)
+		}
+		if settle {
+			s.cn.settle(ctx, s.query, false)
+		}
+		return res, nil
+	}
 	if text, in := s.textControl(); text || s.cn.alone(ctx) {
 		res, err := s.execInner(ctx, args)
 		if t := s.cn.recording(); t != nil {
@@ -109,22 +122,16 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 		s.cn.ranOnce(ctx, s.query, err, text, in)
 		return res, err
 	}
-	return retried(ctx, s.cn.r, s.query, false, func(ctx context.Context) (driver.Result, error) {
-		if err := s.revive(ctx); err != nil {
-			return nil, err
-		}
-		res, err := s.execInner(ctx, args)
-		if err != nil {
-			s.cn.noteBroken(err)
-		}
-		return res, err
-	})
+	return s.execLoop(ctx, args)
 }
 
 // QueryContext runs the statement's query: under the statement loop
 // outside a transaction (begun by BeginTx or as text) and a unit, its
 // first row read inside each attempt; else once.
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	if ok, settle := s.ordinary(ctx); ok { // most executions: stmtloop.go
+		return s.queryDirect(ctx, args, settle)
+	}
 	if text, in := s.textControl(); text || s.cn.alone(ctx) {
 		ri, err := s.queryInner(ctx, args)
 		t := s.cn.recording()
@@ -144,12 +151,7 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 		}
 		return rs, nil
 	}
-	return retried(ctx, s.cn.r, s.query, true, func(actx context.Context) (driver.Rows, error) {
-		if err := s.revive(actx); err != nil {
-			return nil, err
-		}
-		return s.cn.queryAttempt(ctx, actx, s.query, s, args)
-	})
+	return s.queryLoop(ctx, args)
 }
 
 // revive prepares the statement again when its connection was replaced
@@ -181,7 +183,11 @@ func (s *stmt) execInner(ctx context.Context, args []driver.NamedValue) (driver.
 	if s.execer != nil {
 		return s.execer.ExecContext(ctx, args)
 	}
-	return legacy(ctx, args, s.inner.Exec) //nolint:staticcheck // database/sql's fallback too
+	v, err := plainArgs(ctx, args) // legacy, without a method value
+	if err != nil {
+		return nil, err
+	}
+	return s.inner.Exec(v) //nolint:staticcheck // database/sql's fallback too
 }
 
 // queryInner runs the driver statement's query, as database/sql would.
@@ -194,7 +200,11 @@ func (s *stmt) queryInner(ctx context.Context, args []driver.NamedValue) (driver
 	if s.queryer != nil {
 		return s.queryer.QueryContext(ctx, args)
 	}
-	return legacy(ctx, args, s.inner.Query) //nolint:staticcheck // database/sql's fallback too
+	v, err := plainArgs(ctx, args)
+	if err != nil {
+		return nil, err
+	}
+	return s.inner.Query(v) //nolint:staticcheck // database/sql's fallback too
 }
 
 // namedValues returns args as positional named values.

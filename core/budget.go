@@ -248,6 +248,10 @@ func (b *Budget) earn() {
 	}
 }
 
+// isFull reports whether both buckets are full (earn would do nothing);
+// true for no budget.
+func (b *Budget) isFull() bool { return b == nil || b.state.Load() == b.full }
+
 // refill adds gain tokens to the bucket, up to max, and progress to the
 // contention pool, up to its capacity. It stays out of line so that earn,
 // which every success calls, inlines.

@@ -81,3 +81,71 @@ func TestCountingObserverKeepsTheDirectPath(t *testing.T) {
 		assert.Zero(t, e.Elapsed)
 	}
 }
+
+// TestDirectSaysWhoMustBeAskedFirst: a statement's first attempt may run
+// outside Run (Direct) only when nobody is asked or told before it and no
+// queryTimeout bounds it; its success must be given to Run (settle) when
+// an observer counts operations or the budget is not full, and then Run
+// counts it once and lets the budget earn; a failure given to Run is
+// counted once and retried as Run's own.
+func TestDirectSaysWhoMustBeAskedFirst(t *testing.T) {
+	rules := mustRules(t, "{1205:2,1}")
+	ctx := context.Background()
+	breaker, err := core.NewBreaker(core.BreakerSettings{Failures: 5}, nil)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name           string
+		p              core.Policy
+		o              core.Options
+		direct, settle bool
+	}{
+		{"nothing", core.Policy{Statement: rules}, core.Options{}, true, false},
+		{"full budget", core.Policy{Statement: rules}, core.Options{Budget: defaultBudget(t)}, true, false},
+		{"counting observer", core.Policy{Statement: rules}, core.Options{Observer: &untimedObserver{}}, true, true},
+		{"timed observer", core.Policy{Statement: rules}, core.Options{Observer: &endObserver{}}, false, false},
+		{"breaker", core.Policy{Statement: rules}, core.Options{Breaker: breaker}, false, false},
+		{"queryTimeout", core.Policy{Statement: rules, QueryTimeout: time.Second}, core.Options{}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _ := newRetrier(t, tc.p, tc.o)
+			direct, settle := r.Direct()
+			assert.Equal(t, tc.direct, direct, "direct")
+			if direct {
+				assert.Equal(t, tc.settle, settle, "settle")
+			}
+		})
+	}
+
+	refreshed := 0
+	r, _ := newRetrier(t, core.Policy{Statement: rules}, core.Options{Refresh: func() { refreshed++ }})
+	r.Direct()
+	assert.Equal(t, 1, refreshed, "Direct starts an operation: the policy is refreshed first")
+
+	obs := &untimedObserver{}
+	b := defaultBudget(t)
+	r, _ = newRetrier(t, core.Policy{Statement: rules}, core.Options{Observer: obs, Budget: b})
+	require.NoError(t, r.Run(ctx, &core.Op{Ran: true, Query: "update t"}, nil), "a success given to Run")
+	assert.EqualValues(t, 1, obs.c.ops[core.KindStatement].Load(), "counted once")
+
+	calls := 0
+	err = r.Run(ctx, &core.Op{Ran: true, Query: "update t", Err: serverError{1205}}, failing(&calls, serverError{1205}))
+	require.NoError(t, err, "the failure of a direct attempt is retried")
+	assert.Equal(t, 2, calls, "only the retries ran in Run")
+	assert.EqualValues(t, 2, obs.c.ops[core.KindStatement].Load(), "a retried statement is one operation")
+
+	r, _ = newRetrier(t, core.Policy{Statement: rules}, core.Options{Budget: b})
+	level := func() float64 {
+		c, _ := b.Tokens("contention")
+		return c + b.Available()
+	}
+	full := level()
+	calls = 0
+	err = r.Run(ctx, &core.Op{Ran: true, Query: "update t", Err: serverError{1205}}, failing(&calls, serverError{1205}, serverError{1205}))
+	require.ErrorIs(t, err, core.ErrRetriesExhausted)
+	below := level()
+	require.Less(t, below, full, "the retries drew on the budget")
+	_, settle := r.Direct()
+	require.True(t, settle, "a budget below full earns from a success: it settles")
+	require.NoError(t, r.Run(ctx, &core.Op{Ran: true, Query: "update t"}, nil))
+	assert.Greater(t, level(), below, "the success given to Run earned")
+}

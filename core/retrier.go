@@ -153,10 +153,11 @@ type Op struct {
 	// attempt of its own and runs only the retries. It is for an
 	// operation that learns which Retrier it runs under only while it
 	// runs (crl.Retry finds its pool when the unit's first statement
-	// reaches it), or whose first error is met before it can ask (a
+	// reaches it), whose first error is met before it can ask (a
 	// statement that fails inside a transaction that the driver layer
-	// replays). When a rule retries Err, the circuit breaker is asked
-	// before the first retry. Not for a connection.
+	// replays), or whose first attempt ran directly (Direct). When a rule
+	// retries Err, the circuit breaker is asked before the first retry.
+	// Not for a connection.
 	Ran bool
 	// Rows says that the statement's result (rows) is read after fn
 	// returns: on success the attempt's context, bounded by a positive
@@ -230,6 +231,12 @@ func (op *Op) first() *error {
 // observer's Operation.
 func (r *Retrier) Run(ctx context.Context, op *Op, fn func(ctx context.Context) error) error {
 	switch {
+	case op != nil && op.Ran && op.Err == nil && op.admission == nil && !r.timed:
+		// A first attempt that ran and succeeded, nobody to tell how it
+		// ended: counted, and the budget earns, as the loop would.
+		r.count(op.Kind)
+		r.budget.earn()
+		return nil
 	case op == nil:
 		return r.statement(ctx, "", limitCall, fn)
 	case op.Kind != KindStatement || op.Ran || op.admission != nil || op.Failed != nil:
@@ -238,6 +245,29 @@ func (r *Retrier) Run(ctx context.Context, op *Op, fn func(ctx context.Context) 
 		return r.statement(ctx, op.Query, limitRows, fn)
 	}
 	return r.statement(ctx, op.Query, limitCall, fn)
+}
+
+// Direct reports whether a statement's first attempt may run outside
+// Run, directly (direct), and whether its success must then still be
+// given to Run (settle). Direct: nobody is to be asked or told before
+// the attempt (no circuit breaker, no observer that wants
+// OperationEnded) and the policy sets no QueryTimeout to bound it. A
+// failure of a direct attempt is given to Run as an Op with Ran and Err
+// set, and goes on as Run's own first failure would, under the policy
+// Run then reads. Settle: the observer counts operations, or the retry
+// budget is not full and earns from a success; then the success is given
+// to Run the same way, which counts it and lets the budget earn from it.
+// Without settle a success needs nothing more: a success whose attempt
+// started while the budget was full earns nothing even if a retry drew
+// on the budget meanwhile (the statements that start after that retry
+// earn). Direct calls Options.Refresh first, as the start of an
+// operation does. Not direct (settle then says nothing): run the
+// operation whole through Run.
+func (r *Retrier) Direct() (direct, settle bool) {
+	if r.refresh != nil {
+		r.refresh() // may swap the policy: load it after
+	}
+	return r.direct.Load() != nil, r.observer != nil || !r.budget.isFull()
 }
 
 // statement is Run for a plain statement, and Do: its first attempt runs

@@ -1,0 +1,72 @@
+package crl
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// TestOwnRowsKeepNothingOfTheQueryBefore: the connection's own rows,
+// handed to a new query, have every field as new rows of that query
+// would, whatever the query before left in them: newRows sets each field
+// by name, and a field added to rows without being set there fails here.
+func TestOwnRowsKeepNothingOfTheQueryBefore(t *testing.T) {
+	cn := &conn{}
+	fill(t, reflect.ValueOf(&cn.own).Elem())
+	ctx := context.Background()
+	for _, alone := range []bool{false, true} {
+		got := newRows(ctx, nil, cn, "select 1", nil, alone)
+		want := rows{cn: cn, ctx: ctx, query: "select 1", alone: alone, owned: true}
+		assert.Same(t, &cn.own, got, "the connection's own rows")
+		assert.True(t, reflect.DeepEqual(want, *got), "alone=%v: %+v, expected %+v", alone, *got, want)
+		got.release()
+		fill(t, reflect.ValueOf(&cn.own).Elem())
+	}
+}
+
+// fill sets every field of the struct v, exported or not, to a value
+// other than its zero value.
+func fill(t *testing.T, v reflect.Value) {
+	t.Helper()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		f = reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
+		switch f.Kind() {
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			f.SetInt(3)
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			f.SetUint(3)
+		case reflect.String:
+			f.SetString("before")
+		case reflect.Pointer:
+			f.Set(reflect.New(f.Type().Elem()))
+		case reflect.Slice:
+			f.Set(reflect.MakeSlice(f.Type(), 1, 1))
+		case reflect.Func:
+			f.Set(reflect.MakeFunc(f.Type(), func([]reflect.Value) []reflect.Value { return nil }))
+		case reflect.Struct:
+			fill(t, f)
+		case reflect.Interface:
+			fillInterface(t, f)
+		default:
+			t.Fatalf("rows field %s: fill a %s", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+}
+
+// fillInterface sets f, an interface field of rows, to a value of its type.
+func fillInterface(t *testing.T, f reflect.Value) {
+	t.Helper()
+	for _, v := range []any{context.TODO(), emptyRows{}} {
+		if reflect.TypeOf(v).Implements(f.Type()) {
+			f.Set(reflect.ValueOf(v))
+			return
+		}
+	}
+	t.Fatalf("rows field of type %s: no value to fill it with", f.Type())
+}

@@ -1,0 +1,227 @@
+package crl
+
+import (
+	"context"
+	"database/sql/driver"
+	"unsafe"
+
+	"github.com/crl-go/crl/config"
+	"github.com/crl-go/crl/core"
+)
+
+// The statement loop's path of the driver layer: a statement outside a
+// transaction and a unit. On the path most statements take (ordinary:
+// nothing to check on their own, and a loop with nobody to ask before an
+// attempt, core.Retrier.Direct) the layer runs the first attempt itself,
+// without a closure, and hands it to the loop (core.Op with Ran) only
+// when it failed, or when its success must still be counted or earn the
+// retry budget. Every other statement runs under the loop whole, each
+// of its conditions checked on its own (conn.ExecContext and the rest).
+
+// ordinary reports whether the statement query with n arguments, run by
+// the connection with ctx, takes the direct path: the connection has
+// the context forms, the statement is not answered driver.ErrSkip for
+// its arguments, its text was seen before and begins no transaction, it
+// runs outside a transaction (begun by BeginTx or as text) and a unit, on
+// a connection that is not broken, with no fault injected, and the loop
+// has nobody to ask before the attempt (core.Retrier.Direct, whose
+// settle it returns).
+func (cn *conn) ordinary(ctx context.Context, query string, n int) (ok, settle bool) {
+	if cn.execer == nil || cn.queryer == nil || n > 0 && cn.skipsArgs || !cn.seenPlain(query) {
+		return false, false
+	}
+	d := cn.text.driver // inTextTx, inlined
+	if cn.tx != nil || cn.broken.Load() || cn.faulty() || d == nil && cn.text.state.in() || d != nil && d.TxStatus() != 'I' || config.UnitOf(ctx) != nil {
+		return false, false
+	}
+	return cn.r.Direct()
+}
+
+// seenPlain reports whether query is one of the last two texts the
+// connection ran (mayBegin) and begins no transaction. A text is known by
+// its bytes' address: a query that is a constant, or a string the
+// caller keeps, costs a comparison; another takes the other path, which
+// reads it.
+func (cn *conn) seenPlain(query string) bool {
+	switch s := &cn.seen; {
+	case sameText(s[0].text, query):
+		return !s[0].begins
+	case sameText(s[1].text, query):
+		return !s[1].begins
+	}
+	return false
+}
+
+// sameText reports whether a and b are the same bytes in memory.
+func sameText(a, b string) bool {
+	return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b)
+}
+
+// settle gives the loop a statement whose first attempt, run directly,
+// succeeded, when Direct said it must (settle): counted, and the budget
+// earns.
+func (cn *conn) settle(ctx context.Context, query string, rows bool) {
+	_ = cn.r.Run(ctx, &core.Op{Ran: true, Query: query, Rows: rows}, nil) // nil: no attempt runs
+}
+
+// execRetried hands an Exec's first attempt, run directly and failed
+// with err, to the statement loop.
+func (cn *conn) execRetried(ctx context.Context, query string, args []driver.NamedValue, err error) (driver.Result, error) {
+	cn.noteSkip(err, args)
+	cn.noteBroken(err)
+	return retried(ctx, cn.r, &core.Op{Query: query, Ran: true, Err: err}, func(ctx context.Context) (driver.Result, error) {
+		return cn.execAttempt(ctx, query, args)
+	})
+}
+
+// queryDirect runs query with its first attempt run directly (as
+// queryAttempt runs one), handed to the loop when it failed.
+func (cn *conn) queryDirect(ctx context.Context, query string, args []driver.NamedValue, settle bool) (driver.Rows, error) {
+	ri, err := cn.queryer.QueryContext(ctx, query, args)
+	if err == nil {
+		var rs driver.Rows
+		if rs, err = cn.directRows(ctx, query, ri, settle); err == nil {
+			return rs, nil
+		}
+	} else {
+		cn.noteSkip(err, args)
+	}
+	cn.noteBroken(err)
+	return retried(ctx, cn.r, &core.Op{Query: query, Rows: true, Ran: true, Err: err}, func(actx context.Context) (driver.Rows, error) {
+		return cn.queryAttempt(ctx, actx, query, nil, args)
+	})
+}
+
+// directRows wraps ri, the driver's rows of query from a first attempt
+// run directly, and reads their first row when a rule could retry an
+// error before it; an error there closes ri and is the attempt's.
+func (cn *conn) directRows(ctx context.Context, query string, ri driver.Rows, settle bool) (driver.Rows, error) {
+	rows := newRows(ctx, ri, cn, query, nil, false)
+	if cn.r.WantsFirstRow(query) {
+		if err := rows.first(); err != nil {
+			rows.release() // the driver's rows are closed: nobody closes these
+			return nil, err
+		}
+	}
+	if settle {
+		cn.settle(ctx, query, true)
+	}
+	return rows, nil
+}
+
+// execLoop runs query under the statement loop, every attempt through
+// it.
+func (cn *conn) execLoop(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	return retried(ctx, cn.r, &core.Op{Query: query}, func(ctx context.Context) (driver.Result, error) {
+		return cn.execAttempt(ctx, query, args)
+	})
+}
+
+// execAttempt is one attempt of an Exec under the statement loop.
+func (cn *conn) execAttempt(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if err := cn.revive(ctx); err != nil {
+		return nil, err
+	}
+	res, err := cn.execInner(ctx, query, args)
+	if err != nil {
+		cn.noteBroken(err)
+	}
+	return res, err
+}
+
+// queryLoop runs query under the statement loop, every attempt through
+// it, its first row read inside each attempt (queryAttempt).
+func (cn *conn) queryLoop(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	return retried(ctx, cn.r, &core.Op{Query: query, Rows: true}, func(actx context.Context) (driver.Rows, error) {
+		return cn.queryAttempt(ctx, actx, query, nil, args)
+	})
+}
+
+// ordinary is conn.ordinary for an execution of the prepared statement:
+// prepared on the connection it runs on (not replaced since), its text
+// begins no transaction, and the connection's checks hold.
+func (s *stmt) ordinary(ctx context.Context) (ok, settle bool) {
+	cn := s.cn
+	if s.mayBegin || s.gen != cn.gen || cn.tx != nil || cn.broken.Load() || cn.faulty() || cn.inTextTx() || config.UnitOf(ctx) != nil {
+		return false, false
+	}
+	return cn.r.Direct()
+}
+
+// execRetried hands an execution's first attempt, run directly and
+// failed with err, to the statement loop.
+func (s *stmt) execRetried(ctx context.Context, args []driver.NamedValue, err error) (driver.Result, error) {
+	s.cn.noteBroken(err)
+	return retried(ctx, s.cn.r, &core.Op{Query: s.query, Ran: true, Err: err}, func(ctx context.Context) (driver.Result, error) {
+		return s.execAttempt(ctx, args)
+	})
+}
+
+// queryDirect is conn.queryDirect for the prepared statement.
+func (s *stmt) queryDirect(ctx context.Context, args []driver.NamedValue, settle bool) (driver.Rows, error) {
+	ri, err := s.queryInner(ctx, args)
+	if err == nil {
+		var rs driver.Rows
+		if rs, err = s.cn.directRows(ctx, s.query, ri, settle); err == nil {
+			return rs, nil
+		}
+	}
+	s.cn.noteBroken(err)
+	return retried(ctx, s.cn.r, &core.Op{Query: s.query, Rows: true, Ran: true, Err: err}, func(actx context.Context) (driver.Rows, error) {
+		return s.queryAttempt(ctx, actx, args)
+	})
+}
+
+// execLoop runs the prepared statement under the statement loop, every
+// attempt through it.
+func (s *stmt) execLoop(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	return retried(ctx, s.cn.r, &core.Op{Query: s.query}, func(ctx context.Context) (driver.Result, error) {
+		return s.execAttempt(ctx, args)
+	})
+}
+
+// execAttempt is one attempt of the prepared statement's Exec under the
+// statement loop.
+func (s *stmt) execAttempt(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	if err := s.revive(ctx); err != nil {
+		return nil, err
+	}
+	res, err := s.execInner(ctx, args)
+	if err != nil {
+		s.cn.noteBroken(err)
+	}
+	return res, err
+}
+
+// queryLoop runs the prepared statement's query under the statement
+// loop, every attempt through it, its first row read inside each.
+func (s *stmt) queryLoop(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	return retried(ctx, s.cn.r, &core.Op{Query: s.query, Rows: true}, func(actx context.Context) (driver.Rows, error) {
+		return s.queryAttempt(ctx, actx, args)
+	})
+}
+
+// queryAttempt is one attempt of the prepared statement's query under
+// the statement loop (conn.queryAttempt), prepared again first when its
+// connection was replaced.
+func (s *stmt) queryAttempt(ctx, actx context.Context, args []driver.NamedValue) (driver.Rows, error) {
+	if err := s.revive(actx); err != nil {
+		return nil, err
+	}
+	return s.cn.queryAttempt(ctx, actx, s.query, s, args)
+}
+
+// retried runs op, a statement, under r's statement loop with fn as each
+// of its attempts (the retries only, when op.Ran), keeping the value of
+// the attempt that succeeded; on failure it is the zero value.
+func retried[T any](ctx context.Context, r *core.Retrier, op *core.Op, fn func(ctx context.Context) (T, error)) (T, error) {
+	var out T
+	err := r.Run(ctx, op, func(ctx context.Context) error {
+		v, err := fn(ctx)
+		if err == nil {
+			out = v
+		}
+		return err
+	})
+	return out, err
+}
