@@ -20,9 +20,9 @@ import (
 // layer's own cost is BenchmarkDriverLayer's); its whole reads (Get,
 // Select) run as one attempt in a unit of their own, which costs
 // wholeRead allocation more than sqlx's over the driver layer alone (the
-// unit, which lives in the context that carries it); so
-// does the GORM plugin's whole read (First), compared with GORM over the
-// same crl pool.
+// unit, which lives in the context that carries it). The GORM plugin's
+// reads (First) are the driver layer's alone, so they cost what GORM's
+// over the same crl pool do.
 // (Counts, not times: a test may assert them.) GORM's Create, Update
 // and Delete are not here: their unit copies the values GORM writes to
 // before the first attempt, so that a retry starts from them
@@ -72,7 +72,7 @@ func TestWrappersAllocateNothingMore(t *testing.T) {
 			require.NoError(t, c.crl())
 			want := testing.AllocsPerRun(100, func() { _ = c.plain() })
 			got := testing.AllocsPerRun(100, func() { _ = c.crl() })
-			if c.name == "sqlx GetContext" || c.name == "sqlx SelectContext" || c.name == "gorm First" {
+			if c.name == "sqlx GetContext" || c.name == "sqlx SelectContext" {
 				want += wholeRead
 			}
 			assert.Equal(t, want, got, "allocations per statement: plain %v, with crl %v", want, got)
@@ -203,22 +203,25 @@ func TestDriverLayerTxAllocatesNothingMore(t *testing.T) {
 		return tx.Commit()
 	}
 	// database/sql starts a goroutine per transaction (Tx.awaitDone),
-	// which allocates when the runtime has no free one at hand: a count
-	// moves by one or two from one measure to the next, so each is the
-	// least of a few.
-	least := func(f func()) float64 {
-		n := testing.AllocsPerRun(200, f)
-		for range 4 {
-			n = min(n, testing.AllocsPerRun(200, f))
-		}
-		return n
-	}
+	// which allocates when the runtime has no ended one at hand: for a
+	// while every transaction may pay it, whichever pool runs, so each
+	// count is the least of rounds that take the pools in turn.
 	counts := map[string]float64{}
 	for _, p := range pools {
 		require.NoError(t, run(p.db), p.name)
 		require.NoError(t, layerTx(ctx, p.db), p.name)
-		counts[p.name] = least(func() { _ = run(p.db) })
-		counts[p.name+"/unread"] = least(func() { _ = layerTx(ctx, p.db) })
+	}
+	least := func(name string, f func()) {
+		n := testing.AllocsPerRun(200, f)
+		if old, ok := counts[name]; !ok || n < old {
+			counts[name] = n
+		}
+	}
+	for range 5 {
+		for _, p := range pools {
+			least(p.name, func() { _ = run(p.db) })
+			least(p.name+"/unread", func() { _ = layerTx(ctx, p.db) })
+		}
 	}
 	t.Log(counts)
 	for _, p := range pools[1:] {
