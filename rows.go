@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql/driver"
 	"io"
+	"math"
 	"reflect"
 
 	"github.com/crl-go/crl/core"
@@ -223,7 +224,7 @@ func (r *rows) NextResultSet() error {
 		// The caller reads a result set a replay cannot re-read: the
 		// record says so when the rows close, and the transaction is
 		// not replayed.
-		r.seen, r.done = -1, true
+		r.seen, r.done = math.MinInt64, true
 	}
 	return err
 }

@@ -254,10 +254,10 @@ func (t *TxRecord) Statement(i int) (query string, args []any, seen int64) {
 // caller read a row or the end; for an exec, which of the counts it
 // read), and the digest of those values. A replay re-sends the statement,
 // reads as much of the new answer as seen says, and compares digests.
-// i < 0 (a statement Add refused) is ignored. seen < 0 says the caller
-// saw an answer a replay cannot read again (a result set after the
-// first): the transaction is then not replayed (stop "batch"), as for a
-// batch's text.
+// i < 0 (a statement Add refused) is ignored. seen = math.MinInt64 says
+// the caller saw an answer a replay cannot read again (a result set after
+// the first): the transaction is then not replayed (stop "batch"), as
+// for a batch's text; every other value is the owner's to define.
 func (t *TxRecord) Saw(i int, seen int64, d Digest) {
 	if i >= 0 && i < len(t.stmts) {
 		t.stmts[i].seen, t.stmts[i].digest = seen, d
@@ -307,7 +307,7 @@ func (t *TxRecord) blocked(failed string) string {
 		return stopBatch
 	}
 	for i := range t.stmts {
-		if t.stmts[i].seen < 0 || unsafeToResend(t.stmts[i].query) {
+		if t.stmts[i].seen == math.MinInt64 || unsafeToResend(t.stmts[i].query) {
 			return stopBatch
 		}
 	}

@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -294,7 +295,7 @@ func TestReplaySkippedStops(t *testing.T) {
 func TestReplayNotRunAfterAResultSetItCannotReadAgain(t *testing.T) {
 	r, obs, _ := replayRetrier(t, "{1205:3,0}")
 	f := newFakeTx(2)
-	f.rec.Saw(1, -1, f.answers[1]) // the caller moved to the query's second result set
+	f.rec.Saw(1, math.MinInt64, f.answers[1]) // the caller moved to the query's second result set
 	orig := serverError{1205}
 	err := r.Replay(context.Background(), f.replay("UPDATE t SET v = 0"), orig)
 	assert.Equal(t, error(orig), err, "the original error, unchanged")
