@@ -4,7 +4,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -16,11 +15,9 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
-	"github.com/crl-go/crl"
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/conformance"
 	"github.com/crl-go/crl/core/coretest"
-	"github.com/crl-go/crl/crltest"
 	"github.com/crl-go/crl/gormcrl"
 )
 
@@ -106,35 +103,6 @@ func TestForeignPoolObserverAndTransaction(t *testing.T) {
 		assert.Len(t, obs.Snapshot().Reloads, 2, "no event per statement or transaction")
 		assert.Empty(t, obs.Snapshot().Retries, "nothing retried")
 	})
-}
-
-// db.Use(gormcrl.New()), no settings, over mysql.Open(dsn): the plugin
-// opens the pool again through the driver layer, so the default rule
-// retries a deadlock injected once on Create's INSERT, and the row is
-// written once.
-func TestUseWithoutSettingsOverMySQLDSNRetriesCreate(t *testing.T) {
-	dsn := os.Getenv("CRL_MYSQL_DSN")
-	if dsn == "" {
-		t.Skip("CRL_MYSQL_DSN not set")
-	}
-	db, err := gorm.Open(mysql.Open(dsn), &gorm.Config{Logger: logger.Discard})
-	require.NoError(t, err)
-	require.NoError(t, db.Use(gormcrl.New()))
-	sqlDB, err := db.DB()
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, sqlDB.Close()) })
-	_, crlPool := crl.RuntimeOf(sqlDB)
-	require.True(t, crlPool, "the plugin opened the pool through the driver layer")
-
-	table := fmt.Sprintf("gormcrl_use_default_%d", time.Now().UnixNano())
-	require.NoError(t, db.Table(table).Migrator().CreateTable(&pluginRow{}))
-	t.Cleanup(func() { _ = db.Migrator().DropTable(table) })
-
-	crltest.Inject(sqlDB, crltest.Fault{Err: crltest.Deadlock("mysql"), Match: "INSERT", Times: 1, T: t})
-	require.NoError(t, db.Table(table).Create(&pluginRow{Name: "pen"}).Error, "the deadlock was retried")
-	var n int64
-	require.NoError(t, db.Table(table).Count(&n).Error)
-	assert.Equal(t, int64(1), n, "rows written")
 }
 
 // gormcrl.Open over a dialector that keeps a pool of the user's (a Conn,

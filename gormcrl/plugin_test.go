@@ -29,33 +29,40 @@ type pluginRow struct {
 	Name string
 }
 
-// db.Use(gormcrl.New(...)) over mysql.Open(dsn): the plugin opens the
-// pool again through the driver layer, so a deadlock on Create (injected
-// on the INSERT, once) is retried and the row is written once.
+// db.Use(gormcrl.New(...)) over mysql.Open(dsn), with a rule and with
+// none (the default rule): the plugin opens the pool again through the
+// driver layer, so a deadlock on Create (injected on the INSERT, once) is
+// retried and the row is written once.
 func TestUseOverMySQLDSNRetriesCreate(t *testing.T) {
 	dsn := os.Getenv("CRL_MYSQL_DSN")
 	if dsn == "" {
 		t.Skip("CRL_MYSQL_DSN not set")
 	}
-	db, err := gorm.Open(mysql.Open(dsn), &gorm.Config{Logger: logger.Discard})
-	require.NoError(t, err)
-	require.NoError(t, db.Use(gormcrl.New(gormcrl.WithRetryExec("{1213:3,10ms}"))))
-	sqlDB, err := db.DB()
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, sqlDB.Close()) })
-	_, crlPool := crl.RuntimeOf(sqlDB)
-	require.True(t, crlPool, "the plugin opened the pool through the driver layer")
+	for name, opts := range map[string][]gormcrl.Option{
+		"rule":    {gormcrl.WithRetryExec("{1213:3,10ms}")},
+		"default": nil,
+	} {
+		t.Run(name, func(t *testing.T) {
+			db, err := gorm.Open(mysql.Open(dsn), &gorm.Config{Logger: logger.Discard})
+			require.NoError(t, err)
+			require.NoError(t, db.Use(gormcrl.New(opts...)))
+			sqlDB, err := db.DB()
+			require.NoError(t, err)
+			t.Cleanup(func() { assert.NoError(t, sqlDB.Close()) })
+			_, crlPool := crl.RuntimeOf(sqlDB)
+			require.True(t, crlPool, "the plugin opened the pool through the driver layer")
 
-	table := fmt.Sprintf("gormcrl_use_%d", time.Now().UnixNano())
-	tx := db.Table(table)
-	require.NoError(t, tx.Migrator().CreateTable(&pluginRow{}))
-	t.Cleanup(func() { _ = db.Migrator().DropTable(table) })
+			table := fmt.Sprintf("gormcrl_use_%s_%d", name, time.Now().UnixNano())
+			require.NoError(t, db.Table(table).Migrator().CreateTable(&pluginRow{}))
+			t.Cleanup(func() { _ = db.Migrator().DropTable(table) })
 
-	crltest.Inject(sqlDB, crltest.Fault{Err: crltest.Deadlock("mysql"), Match: "INSERT", Times: 1, T: t})
-	require.NoError(t, db.Table(table).Create(&pluginRow{Name: "pen"}).Error, "the deadlock was retried")
-	var n int64
-	require.NoError(t, db.Table(table).Count(&n).Error)
-	assert.Equal(t, int64(1), n, "rows written")
+			crltest.Inject(sqlDB, crltest.Fault{Err: crltest.Deadlock("mysql"), Match: "INSERT", Times: 1, T: t})
+			require.NoError(t, db.Table(table).Create(&pluginRow{Name: "pen"}).Error, "the deadlock was retried")
+			var n int64
+			require.NoError(t, db.Table(table).Count(&n).Error)
+			assert.Equal(t, int64(1), n, "rows written")
+		})
+	}
 }
 
 // Over a pool crl did not open (a dialector given a Conn of the user's),
