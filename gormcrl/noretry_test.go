@@ -56,8 +56,10 @@ func TestWithoutRetryContextIsNoRetry(t *testing.T) {
 }
 
 // NoRetry reaches the read callbacks of the plugin however it was
-// registered (Open; db.Use over a pool crl opened; db.Use over GORM's own
-// pool, which the plugin opens again), on the query, row and raw
+// registered (Open; db.Use over a pool crl opened; Open with a copy of
+// another DB's gorm.Config, whose plugin stays the one in the shared
+// Plugins; db.Use over GORM's own pool, which the plugin opens again), on
+// the query, row and raw
 // processors, on a session made before the clause was first used and
 // after WithContext replaced the context: each runs once. The same
 // statements without the clause are retried.
@@ -70,6 +72,13 @@ func TestNoRetryReachesEveryRead(t *testing.T) {
 		{"db.Use over crl.Open", func(t *testing.T, s *mssqltest.Server) *gorm.DB {
 			db := openOverCrl(t, s)
 			require.NoError(t, db.Use(gormcrl.New()))
+			return db
+		}},
+		{"a copy of another DB's gorm.Config, as dbresolver's sources", func(t *testing.T, s *mssqltest.Server) *gorm.DB {
+			first, _ := open(t, s, nil)
+			cfg := *first.Config // its Plugins, the map, hold first's plugin
+			db, _ := open(t, s, &cfg)
+			require.Same(t, first.Plugins[gormcrl.PluginName], db.Plugins[gormcrl.PluginName], "the plugin registered")
 			return db
 		}},
 		{"db.Use over a DSN", func(t *testing.T, s *mssqltest.Server) *gorm.DB {
