@@ -163,17 +163,23 @@ func sqlxPair(tb testing.TB) (*sqlx.DB, *sqlxcrl.DB) {
 }
 
 // BenchmarkSqlxExec compares ExecContext through sqlxcrl with plain sqlx on
-// the in-memory driver, where nothing but database/sql and the wrapper
-// costs anything.
+// the in-memory driver, where nothing but database/sql, the driver layer
+// and the wrapper costs anything. The rows: plain is sqlx over
+// database/sql's pool of the driver; layer is sqlx over the pool crl
+// opened (the driver layer, with the rules), without sqlxcrl; crl is
+// sqlxcrl over that pool. crl over plain is what the whole of crl costs;
+// crl over layer is sqlxcrl's own share.
 func BenchmarkSqlxExec(b *testing.B) {
 	ctx := context.Background()
 	plain, crl := sqlxPair(b)
+	layer := sqlx.NewDb(crl.DB.DB, "mysql")
 	const q = "UPDATE accounts SET balance = balance + 1 WHERE id = 1"
 	for _, bc := range []struct {
 		name string
 		exec func() error
 	}{
 		{"plain", func() error { _, err := plain.ExecContext(ctx, q); return err }},
+		{"layer", func() error { _, err := layer.ExecContext(ctx, q); return err }},
 		{"crl", func() error { _, err := crl.ExecContext(ctx, q); return err }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
@@ -233,12 +239,16 @@ func gormOver(tb testing.TB, conn *sql.DB, plugin bool) *gorm.DB {
 }
 
 // BenchmarkGormFirst compares First through GORM with the crl plugin with
-// plain GORM (MySQL dialect) on the in-memory driver.
+// plain GORM (MySQL dialect) on the in-memory driver. The rows: plain is
+// GORM over database/sql's pool of the driver; layer is GORM without the
+// plugin over the pool crl opened (the driver layer, with the rules);
+// crl is GORM with the plugin over such a pool. crl over plain is what
+// the whole of crl costs; crl over layer is the plugin's own share.
 func BenchmarkGormFirst(b *testing.B) {
 	for _, bc := range []struct {
 		name string
 		db   *gorm.DB
-	}{{"plain", gormDB(b, false)}, {"crl", gormDB(b, true)}} {
+	}{{"plain", gormDB(b, false)}, {"layer", gormOver(b, crlMemDB(b), false)}, {"crl", gormDB(b, true)}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

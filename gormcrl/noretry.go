@@ -31,17 +31,22 @@ const noRetryClause = "crl:no_retry"
 // instead of adding it to the clauses to build.
 type noRetry struct{}
 
-var (
-	_ clause.Expression      = noRetry{}
-	_ gorm.StatementModifier = noRetry{}
-)
+var _ gorm.StatementModifier = noRetry{} // and a clause.Expression: NoRetry's type
 
 // Build writes nothing.
 func (noRetry) Build(clause.Builder) {}
 
-// ModifyStatement marks the statement.
+// ModifyStatement marks the statement, and tells the plugins registered on
+// its DB that their read callbacks have a mark to look for from now on.
 func (noRetry) ModifyStatement(stmt *gorm.Statement) {
 	stmt.Clauses[noRetryClause] = clause.Clause{}
+	if stmt.DB != nil && stmt.DB.Config != nil {
+		for _, q := range stmt.DB.Plugins {
+			if p, ok := q.(*Plugin); ok {
+				p.noRetry.Store(true)
+			}
+		}
+	}
 }
 
 // propagateNoRetry reports whether stmt, or the operation it runs for,

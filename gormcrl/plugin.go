@@ -30,6 +30,9 @@ type Plugin struct {
 
 	mu      sync.Mutex // held by Initialize
 	runtime atomic.Pointer[config.Runtime]
+	// noRetry is set once a statement of a DB whose Plugins hold the plugin
+	// was given NoRetry: until then its read callbacks have nothing to do.
+	noRetry atomic.Bool
 }
 
 var _ gorm.Plugin = (*Plugin)(nil)
@@ -175,7 +178,17 @@ func (p *Plugin) register(db *gorm.DB) error {
 		}
 	}
 	cb := db.Callback()
-	noRetry := func(db *gorm.DB) { propagateNoRetry(db.Statement) }
+	owner := p // db.Use, Open and OpenDB put p in db.Plugins after Initialize
+	for _, q := range db.Plugins {
+		if q, ok := q.(*Plugin); ok {
+			owner = q // one NoRetry marks (dbresolver's sources share the map)
+		}
+	}
+	noRetry := func(db *gorm.DB) {
+		if owner.noRetry.Load() {
+			propagateNoRetry(db.Statement)
+		}
+	}
 	q, r, raw := cb.Query(), cb.Row(), cb.Raw()
 	add(q.Get, q.Before("*").Register, "crl:no_retry", noRetry)
 	add(r.Get, r.Before("*").Register, "crl:no_retry", noRetry)
