@@ -43,7 +43,7 @@ type conn struct {
 	// layer's own. database/sql reads one query's rows at a time on a
 	// pooled connection; a second query whose rows are opened while
 	// these are (in a Tx or a sql.Conn) gets rows of its own.
-	own     rows
+	own     multiRows
 	ownBusy bool
 	head    []driver.Value
 
@@ -341,7 +341,7 @@ func (cn *conn) noLegacyForm() bool {
 // an injected fault would fail.
 func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	if ok, settle := cn.ordinary(ctx, query, len(args)); ok { // most queries: stmtloop.go
-		return cn.queryDirect(ctx, query, args, settle)
+		return cn.queryDirect(ctx, query, nil, args, settle)
 	}
 	if cn.queryer == nil && cn.queryOld == nil || cn.skipped(query, len(args), kindQuery) {
 		return nil, driver.ErrSkip
@@ -364,9 +364,9 @@ func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.Na
 		}
 		rs := newRows(ctx, ri, cn, query, nil, true)
 		if t != nil {
-			cn.recordQuery(query, args, rs)
+			cn.recordQuery(query, args, &rs.rows)
 		}
-		return rs, nil
+		return rs.handed(), nil
 	}
 	return cn.queryLoop(ctx, query, args)
 }
@@ -400,10 +400,10 @@ func (cn *conn) queryAttempt(ctx, actx context.Context, query string, s *stmt, a
 		if !cn.r.WantsFirstRow(query) {
 			// No rule would retry an error before the first row: it is met
 			// while the caller reads, as a later one is, at no cost here.
-			return rows, nil
+			return rows.handed(), nil
 		}
 		if err = rows.first(); err == nil {
-			return rows, nil
+			return rows.handed(), nil
 		}
 		rows.release() // the driver's rows are closed: nobody closes these
 	}

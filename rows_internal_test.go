@@ -19,7 +19,7 @@ func TestOwnRowsKeepNothingOfTheQueryBefore(t *testing.T) {
 	ctx := context.Background()
 	for _, alone := range []bool{false, true} {
 		got := newRows(ctx, nil, cn, "select 1", nil, alone)
-		want := rows{cn: cn, ctx: ctx, query: "select 1", alone: alone, owned: true}
+		want := multiRows{rows{cn: cn, ctx: ctx, query: "select 1", alone: alone, owned: true}}
 		assert.Same(t, &cn.own, got, "the connection's own rows")
 		assert.True(t, reflect.DeepEqual(want, *got), "alone=%v: %+v, expected %+v", alone, *got, want)
 		got.release()

@@ -130,7 +130,7 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 // first row read inside each attempt; else once.
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
 	if ok, settle := s.ordinary(ctx); ok { // most executions: stmtloop.go
-		return s.queryDirect(ctx, args, settle)
+		return s.cn.queryDirect(ctx, s.query, s, args, settle)
 	}
 	if text, in := s.textControl(); text || s.cn.alone(ctx) {
 		ri, err := s.queryInner(ctx, args)
@@ -147,9 +147,9 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 		}
 		rs := newRows(ctx, ri, s.cn, s.query, nil, true)
 		if t != nil {
-			s.cn.recordQuery(s.query, args, rs)
+			s.cn.recordQuery(s.query, args, &rs.rows)
 		}
-		return rs, nil
+		return rs.handed(), nil
 	}
 	return s.queryLoop(ctx, args)
 }
