@@ -340,9 +340,31 @@ func (cn *conn) noLegacyForm() bool {
 // Queryer answers driver.ErrSkip, as does a statement with arguments that
 // an injected fault would fail.
 func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	if ok, settle := cn.ordinary(ctx, query, len(args)); ok { // most queries: stmtloop.go
-		return cn.queryDirect(ctx, query, nil, args, settle)
+	ok, settle := cn.ordinary(ctx, query, len(args))
+	if !ok {
+		return cn.queryOther(ctx, query, args)
 	}
+	// Most queries (stmtloop.go): the first attempt runs here, as
+	// queryAttempt runs one, and goes to the loop only when it failed.
+	ri, err := cn.queryer.QueryContext(ctx, query, args)
+	if err == nil {
+		var rs *multiRows
+		if rs, err = cn.peekedRows(ctx, ri, query, nil); err == nil {
+			if settle {
+				cn.settle(ctx, query, true)
+			}
+			return rs.handed(), nil
+		}
+	} else {
+		cn.noteSkip(err, args)
+	}
+	return cn.queryRetried(ctx, query, nil, args, err)
+}
+
+// queryOther is QueryContext for a query that is not ordinary: under the
+// statement loop, or once (in a transaction, a unit, or as a transaction's
+// text); driver.ErrSkip where the driver or a fault says so.
+func (cn *conn) queryOther(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	if cn.queryer == nil && cn.queryOld == nil || cn.skipped(query, len(args), kindQuery) {
 		return nil, driver.ErrSkip
 	}
@@ -396,16 +418,10 @@ func (cn *conn) queryAttempt(ctx, actx context.Context, query string, s *stmt, a
 		ri, err = cn.queryInner(qctx, query, args)
 	}
 	if err == nil {
-		rows := newRows(ctx, ri, cn, query, cancel, false)
-		if !cn.r.WantsFirstRow(query) {
-			// No rule would retry an error before the first row: it is met
-			// while the caller reads, as a later one is, at no cost here.
-			return rows.handed(), nil
+		var rs *multiRows
+		if rs, err = cn.peekedRows(ctx, ri, query, cancel); err == nil {
+			return rs.handed(), nil
 		}
-		if err = rows.first(); err == nil {
-			return rows.handed(), nil
-		}
-		rows.release() // the driver's rows are closed: nobody closes these
 	}
 	if cancel != nil {
 		cancel()

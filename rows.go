@@ -127,31 +127,41 @@ func (r *rows) release() {
 	r.cn.ownBusy = false
 }
 
-// first reads the first row into head, inside the attempt (into the
-// connection's buffer for its own rows). On an error the driver's rows
-// are closed.
-func (r *rows) first() error {
-	n := len(r.inner.Columns())
-	head := r.cn.head
+// peekedRows wraps ri, the driver's rows of query from an attempt run
+// outside a transaction and a unit (cancel ends its bounded context), as
+// newRows does, and reads their first row into head, inside the attempt,
+// when a rule could retry an error before it (WantsFirstRow): into the
+// connection's buffer for its own rows. An error there closes ri and is
+// the attempt's. When no rule would retry it, an error before the first
+// row is met while the caller reads, as a later one is, at no cost here.
+func (cn *conn) peekedRows(ctx context.Context, ri driver.Rows, query string, cancel context.CancelFunc) (*multiRows, error) {
+	m := newRows(ctx, ri, cn, query, cancel, false)
+	if !cn.r.WantsFirstRow(query) {
+		return m, nil
+	}
+	r := &m.rows
+	n := len(ri.Columns())
+	head := cn.head
 	if !r.owned || cap(head) < n {
 		head = make([]driver.Value, n)
 		if r.owned {
-			r.cn.head = head
+			cn.head = head
 		}
 	}
 	head = head[:n]
-	err := r.inner.Next(head)
+	err := ri.Next(head)
 	if err == nil {
 		r.head, r.state = head, rowsHead
-		return nil
+		return m, nil
 	}
-	if err == io.EOF {
+	if isEOF(err) {
 		r.state = rowsEmpty
-		return nil
+		return m, nil
 	}
 	clear(head)
-	_ = r.inner.Close() // the attempt's error is err
-	return err
+	_ = ri.Close() // the attempt's error is err
+	r.release()    // nobody closes these
+	return nil, err
 }
 
 // failed handles an error met while the rows are read.

@@ -129,9 +129,28 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 // outside a transaction (begun by BeginTx or as text) and a unit, its
 // first row read inside each attempt; else once.
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	if ok, settle := s.ordinary(ctx); ok { // most executions: stmtloop.go
-		return s.cn.queryDirect(ctx, s.query, s, args, settle)
+	ok, settle := s.ordinary(ctx)
+	if !ok {
+		return s.queryOther(ctx, args)
 	}
+	// Most executions (stmtloop.go): the first attempt runs here, as
+	// conn.QueryContext runs a query's.
+	ri, err := s.queryInner(ctx, args)
+	if err == nil {
+		var rs *multiRows
+		if rs, err = s.cn.peekedRows(ctx, ri, s.query, nil); err == nil {
+			if settle {
+				s.cn.settle(ctx, s.query, true)
+			}
+			return rs.handed(), nil
+		}
+	}
+	return s.cn.queryRetried(ctx, s.query, s, args, err)
+}
+
+// queryOther is QueryContext for an execution that is not ordinary:
+// under the statement loop, or once.
+func (s *stmt) queryOther(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
 	if text, in := s.textControl(); text || s.cn.alone(ctx) {
 		ri, err := s.queryInner(ctx, args)
 		t := s.cn.recording()

@@ -74,40 +74,9 @@ func (cn *conn) execRetried(ctx context.Context, query string, args []driver.Nam
 	})
 }
 
-// queryDirect runs query with its first attempt run directly (as
-// queryAttempt runs one) by the prepared statement s, or by the
-// connection when s is nil, and reads its rows' first row when a rule
-// could retry an error before it (an error there closes the driver's
-// rows and is the attempt's). An attempt that failed is handed to the
-// loop (queryRetried).
-func (cn *conn) queryDirect(ctx context.Context, query string, s *stmt, args []driver.NamedValue, settle bool) (driver.Rows, error) {
-	var (
-		ri  driver.Rows
-		err error
-	)
-	if s != nil {
-		ri, err = s.queryInner(ctx, args)
-	} else if ri, err = cn.queryer.QueryContext(ctx, query, args); err != nil {
-		cn.noteSkip(err, args)
-	}
-	if err == nil {
-		rows := newRows(ctx, ri, cn, query, nil, false)
-		if cn.r.WantsFirstRow(query) {
-			err = rows.first()
-		}
-		if err == nil {
-			if settle {
-				cn.settle(ctx, query, true)
-			}
-			return rows.handed(), nil
-		}
-		rows.release() // the driver's rows are closed: nobody closes these
-	}
-	return cn.queryRetried(ctx, query, s, args, err)
-}
-
-// queryRetried hands a query's first attempt, run directly (queryDirect)
-// and failed with err, to the statement loop.
+// queryRetried hands a query's first attempt, run directly by the
+// prepared statement s, or by the connection when s is nil (their
+// QueryContext), and failed with err, to the statement loop.
 func (cn *conn) queryRetried(ctx context.Context, query string, s *stmt, args []driver.NamedValue, err error) (driver.Rows, error) {
 	cn.noteBroken(err)
 	return retried(ctx, cn.r, &core.Op{Query: query, Rows: true, Ran: true, Err: err}, func(actx context.Context) (driver.Rows, error) {
