@@ -46,6 +46,7 @@ type conn struct {
 	own     multiRows
 	ownBusy bool
 	head    []driver.Value
+	kind    rowsKind // the type of the driver's rows last handed (multiRows.handed)
 
 	// The last two statement texts the connection ran, and whether each
 	// may begin a transaction (txDialect.mayBegin): services run the same

@@ -104,10 +104,26 @@ func rowsAside(ctx context.Context, ri driver.Rows, cn *conn, query string, canc
 // lack it as the driver's do (database/sql then calls nothing at their
 // end). Either converts to driver.Rows without allocating.
 func (m *multiRows) handed() driver.Rows {
-	if _, ok := m.inner.(driver.RowsNextResultSet); ok {
+	k := &m.cn.kind
+	if t := (*[2]unsafe.Pointer)(unsafe.Pointer(&m.inner))[0]; t != k.itab {
+		_, k.sets = m.inner.(driver.RowsNextResultSet)
+		k.itab = t
+	}
+	if k.sets {
 		return m
 	}
 	return &m.rows
+}
+
+// rowsKind is what a connection knows of the type of its driver's rows:
+// the dynamic type of the rows it handed last, as the first word of a
+// driver.Rows value holds it (its itab, never freed), and whether they
+// have RowsNextResultSet. A connection's queries return rows of one or
+// two types, so the type assertion runs at its first query, not at each
+// (handed compares a word instead).
+type rowsKind struct {
+	itab unsafe.Pointer
+	sets bool
 }
 
 // release makes the connection's own rows free again, once closed:
