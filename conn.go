@@ -349,8 +349,11 @@ func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.Na
 	// queryAttempt runs one, and goes to the loop only when it failed.
 	ri, err := cn.queryer.QueryContext(ctx, query, args)
 	if err == nil {
-		var rs *multiRows
-		if rs, err = cn.peekedRows(ctx, ri, query, nil); err == nil {
+		rs := newRows(ctx, ri, cn, query, nil, false)
+		if cn.r.WantsFirstRow(query) {
+			err = rs.first()
+		}
+		if err == nil {
 			if settle {
 				cn.settle(ctx, query, true)
 			}
@@ -419,8 +422,13 @@ func (cn *conn) queryAttempt(ctx, actx context.Context, query string, s *stmt, a
 		ri, err = cn.queryInner(qctx, query, args)
 	}
 	if err == nil {
-		var rs *multiRows
-		if rs, err = cn.peekedRows(ctx, ri, query, cancel); err == nil {
+		rs := newRows(ctx, ri, cn, query, cancel, false)
+		if !cn.r.WantsFirstRow(query) {
+			// No rule would retry an error before the first row: it is met
+			// while the caller reads, as a later one is, at no cost here.
+			return rs.handed(), nil
+		}
+		if err = rs.first(); err == nil {
 			return rs.handed(), nil
 		}
 	}

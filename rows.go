@@ -143,41 +143,34 @@ func (r *rows) release() {
 	r.cn.ownBusy = false
 }
 
-// peekedRows wraps ri, the driver's rows of query from an attempt run
-// outside a transaction and a unit (cancel ends its bounded context), as
-// newRows does, and reads their first row into head, inside the attempt,
-// when a rule could retry an error before it (WantsFirstRow): into the
-// connection's buffer for its own rows. An error there closes ri and is
-// the attempt's. When no rule would retry it, an error before the first
-// row is met while the caller reads, as a later one is, at no cost here.
-func (cn *conn) peekedRows(ctx context.Context, ri driver.Rows, query string, cancel context.CancelFunc) (*multiRows, error) {
-	m := newRows(ctx, ri, cn, query, cancel, false)
-	if !cn.r.WantsFirstRow(query) {
-		return m, nil
-	}
-	r := &m.rows
-	n := len(ri.Columns())
-	head := cn.head
+// first reads the first row into head, inside the attempt (into the
+// connection's buffer for its own rows): its caller asks first when a
+// rule could retry an error before the first row (WantsFirstRow). An
+// error there closes the driver's rows and releases these (nobody closes
+// them), and is the attempt's.
+func (r *rows) first() error {
+	n := len(r.inner.Columns())
+	head := r.cn.head
 	if !r.owned || cap(head) < n {
 		head = make([]driver.Value, n)
 		if r.owned {
-			cn.head = head
+			r.cn.head = head
 		}
 	}
 	head = head[:n]
-	err := ri.Next(head)
+	err := r.inner.Next(head)
 	if err == nil {
 		r.head, r.state = head, rowsHead
-		return m, nil
+		return nil
 	}
 	if isEOF(err) {
 		r.state = rowsEmpty
-		return m, nil
+		return nil
 	}
 	clear(head)
-	_ = ri.Close() // the attempt's error is err
-	r.release()    // nobody closes these
-	return nil, err
+	_ = r.inner.Close() // the attempt's error is err
+	r.release()
+	return err
 }
 
 // failed handles an error met while the rows are read.

@@ -137,8 +137,11 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 	// conn.QueryContext runs a query's.
 	ri, err := s.queryInner(ctx, args)
 	if err == nil {
-		var rs *multiRows
-		if rs, err = s.cn.peekedRows(ctx, ri, s.query, nil); err == nil {
+		rs := newRows(ctx, ri, s.cn, s.query, nil, false)
+		if s.cn.r.WantsFirstRow(s.query) {
+			err = rs.first()
+		}
+		if err == nil {
 			if settle {
 				s.cn.settle(ctx, s.query, true)
 			}
