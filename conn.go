@@ -348,21 +348,32 @@ func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.Na
 	// Most queries (stmtloop.go): the first attempt runs here, as
 	// queryAttempt runs one, and goes to the loop only when it failed.
 	ri, err := cn.queryer.QueryContext(ctx, query, args)
-	if err == nil {
-		rs := newRows(ctx, ri, cn, query, nil, false)
-		if cn.r.WantsFirstRow(query) {
-			err = rs.first()
-		}
-		if err == nil {
-			if settle {
-				cn.settle(ctx, query, true)
-			}
-			return rs.handed(), nil
-		}
-	} else {
+	if err != nil {
 		cn.noteSkip(err, args)
+		return cn.queryRetried(ctx, query, nil, args, err)
 	}
-	return cn.queryRetried(ctx, query, nil, args, err)
+	rs := newRows(ctx, ri, cn, query, nil, false)
+	if cn.r.WantsFirstRow(query) {
+		// rows.first written out for the connection's own rows and
+		// buffer, as most queries have them: one call less.
+		if n := len(ri.Columns()); rs.owned && n <= cap(cn.head) {
+			head := cn.head[:n]
+			if err = ri.Next(head); err == nil {
+				rs.head, rs.state = head, rowsHead
+			} else {
+				err = rs.firstEnded(head, err)
+			}
+		} else {
+			err = rs.first(n)
+		}
+		if err != nil {
+			return cn.queryRetried(ctx, query, nil, args, err)
+		}
+	}
+	if settle {
+		cn.settle(ctx, query, true)
+	}
+	return rs.handed(), nil
 }
 
 // queryOther is QueryContext for a query that is not ordinary: under the
@@ -428,7 +439,7 @@ func (cn *conn) queryAttempt(ctx, actx context.Context, query string, s *stmt, a
 			// while the caller reads, as a later one is, at no cost here.
 			return rs.handed(), nil
 		}
-		if err = rs.first(); err == nil {
+		if err = rs.first(len(ri.Columns())); err == nil {
 			return rs.handed(), nil
 		}
 	}

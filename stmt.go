@@ -135,20 +135,32 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 	}
 	// Most executions (stmtloop.go): the first attempt runs here, as
 	// conn.QueryContext runs a query's.
+	cn := s.cn
 	ri, err := s.queryInner(ctx, args)
-	if err == nil {
-		rs := newRows(ctx, ri, s.cn, s.query, nil, false)
-		if s.cn.r.WantsFirstRow(s.query) {
-			err = rs.first()
-		}
-		if err == nil {
-			if settle {
-				s.cn.settle(ctx, s.query, true)
+	if err != nil {
+		return cn.queryRetried(ctx, s.query, s, args, err)
+	}
+	rs := newRows(ctx, ri, cn, s.query, nil, false)
+	if cn.r.WantsFirstRow(s.query) {
+		// rows.first written out, as conn.QueryContext has it.
+		if n := len(ri.Columns()); rs.owned && n <= cap(cn.head) {
+			head := cn.head[:n]
+			if err = ri.Next(head); err == nil {
+				rs.head, rs.state = head, rowsHead
+			} else {
+				err = rs.firstEnded(head, err)
 			}
-			return rs.handed(), nil
+		} else {
+			err = rs.first(n)
+		}
+		if err != nil {
+			return cn.queryRetried(ctx, s.query, s, args, err)
 		}
 	}
-	return s.cn.queryRetried(ctx, s.query, s, args, err)
+	if settle {
+		cn.settle(ctx, s.query, true)
+	}
+	return rs.handed(), nil
 }
 
 // queryOther is QueryContext for an execution that is not ordinary:
