@@ -247,7 +247,8 @@ func (r *rows) nextOther(dest []driver.Value) error {
 // pointer, so the two words of the interface values are the same
 // exactly when the values are.
 func isEOF(err error) bool {
-	return *(*[2]unsafe.Pointer)(unsafe.Pointer(&err)) == *(*[2]unsafe.Pointer)(unsafe.Pointer(&io.EOF))
+	e, eof := (*[2]unsafe.Pointer)(unsafe.Pointer(&err)), (*[2]unsafe.Pointer)(unsafe.Pointer(&io.EOF))
+	return e[0] == eof[0] && e[1] == eof[1] // not the arrays: their == is a call
 }
 
 // saw notes what the caller read: a row, or the end. The record learns
