@@ -134,9 +134,21 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 		return s.queryOther(ctx, args)
 	}
 	// Most executions (stmtloop.go): the first attempt runs here, as
-	// conn.QueryContext runs a query's.
-	cn := s.cn
-	ri, err := s.queryInner(ctx, args)
+	// conn.QueryContext runs a query's, with queryInner written out (an
+	// ordinary execution has no fault to inject): one call less.
+	var (
+		cn  = s.cn
+		ri  driver.Rows
+		err error
+	)
+	if s.queryer != nil {
+		ri, err = s.queryer.QueryContext(ctx, args)
+	} else {
+		var v []driver.Value
+		if v, err = plainArgs(ctx, args); err == nil {
+			ri, err = s.inner.Query(v) //nolint:staticcheck // database/sql's fallback too
+		}
+	}
 	if err != nil {
 		return cn.queryRetried(ctx, s.query, s, args, err)
 	}
