@@ -197,9 +197,9 @@ func (r *rows) failed(err error) {
 func (r *rows) Columns() []string { return r.inner.Columns() }
 
 // Next reads the driver's rows: its first branch is every row but a
-// peeked first one. Else it hands the first row read by first, answers
-// the end first met, or reads and notes what the caller read of a
-// recorded query (nextRecorded).
+// peeked first one. Else it hands the first row read by first, or
+// (nextOther) answers the end first met, or reads and notes what the
+// caller read of a recorded query.
 func (r *rows) Next(dest []driver.Value) error {
 	if r.state == rowsStreaming {
 		err := r.inner.Next(dest)
