@@ -276,9 +276,21 @@ func (r *rows) current() bool {
 	return t != nil && t.rp.gen == r.gen
 }
 
-// Close closes the driver's rows and ends a bounded attempt's context.
+// Close closes the driver's rows and releases these. What most queries'
+// rows have none of (an error of the driver's Close to report, a record
+// to tell, a bounded attempt's context to end) is closed's.
 func (r *rows) Close() error {
 	err := r.inner.Close()
+	if err != nil || r.rec != nil || r.cancel != nil {
+		r.closed(err)
+	}
+	r.release()
+	return err
+}
+
+// closed is Close for rows whose driver's Close answered err, or that
+// have a record to tell or a bounded attempt's context to end.
+func (r *rows) closed(err error) {
 	if err != nil {
 		r.failed(err)
 	}
@@ -290,8 +302,6 @@ func (r *rows) Close() error {
 	if r.cancel != nil {
 		r.cancel()
 	}
-	r.release()
-	return err
 }
 
 // HasNextResultSet reports the driver's answer (handed gives
