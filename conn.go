@@ -43,9 +43,10 @@ type conn struct {
 	// layer's own. database/sql reads one query's rows at a time on a
 	// pooled connection; a second query whose rows are opened while
 	// these are (in a Tx or a sql.Conn) gets rows of its own.
-	own     rows
+	own     multiRows
 	ownBusy bool
 	head    []driver.Value
+	kind    rowsKind // the type of the driver's rows last handed (multiRows.handed)
 
 	// The last two statement texts the connection ran, and whether each
 	// may begin a transaction (txDialect.mayBegin): services run the same
@@ -340,9 +341,45 @@ func (cn *conn) noLegacyForm() bool {
 // Queryer answers driver.ErrSkip, as does a statement with arguments that
 // an injected fault would fail.
 func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	if ok, settle := cn.ordinary(ctx, query, len(args)); ok { // most queries: stmtloop.go
-		return cn.queryDirect(ctx, query, args, settle)
+	ok, settle := cn.ordinary(ctx, query, len(args))
+	if !ok {
+		return cn.queryOther(ctx, query, args)
 	}
+	// Most queries (stmtloop.go): the first attempt runs here, as
+	// queryAttempt runs one, and goes to the loop only when it failed.
+	ri, err := cn.queryer.QueryContext(ctx, query, args)
+	if err != nil {
+		cn.noteSkip(err, args)
+		return cn.queryRetried(ctx, query, nil, args, err)
+	}
+	rs := newRows(ctx, ri, cn, query, nil, false)
+	if cn.r.WantsFirstRow(query) {
+		// rows.first written out for the connection's own rows and
+		// buffer, as most queries have them: one call less.
+		if n := len(ri.Columns()); rs.owned && n <= cap(cn.head) {
+			head := cn.head[:n]
+			if err = ri.Next(head); err == nil {
+				rs.head, rs.state = head, rowsHead
+			} else {
+				err = rs.firstEnded(head, err)
+			}
+		} else {
+			err = rs.first(n)
+		}
+		if err != nil {
+			return cn.queryRetried(ctx, query, nil, args, err)
+		}
+	}
+	if settle {
+		cn.settle(ctx, query, true)
+	}
+	return rs.handed(), nil
+}
+
+// queryOther is QueryContext for a query that is not ordinary: under the
+// statement loop, or once (in a transaction, a unit, or as a transaction's
+// text); driver.ErrSkip where the driver or a fault says so.
+func (cn *conn) queryOther(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	if cn.queryer == nil && cn.queryOld == nil || cn.skipped(query, len(args), kindQuery) {
 		return nil, driver.ErrSkip
 	}
@@ -364,9 +401,9 @@ func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.Na
 		}
 		rs := newRows(ctx, ri, cn, query, nil, true)
 		if t != nil {
-			cn.recordQuery(query, args, rs)
+			cn.recordQuery(query, args, &rs.rows)
 		}
-		return rs, nil
+		return rs.handed(), nil
 	}
 	return cn.queryLoop(ctx, query, args)
 }
@@ -396,16 +433,15 @@ func (cn *conn) queryAttempt(ctx, actx context.Context, query string, s *stmt, a
 		ri, err = cn.queryInner(qctx, query, args)
 	}
 	if err == nil {
-		rows := newRows(ctx, ri, cn, query, cancel, false)
+		rs := newRows(ctx, ri, cn, query, cancel, false)
 		if !cn.r.WantsFirstRow(query) {
 			// No rule would retry an error before the first row: it is met
 			// while the caller reads, as a later one is, at no cost here.
-			return rows, nil
+			return rs.handed(), nil
 		}
-		if err = rows.first(); err == nil {
-			return rows, nil
+		if err = rs.first(len(ri.Columns())); err == nil {
+			return rs.handed(), nil
 		}
-		rows.release() // the driver's rows are closed: nobody closes these
 	}
 	if cancel != nil {
 		cancel()

@@ -120,7 +120,7 @@ func (cn *conn) recordQuery(query string, args []driver.NamedValue, rs *rows) {
 		return
 	}
 	cn.results = append(cn.results, nil)
-	rs.rec, rs.ri, rs.gen = &cn.rec, i, cn.txGen
+	rs.rec, rs.ri, rs.gen, rs.state = &cn.rec, i, cn.txGen, rowsRecorded // not read ahead: Next reads the driver's rows
 	cn.rec.RowsOpened()
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"unsafe"
 
 	"github.com/crl-go/crl/core"
 )
@@ -16,20 +17,30 @@ import (
 // is reported to the pool's Retrier (Retrier.Unretried) and returned. In
 // a transaction or a unit, an error met while they are read is recorded,
 // as a statement's error is.
+//
+// database/sql is handed them as *rows when the driver's rows have one
+// result set only (pgx's stdlib, drivers without RowsNextResultSet), else
+// as *multiRows, which add NextResultSet: database/sql asks the rows it
+// holds for RowsNextResultSet at the end of every query's rows, and rows
+// without it have nothing to answer there (handed).
 type rows struct {
 	inner  driver.Rows
 	cn     *conn
 	ctx    context.Context // the caller's, for the events of an error
 	query  string
 	cancel context.CancelFunc // ends a bounded attempt's context when the rows close
-	head   []driver.Value     // the first row, read by first, until Next hands it
+	head   []driver.Value     // the first row, read by first, while state is rowsHead
 	state  uint8
 	alone  bool // in a transaction or a unit: record errors instead of reporting them
 	owned  bool // the connection's own rows (conn.own), free again once closed
+	rowsRecord
+}
 
-	// In a transaction recorded for its replay (replay.go): the record,
-	// the query's index in it, the transaction's number, and what the
-	// caller read (the times it read a row or the end, and their digest).
+// rowsRecord is what rows of a query in a transaction recorded for its
+// replay (replay.go) keep: the record, the query's index in it, the
+// transaction's number, and what the caller read (the times it read a
+// row or the end, and their digest).
+type rowsRecord struct {
 	rec  *core.TxRecord
 	ri   int
 	gen  uint64
@@ -38,78 +49,135 @@ type rows struct {
 	done bool // the end was read, or the rows closed
 }
 
+// multiRows are rows whose driver's rows have more than one result set
+// (RowsNextResultSet: go-sql-driver/mysql's, go-mssqldb's). The rows are
+// their first field, so that the methods of rows reach them at no cost
+// (a promoted method of a field at offset 0 is a jump), and a *multiRows
+// and its *rows are the same memory: the connection's own rows are one
+// multiRows, handed as either.
+type multiRows struct{ rows }
+
 const (
 	rowsStreaming uint8 = iota // Next reads from the driver's rows
+	rowsRecorded               // Next reads from the driver's rows and notes what the caller read (saw)
 	rowsHead                   // head holds the first row
 	rowsEmpty                  // the first result set had no row: Next answers io.EOF once
 )
 
 var (
 	_ driver.Rows                           = (*rows)(nil)
-	_ driver.RowsNextResultSet              = (*rows)(nil)
 	_ driver.RowsColumnTypeScanType         = (*rows)(nil)
 	_ driver.RowsColumnTypeDatabaseTypeName = (*rows)(nil)
 	_ driver.RowsColumnTypeLength           = (*rows)(nil)
 	_ driver.RowsColumnTypeNullable         = (*rows)(nil)
 	_ driver.RowsColumnTypePrecisionScale   = (*rows)(nil)
+	_ driver.RowsNextResultSet              = (*multiRows)(nil)
 )
 
 // newRows wraps the driver's rows of query; alone says that the query ran
 // in a transaction or a unit (its caller knows: it chose the path). They
 // are the connection's own rows when those are free, else new ones.
-func newRows(ctx context.Context, ri driver.Rows, cn *conn, query string, cancel context.CancelFunc, alone bool) *rows {
+// database/sql is given them as handed returns them.
+func newRows(ctx context.Context, ri driver.Rows, cn *conn, query string, cancel context.CancelFunc, alone bool) *multiRows {
 	if cn.ownBusy {
-		return &rows{inner: ri, cn: cn, ctx: ctx, query: query, cancel: cancel, alone: alone}
+		return rowsAside(ctx, ri, cn, query, cancel, alone)
 	}
 	// Every field, one by one: no field of a query before survives, and
 	// the value is not built aside and copied whole (a test holds this
 	// list to the type's fields).
 	cn.ownBusy = true
-	r := &cn.own
+	m := &cn.own
+	r := &m.rows
 	r.inner, r.cn, r.ctx, r.query, r.cancel, r.head = ri, cn, ctx, query, cancel, nil
 	r.state, r.alone, r.owned = rowsStreaming, alone, true
-	r.rec, r.ri, r.gen, r.seen, r.dg, r.done = nil, 0, 0, 0, core.Digest{}, false
-	return r
+	r.rowsRecord = rowsRecord{}
+	return m
+}
+
+// rowsAside are newRows while the connection's own rows are open.
+func rowsAside(ctx context.Context, ri driver.Rows, cn *conn, query string, cancel context.CancelFunc, alone bool) *multiRows {
+	return &multiRows{rows{inner: ri, cn: cn, ctx: ctx, query: query, cancel: cancel, alone: alone}}
+}
+
+// handed returns the rows as database/sql is given them: as multiRows
+// when the driver's rows have RowsNextResultSet, else as rows, which
+// lack it as the driver's do (database/sql then calls nothing at their
+// end). Either converts to driver.Rows without allocating.
+func (m *multiRows) handed() driver.Rows {
+	k := &m.cn.kind
+	if t := (*[2]unsafe.Pointer)(unsafe.Pointer(&m.inner))[0]; t != k.itab {
+		_, k.sets = m.inner.(driver.RowsNextResultSet)
+		k.itab = t
+	}
+	if k.sets {
+		return m
+	}
+	return &m.rows
+}
+
+// rowsKind is what a connection knows of the type of its driver's rows:
+// the dynamic type of the rows it handed last, as the first word of a
+// driver.Rows value holds it (its itab, never freed), and whether they
+// have RowsNextResultSet. A connection's queries return rows of one or
+// two types, so the type assertion runs at its first query, not at each
+// (handed compares a word instead).
+type rowsKind struct {
+	itab unsafe.Pointer
+	sets bool
 }
 
 // release makes the connection's own rows free again, once closed:
 // database/sql calls nothing of driver rows after their Close, and
 // closes them once. What they held of the caller's is dropped, so that a
-// pooled connection keeps no context, driver rows or values alive.
+// pooled connection keeps no context, driver rows or values alive (the
+// values of a first row handed to Next were dropped there; head itself
+// is the connection's buffer).
 func (r *rows) release() {
 	if !r.owned {
 		return
 	}
-	clear(r.head)
-	r.inner, r.ctx, r.cancel, r.head = nil, nil, nil, nil
+	if r.state == rowsHead {
+		clear(r.head)
+	}
+	r.inner, r.ctx, r.cancel = nil, nil, nil
 	r.cn.ownBusy = false
 }
 
-// first reads the first row into head, inside the attempt (into the
-// connection's buffer for its own rows). On an error the driver's rows
-// are closed.
-func (r *rows) first() error {
-	n := len(r.inner.Columns())
-	var head []driver.Value
-	if r.owned {
-		if cap(r.cn.head) < n {
-			r.cn.head = make([]driver.Value, n)
-		}
-		head = r.cn.head[:n]
-	} else {
+// first reads the first row of the driver's rows, of n columns, into
+// head, inside the attempt (into the connection's buffer for its own
+// rows): its caller asks first when a rule could retry an error before
+// the first row (WantsFirstRow). The connection's and the prepared
+// statement's QueryContext write it out for the connection's own rows.
+func (r *rows) first(n int) error {
+	head := r.cn.head
+	if !r.owned || cap(head) < n {
 		head = make([]driver.Value, n)
+		if r.owned {
+			r.cn.head = head
+		}
 	}
-	switch err := r.inner.Next(head); err {
-	case nil:
+	head = head[:n]
+	err := r.inner.Next(head)
+	if err == nil {
 		r.head, r.state = head, rowsHead
-	case io.EOF:
-		r.state = rowsEmpty
-	default:
-		clear(head)
-		_ = r.inner.Close() // the attempt's error is err
-		return err
+		return nil
 	}
-	return nil
+	return r.firstEnded(head, err)
+}
+
+// firstEnded is first when the driver's Next into head answered err, not
+// a row: the end (the rows have none, and Next answers it), or the
+// attempt's error, which closes the driver's rows and releases these
+// (nobody closes them).
+func (r *rows) firstEnded(head []driver.Value, err error) error {
+	if isEOF(err) {
+		r.state = rowsEmpty
+		return nil
+	}
+	clear(head)
+	_ = r.inner.Close() // the attempt's error is err
+	r.release()
+	return err
 }
 
 // failed handles an error met while the rows are read.
@@ -128,20 +196,40 @@ func (r *rows) failed(err error) {
 // Columns returns the driver rows' column names.
 func (r *rows) Columns() []string { return r.inner.Columns() }
 
-// Next hands the first row, then reads the driver's rows.
+// Next reads the driver's rows: its first branch is every row but a
+// peeked first one. Else it hands the first row read by first, or
+// (nextOther) answers the end first met, or reads and notes what the
+// caller read of a recorded query.
 func (r *rows) Next(dest []driver.Value) error {
-	switch r.state {
-	case rowsHead:
-		// A loop, not copy and clear: a row has a few columns, and the
-		// runtime's typed copy and clear cost more than their moves.
-		head := r.head[:min(len(r.head), len(dest))] // as copy does, should dest be short
-		for i, v := range head {
-			dest[i], head[i] = v, nil // the values are the caller's now
+	if r.state == rowsStreaming {
+		err := r.inner.Next(dest)
+		if err != nil && !isEOF(err) {
+			r.failed(err)
 		}
-		clear(r.head[len(head):])
-		r.head, r.state = nil, rowsStreaming
-		return nil
-	case rowsEmpty:
+		return err
+	}
+	if r.state != rowsHead {
+		return r.nextOther(dest)
+	}
+	head := r.head
+	if len(head) > len(dest) { // as copy does, should dest be short
+		clear(head[len(dest):])
+		head = head[:len(dest)]
+	}
+	// A loop, not copy and clear: a row has a few columns, and the
+	// runtime's typed copy and clear cost more than their moves. head
+	// stays (the connection's buffer); its values are the caller's now.
+	dest = dest[:len(head)]
+	for i, v := range head {
+		dest[i], head[i] = v, nil
+	}
+	r.state = rowsStreaming
+	return nil
+}
+
+// nextOther is Next in the states rowsEmpty and rowsRecorded.
+func (r *rows) nextOther(dest []driver.Value) error {
+	if r.state == rowsEmpty {
 		r.state = rowsStreaming
 		return io.EOF
 	}
@@ -149,10 +237,18 @@ func (r *rows) Next(dest []driver.Value) error {
 	if err != nil && err != io.EOF {
 		r.failed(err)
 	}
-	if r.rec != nil {
-		r.saw(dest, err)
-	}
+	r.saw(dest, err)
 	return err
+}
+
+// isEOF reports whether err is io.EOF, as err == io.EOF does, without the
+// runtime call that comparison makes once the dynamic types are the same
+// (at the end of every query's rows): io.EOF's dynamic type is a
+// pointer, so the two words of the interface values are the same
+// exactly when the values are.
+func isEOF(err error) bool {
+	e, eof := (*[2]unsafe.Pointer)(unsafe.Pointer(&err)), (*[2]unsafe.Pointer)(unsafe.Pointer(&io.EOF))
+	return e[0] == eof[0] && e[1] == eof[1] // not the arrays: their == is a call
 }
 
 // saw notes what the caller read: a row, or the end. The record learns
@@ -180,9 +276,21 @@ func (r *rows) current() bool {
 	return t != nil && t.rp.gen == r.gen
 }
 
-// Close closes the driver's rows and ends a bounded attempt's context.
+// Close closes the driver's rows and releases these. What most queries'
+// rows have none of (an error of the driver's Close to report, a record
+// to tell, a bounded attempt's context to end) is closed's.
 func (r *rows) Close() error {
 	err := r.inner.Close()
+	if err != nil || r.rec != nil || r.cancel != nil {
+		r.closed(err)
+	}
+	r.release()
+	return err
+}
+
+// closed is Close for rows whose driver's Close answered err, or that
+// have a record to tell or a bounded attempt's context to end.
+func (r *rows) closed(err error) {
 	if err != nil {
 		r.failed(err)
 	}
@@ -194,28 +302,32 @@ func (r *rows) Close() error {
 	if r.cancel != nil {
 		r.cancel()
 	}
-	r.release()
-	return err
 }
 
-// HasNextResultSet reports the driver's answer, false when its rows have
-// one result set only.
-func (r *rows) HasNextResultSet() bool {
-	if n, ok := r.inner.(driver.RowsNextResultSet); ok {
+// HasNextResultSet reports the driver's answer (handed gives
+// database/sql multiRows only over driver rows that have it).
+func (m *multiRows) HasNextResultSet() bool {
+	if n, ok := m.inner.(driver.RowsNextResultSet); ok {
 		return n.HasNextResultSet()
 	}
 	return false
 }
 
-// NextResultSet moves to the driver's next result set; io.EOF when it
-// has one result set only.
-func (r *rows) NextResultSet() error {
-	n, ok := r.inner.(driver.RowsNextResultSet)
+// NextResultSet moves to the driver's next result set. A first row read
+// and not handed is dropped with the result set it belonged to.
+func (m *multiRows) NextResultSet() error {
+	n, ok := m.inner.(driver.RowsNextResultSet)
 	if !ok {
 		return io.EOF
 	}
-	clear(r.head)
-	r.head, r.state = nil, rowsStreaming
+	r := &m.rows
+	if r.state == rowsHead {
+		clear(r.head)
+	}
+	r.state = rowsStreaming
+	if r.rec != nil {
+		r.state = rowsRecorded
+	}
 	err := n.NextResultSet()
 	if err != nil && err != io.EOF {
 		r.failed(err)

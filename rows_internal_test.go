@@ -2,11 +2,14 @@ package crl
 
 import (
 	"context"
+	"database/sql/driver"
+	"io"
 	"reflect"
 	"testing"
 	"unsafe"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestOwnRowsKeepNothingOfTheQueryBefore: the connection's own rows,
@@ -19,7 +22,7 @@ func TestOwnRowsKeepNothingOfTheQueryBefore(t *testing.T) {
 	ctx := context.Background()
 	for _, alone := range []bool{false, true} {
 		got := newRows(ctx, nil, cn, "select 1", nil, alone)
-		want := rows{cn: cn, ctx: ctx, query: "select 1", alone: alone, owned: true}
+		want := multiRows{rows{cn: cn, ctx: ctx, query: "select 1", alone: alone, owned: true}}
 		assert.Same(t, &cn.own, got, "the connection's own rows")
 		assert.True(t, reflect.DeepEqual(want, *got), "alone=%v: %+v, expected %+v", alone, *got, want)
 		got.release()
@@ -69,4 +72,33 @@ func fillInterface(t *testing.T, f reflect.Value) {
 		}
 	}
 	t.Fatalf("rows field of type %s: no value to fill it with", f.Type())
+}
+
+// setsRows are driver rows with more than one result set.
+type setsRows struct{ emptyRows }
+
+func (setsRows) HasNextResultSet() bool { return false }
+func (setsRows) NextResultSet() error   { return io.EOF }
+
+// The rows database/sql is given have RowsNextResultSet exactly when the
+// driver's have it, whatever type the connection's rows had before, and
+// the column types' interfaces either way.
+func TestHandedRowsHaveNextResultSetAsTheDriversDo(t *testing.T) {
+	cn := &conn{}
+	ctx := context.Background()
+	for i, ri := range []driver.Rows{emptyRows{}, setsRows{}, setsRows{}, emptyRows{}, emptyRows{}, setsRows{}} {
+		m := newRows(ctx, ri, cn, "select 1", nil, false)
+		got := m.handed()
+		_, sets := got.(driver.RowsNextResultSet)
+		_, want := ri.(driver.RowsNextResultSet)
+		assert.Equal(t, want, sets, "query %d", i)
+		assert.Same(t, &cn.own.rows, (*rows)(reflect.ValueOf(got).UnsafePointer()), "query %d: the connection's own rows", i)
+		for _, it := range []any{
+			(*driver.RowsColumnTypeScanType)(nil), (*driver.RowsColumnTypeDatabaseTypeName)(nil), (*driver.RowsColumnTypeLength)(nil),
+			(*driver.RowsColumnTypeNullable)(nil), (*driver.RowsColumnTypePrecisionScale)(nil),
+		} {
+			assert.True(t, reflect.TypeOf(got).Implements(reflect.TypeOf(it).Elem()), "query %d: %T", i, it)
+		}
+		require.NoError(t, got.Close())
+	}
 }

@@ -3,6 +3,8 @@ package crl_test
 import (
 	"context"
 	"database/sql"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -77,4 +79,99 @@ func TestAQueryNoRuleRetriesIsNotReadAhead(t *testing.T) {
 	var b int64
 	require.NoError(t, ruled.QueryRow(read).Scan(&b))
 	assert.Equal(t, int64(7), b)
+}
+
+// Over go-sql-driver/mysql, whose rows have more than one result set,
+// the layer's rows have the driver's: a text of two SELECTs gives both,
+// read whole or with the first skipped (its first row, read ahead, is
+// dropped with it), and the columns' types are the driver's. Each round
+// runs the text twice, so that the second runs on the path of a text
+// seen before.
+func TestRowsHaveTheDriversResultSets(t *testing.T) {
+	dsn := os.Getenv("CRL_MYSQL_DSN")
+	if dsn == "" {
+		t.Skip("CRL_MYSQL_DSN not set")
+	}
+	dsn += map[bool]string{true: "&", false: "?"}[strings.Contains(dsn, "?")] + "multiStatements=true"
+	plain, err := sql.Open("mysql", dsn)
+	require.NoError(t, err)
+	defer plain.Close()
+	db, err := crl.Open("mysql", dsn)
+	require.NoError(t, err)
+	defer db.Close()
+	const text = "SELECT 1 AS a; SELECT 2 AS b, 'x' AS c"
+	for i := range 4 {
+		skip := i >= 2
+		got, err := db.Query(text)
+		require.NoError(t, err)
+		if !skip {
+			require.True(t, got.Next())
+			var a int64
+			require.NoError(t, got.Scan(&a))
+			assert.Equal(t, int64(1), a)
+			assert.False(t, got.Next())
+		}
+		require.True(t, got.NextResultSet(), "round %d", i)
+		require.True(t, got.Next())
+		var (
+			b int64
+			c string
+		)
+		require.NoError(t, got.Scan(&b, &c))
+		assert.Equal(t, []any{int64(2), "x"}, []any{b, c})
+		assert.Equal(t, columnTypes(t, plain, text, 1), columnTypes(t, db, text, 1))
+		assert.False(t, got.Next())
+		assert.False(t, got.NextResultSet())
+		require.NoError(t, got.Err())
+		require.NoError(t, got.Close())
+	}
+}
+
+// Over pgx's stdlib, whose rows have one result set, the layer's rows
+// have one too: NextResultSet answers false with no error, as the
+// driver's do, and the columns' types are the driver's.
+func TestRowsOfOneResultSetHaveNoOther(t *testing.T) {
+	dsn := os.Getenv("CRL_POSTGRES_DSN")
+	if dsn == "" {
+		t.Skip("CRL_POSTGRES_DSN not set")
+	}
+	plain, err := sql.Open("pgx", dsn)
+	require.NoError(t, err)
+	defer plain.Close()
+	db, err := crl.Open("pgx", dsn)
+	require.NoError(t, err)
+	defer db.Close()
+	const text = "SELECT 7::int4 AS a, 'x'::varchar(5) AS b, 1.5::numeric(4,2) AS c"
+	for i := range 2 {
+		got, err := db.Query(text)
+		require.NoError(t, err)
+		require.True(t, got.Next(), "round %d", i)
+		var (
+			a int64
+			b string
+			c float64
+		)
+		require.NoError(t, got.Scan(&a, &b, &c))
+		assert.Equal(t, []any{int64(7), "x", 1.5}, []any{a, b, c})
+		assert.False(t, got.Next())
+		assert.False(t, got.NextResultSet())
+		require.NoError(t, got.Err())
+		require.NoError(t, got.Close())
+		assert.Equal(t, columnTypes(t, plain, text, 0), columnTypes(t, db, text, 0))
+	}
+}
+
+// columnTypes returns the types of the columns of text's result set set
+// (0 the first), as db's rows give them.
+func columnTypes(t *testing.T, db *sql.DB, text string, set int) []*sql.ColumnType {
+	t.Helper()
+	rows, err := db.Query(text)
+	require.NoError(t, err)
+	defer rows.Close()
+	for range set {
+		require.True(t, rows.NextResultSet())
+	}
+	types, err := rows.ColumnTypes()
+	require.NoError(t, err)
+	return types
 }

@@ -129,9 +129,55 @@ func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (drive
 // outside a transaction (begun by BeginTx or as text) and a unit, its
 // first row read inside each attempt; else once.
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	if ok, settle := s.ordinary(ctx); ok { // most executions: stmtloop.go
-		return s.queryDirect(ctx, args, settle)
+	ok, settle := s.ordinary(ctx)
+	if !ok {
+		return s.queryOther(ctx, args)
 	}
+	// Most executions (stmtloop.go): the first attempt runs here, as
+	// conn.QueryContext runs a query's, with queryInner written out (an
+	// ordinary execution has no fault to inject): one call less.
+	var (
+		cn  = s.cn
+		ri  driver.Rows
+		err error
+	)
+	if s.queryer != nil {
+		ri, err = s.queryer.QueryContext(ctx, args)
+	} else {
+		var v []driver.Value
+		if v, err = plainArgs(ctx, args); err == nil {
+			ri, err = s.inner.Query(v) //nolint:staticcheck // database/sql's fallback too
+		}
+	}
+	if err != nil {
+		return cn.queryRetried(ctx, s.query, s, args, err)
+	}
+	rs := newRows(ctx, ri, cn, s.query, nil, false)
+	if cn.r.WantsFirstRow(s.query) {
+		// rows.first written out, as conn.QueryContext has it.
+		if n := len(ri.Columns()); rs.owned && n <= cap(cn.head) {
+			head := cn.head[:n]
+			if err = ri.Next(head); err == nil {
+				rs.head, rs.state = head, rowsHead
+			} else {
+				err = rs.firstEnded(head, err)
+			}
+		} else {
+			err = rs.first(n)
+		}
+		if err != nil {
+			return cn.queryRetried(ctx, s.query, s, args, err)
+		}
+	}
+	if settle {
+		cn.settle(ctx, s.query, true)
+	}
+	return rs.handed(), nil
+}
+
+// queryOther is QueryContext for an execution that is not ordinary:
+// under the statement loop, or once.
+func (s *stmt) queryOther(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
 	if text, in := s.textControl(); text || s.cn.alone(ctx) {
 		ri, err := s.queryInner(ctx, args)
 		t := s.cn.recording()
@@ -147,9 +193,9 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 		}
 		rs := newRows(ctx, ri, s.cn, s.query, nil, true)
 		if t != nil {
-			s.cn.recordQuery(s.query, args, rs)
+			s.cn.recordQuery(s.query, args, &rs.rows)
 		}
-		return rs, nil
+		return rs.handed(), nil
 	}
 	return s.queryLoop(ctx, args)
 }

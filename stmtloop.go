@@ -74,39 +74,17 @@ func (cn *conn) execRetried(ctx context.Context, query string, args []driver.Nam
 	})
 }
 
-// queryDirect runs query with its first attempt run directly (as
-// queryAttempt runs one), handed to the loop when it failed.
-func (cn *conn) queryDirect(ctx context.Context, query string, args []driver.NamedValue, settle bool) (driver.Rows, error) {
-	ri, err := cn.queryer.QueryContext(ctx, query, args)
-	if err == nil {
-		var rs driver.Rows
-		if rs, err = cn.directRows(ctx, query, ri, settle); err == nil {
-			return rs, nil
-		}
-	} else {
-		cn.noteSkip(err, args)
-	}
+// queryRetried hands a query's first attempt, run directly by the
+// prepared statement s, or by the connection when s is nil (their
+// QueryContext), and failed with err, to the statement loop.
+func (cn *conn) queryRetried(ctx context.Context, query string, s *stmt, args []driver.NamedValue, err error) (driver.Rows, error) {
 	cn.noteBroken(err)
 	return retried(ctx, cn.r, &core.Op{Query: query, Rows: true, Ran: true, Err: err}, func(actx context.Context) (driver.Rows, error) {
+		if s != nil {
+			return s.queryAttempt(ctx, actx, args)
+		}
 		return cn.queryAttempt(ctx, actx, query, nil, args)
 	})
-}
-
-// directRows wraps ri, the driver's rows of query from a first attempt
-// run directly, and reads their first row when a rule could retry an
-// error before it; an error there closes ri and is the attempt's.
-func (cn *conn) directRows(ctx context.Context, query string, ri driver.Rows, settle bool) (driver.Rows, error) {
-	rows := newRows(ctx, ri, cn, query, nil, false)
-	if cn.r.WantsFirstRow(query) {
-		if err := rows.first(); err != nil {
-			rows.release() // the driver's rows are closed: nobody closes these
-			return nil, err
-		}
-	}
-	if settle {
-		cn.settle(ctx, query, true)
-	}
-	return rows, nil
 }
 
 // execLoop runs query under the statement loop, every attempt through
@@ -154,21 +132,6 @@ func (s *stmt) execRetried(ctx context.Context, args []driver.NamedValue, err er
 	s.cn.noteBroken(err)
 	return retried(ctx, s.cn.r, &core.Op{Query: s.query, Ran: true, Err: err}, func(ctx context.Context) (driver.Result, error) {
 		return s.execAttempt(ctx, args)
-	})
-}
-
-// queryDirect is conn.queryDirect for the prepared statement.
-func (s *stmt) queryDirect(ctx context.Context, args []driver.NamedValue, settle bool) (driver.Rows, error) {
-	ri, err := s.queryInner(ctx, args)
-	if err == nil {
-		var rs driver.Rows
-		if rs, err = s.cn.directRows(ctx, s.query, ri, settle); err == nil {
-			return rs, nil
-		}
-	}
-	s.cn.noteBroken(err)
-	return retried(ctx, s.cn.r, &core.Op{Query: s.query, Rows: true, Ran: true, Err: err}, func(actx context.Context) (driver.Rows, error) {
-		return s.queryAttempt(ctx, actx, args)
 	})
 }
 

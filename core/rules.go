@@ -300,11 +300,15 @@ func (s *StatementRules) summarise() {
 
 // mayRetry reports whether some rule could retry an error of query: a
 // rule with retries whose filter matches it. False means that no error
-// of query is retried, whatever it is. It does not allocate.
+// of query is retried, whatever it is. It does not allocate, and inlines
+// (Retrier.WantsFirstRow, on every query's path): rules that name no
+// statement answer without a call.
 func (s *StatementRules) mayRetry(query string) bool {
-	if s.unfiltered {
-		return true
-	}
+	return s.unfiltered || s.mayRetryFiltered(query)
+}
+
+// mayRetryFiltered is mayRetry for rules whose filters name statements.
+func (s *StatementRules) mayRetryFiltered(query string) bool {
 	if len(s.words) == 0 {
 		return false
 	}
