@@ -3,6 +3,8 @@ package crl
 import (
 	"context"
 	"database/sql/driver"
+
+	"github.com/crl-go/crl/core"
 )
 
 // stmt is a prepared statement of the driver layer: its executions run
@@ -13,8 +15,9 @@ type stmt struct {
 	inner    driver.Stmt
 	cn       *conn
 	query    string
-	gen      uint64 // the connection's gen it was prepared on
-	mayBegin bool   // query may begin a transaction (txDialect.mayBegin), read once
+	gen      uint64            // the connection's gen it was prepared on
+	mayBegin bool              // query may begin a transaction (txDialect.mayBegin), read once
+	first    core.FirstRowMemo // whether its query's first row is read in the attempt (WantsFirstRowMemo)
 
 	// The optional interfaces of inner, found once per driver statement.
 	execer  driver.StmtExecContext
@@ -153,7 +156,7 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 		return cn.queryRetried(ctx, s.query, s, args, err)
 	}
 	rs := newRows(ctx, ri, cn, s.query, nil, false)
-	if cn.r.WantsFirstRow(s.query) {
+	if cn.r.WantsFirstRowMemo(s.query, &s.first) {
 		// rows.first written out, as conn.QueryContext has it.
 		if n := len(ri.Columns()); rs.owned && n <= cap(cn.head) {
 			head := cn.head[:n]

@@ -38,10 +38,10 @@ func (cn *conn) ordinary(ctx context.Context, query string, n int) (ok, settle b
 }
 
 // seenPlain reports whether query is one of the last two texts the
-// connection ran (mayBegin) and begins no transaction. A text is known by
-// its bytes' address: a query that is a constant, or a string the
-// caller keeps, costs a comparison; another takes the other path, which
-// reads it.
+// connection ran (mayBegin) and begins no transaction. A query that is a
+// constant, or a string the caller keeps, is known by its bytes' address
+// at the cost of a comparison; a text built anew for each call (GORM's,
+// an ORM's) by its content (seenText).
 func (cn *conn) seenPlain(query string) bool {
 	switch s := &cn.seen; {
 	case sameText(s[0].text, query):
@@ -49,12 +49,42 @@ func (cn *conn) seenPlain(query string) bool {
 	case sameText(s[1].text, query):
 		return !s[1].begins
 	}
+	if i := cn.seenText(query); i >= 0 {
+		return !cn.seen[i].begins
+	}
 	return false
 }
 
 // sameText reports whether a and b are the same bytes in memory.
 func sameText(a, b string) bool {
 	return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b)
+}
+
+// seenText returns the index in cn.seen of the text whose content is
+// query's, or -1. The entry keeps query from now on: the caller's string
+// of the call before is not held past it, and what the statement asks of
+// the memo next (wantsFirstRow) is known by address again.
+func (cn *conn) seenText(query string) int {
+	for i := range cn.seen {
+		if query == cn.seen[i].text {
+			cn.seen[i].text = query
+			return i
+		}
+	}
+	return -1
+}
+
+// wantsFirstRow is cn.r.WantsFirstRow(query), remembered with query's
+// entry in cn.seen (core.FirstRowMemo) when it has one, as it has on the
+// paths of a query (seenPlain, mayBegin).
+func (cn *conn) wantsFirstRow(query string) bool {
+	switch s := &cn.seen; {
+	case sameText(s[0].text, query):
+		return cn.r.WantsFirstRowMemo(query, &s[0].first)
+	case sameText(s[1].text, query):
+		return cn.r.WantsFirstRowMemo(query, &s[1].first)
+	}
+	return cn.r.WantsFirstRow(query)
 }
 
 // settle gives the loop a statement whose first attempt, run directly,
