@@ -111,7 +111,7 @@ func (cn *conn) use(inner driver.Conn) {
 type textSeen struct {
 	text   string
 	begins bool
-	first  core.FirstRowMemo
+	first  uint64 // core.Retrier.WantsFirstRowMemo's memo
 }
 
 // mayBegin is cn.dialect.mayBegin(query), remembered for the last two

@@ -3,8 +3,6 @@ package crl
 import (
 	"context"
 	"database/sql/driver"
-
-	"github.com/crl-go/crl/core"
 )
 
 // stmt is a prepared statement of the driver layer: its executions run
@@ -15,9 +13,9 @@ type stmt struct {
 	inner    driver.Stmt
 	cn       *conn
 	query    string
-	gen      uint64            // the connection's gen it was prepared on
-	mayBegin bool              // query may begin a transaction (txDialect.mayBegin), read once
-	first    core.FirstRowMemo // whether its query's first row is read in the attempt (WantsFirstRowMemo)
+	gen      uint64 // the connection's gen it was prepared on
+	mayBegin bool   // query may begin a transaction (txDialect.mayBegin), read once
+	first    uint64 // whether its query's first row is read in the attempt: core.Retrier.WantsFirstRowMemo's memo
 
 	// The optional interfaces of inner, found once per driver statement.
 	execer  driver.StmtExecContext

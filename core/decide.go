@@ -67,37 +67,34 @@ func (r *Retrier) WantsFirstRow(query string) bool {
 	return r.timed || r.policy.Load().Statement.mayRetry(query)
 }
 
-// FirstRowMemo is what WantsFirstRowMemo remembers of one statement text:
-// the rules' answer for it and the policy that answered. Its zero value
-// remembers nothing. The caller keeps one per text it runs again and
-// again (a connection's last texts, a prepared statement), and zeroes it
-// when the text changes.
-type FirstRowMemo struct {
-	policy *Policy // the policy that answered, nil for none; held, so its address names it alone
-	retry  bool    // whether a rule of policy could retry an error of the text
-}
-
-// WantsFirstRowMemo is WantsFirstRow(query), where m remembers the rules'
-// answer for query (m is query's own): while the policy that answered is
-// the current one (a policy swapped in, by SetPolicy or a reload of the
-// properties file, asks the rules again), the answer costs an atomic
-// load and a comparison instead of reading the query's first keyword.
-// It does not allocate.
-// The answer remembered is inlined; a policy that has not answered yet
-// costs a call (wantsFirstRowAsk).
-func (r *Retrier) WantsFirstRowMemo(query string, m *FirstRowMemo) bool {
-	if m.policy == r.policy.Load() {
-		return r.timed || m.retry
+// WantsFirstRowMemo is WantsFirstRow(query), where memo remembers its
+// answer for query: memo is query's own, kept by the caller (a
+// connection's last texts, a prepared statement) and zeroed when the
+// text changes (zero holds no answer); core writes there the answer and
+// the generation of the policy that gave it. While that policy is the
+// current one the answer costs an atomic load and a comparison instead
+// of reading the query's first keyword; a policy swapped in since
+// (SetPolicy, a reload of the properties file) is asked again
+// (firstRowAsk). It does not allocate.
+func (r *Retrier) WantsFirstRowMemo(query string, memo *uint64) bool {
+	if *memo&^1 != r.gen.Load() {
+		r.firstRowAsk(query, memo)
 	}
-	return r.wantsFirstRowAsk(query, m)
+	return *memo&1 != 0
 }
 
-// wantsFirstRowAsk is WantsFirstRowMemo when m holds no answer of the
-// current policy: it asks the policy's rules and remembers their answer.
-func (r *Retrier) wantsFirstRowAsk(query string, m *FirstRowMemo) bool {
-	p := r.policy.Load()
-	m.policy, m.retry = p, p.Statement.mayRetry(query)
-	return r.timed || m.retry
+// firstRowAsk is WantsFirstRowMemo when memo holds no answer of the
+// current policy: it writes WantsFirstRow's answer in memo (its low bit)
+// beside the generation of the policy (Retrier.gen, even), read before
+// the policy: a policy swapped in meanwhile answers under the
+// generation before its own, which the next call finds old and asks
+// again, never the other way round.
+func (r *Retrier) firstRowAsk(query string, memo *uint64) {
+	m := r.gen.Load()
+	if r.WantsFirstRow(query) {
+		m |= 1
+	}
+	*memo = m
 }
 
 // decide is Decide for any kind of loop but the connection loop.
