@@ -75,14 +75,19 @@ func (cn *conn) seenText(query string) int {
 }
 
 // wantsFirstRow is cn.r.WantsFirstRow(query), remembered with query's
-// entry in cn.seen (core.FirstRowMemo) when it has one, as it has on the
-// paths of a query (seenPlain, mayBegin).
+// entry in cn.seen (core.Retrier.WantsFirstRowMemo) when it has one, as
+// it has on the paths of a query (seenPlain, mayBegin): known by address
+// on the direct path, which seenPlain just took; by content on the
+// statement loop's, whose textControl compares without keeping query.
 func (cn *conn) wantsFirstRow(query string) bool {
 	switch s := &cn.seen; {
 	case sameText(s[0].text, query):
 		return cn.r.WantsFirstRowMemo(query, &s[0].first)
 	case sameText(s[1].text, query):
 		return cn.r.WantsFirstRowMemo(query, &s[1].first)
+	}
+	if i := cn.seenText(query); i >= 0 {
+		return cn.r.WantsFirstRowMemo(query, &cn.seen[i].first)
 	}
 	return cn.r.WantsFirstRow(query)
 }
