@@ -38,21 +38,18 @@ func (cn *conn) ordinary(ctx context.Context, query string, n int) (ok, settle b
 }
 
 // seenPlain reports whether query is one of the last two texts the
-// connection ran (mayBegin) and begins no transaction. A query that is a
-// constant, or a string the caller keeps, is known by its bytes' address
-// at the cost of a comparison; a text built anew for each call (GORM's,
-// an ORM's) by its content (seenText).
+// connection ran (mayBegin) and begins no transaction. The first of
+// them (seen[0]), when query is that string again (a constant, or a
+// string the caller keeps), is known by its bytes' address at the cost
+// of a comparison; the other, or a text built anew for each call (GORM's,
+// an ORM's), by content (seenText: a length that differs ends the
+// comparison, the same address too). It inlines.
 func (cn *conn) seenPlain(query string) bool {
-	switch s := &cn.seen; {
-	case sameText(s[0].text, query):
-		return !s[0].begins
-	case sameText(s[1].text, query):
-		return !s[1].begins
+	if s := &cn.seen[0]; sameText(s.text, query) {
+		return !s.begins
 	}
-	if i := cn.seenText(query); i >= 0 {
-		return !cn.seen[i].begins
-	}
-	return false
+	i := cn.seenText(query)
+	return i >= 0 && !cn.seen[i].begins
 }
 
 // sameText reports whether a and b are the same bytes in memory.
