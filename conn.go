@@ -48,12 +48,14 @@ type conn struct {
 	head    []driver.Value
 	kind    rowsKind // the type of the driver's rows last handed (multiRows.handed)
 
-	// The last two statement texts the connection ran, and whether each
-	// may begin a transaction (txDialect.mayBegin): services run the same
-	// texts again and again, often two in turn (an UPDATE and a SELECT in
-	// a transaction), so a text seen again costs a comparison (of
-	// pointers, for the same string) instead of a scan. seen[next] is
-	// replaced next.
+	// The last two statement texts the connection ran, whether each may
+	// begin a transaction (txDialect.mayBegin), and the rules' answer to
+	// whether its query's first row is read in the attempt, under the
+	// policy that gave it (core.Retrier.WantsFirstRowMemo): services run
+	// the same texts again and again, often two in turn (an UPDATE and a
+	// SELECT in a transaction), so a text seen again costs a comparison
+	// (of pointers, for the same string; of bytes, for one built anew)
+	// instead of a scan. seen[next] is replaced next.
 	seen [2]textSeen
 	next uint8
 
@@ -104,22 +106,22 @@ func (cn *conn) use(inner driver.Conn) {
 	cn.skipsArgs = false
 }
 
-// textSeen is a statement text and whether it may begin a transaction.
+// textSeen is a statement text, whether it may begin a transaction, and
+// whether the first row of its query is read inside the attempt (first).
 type textSeen struct {
 	text   string
 	begins bool
+	first  uint64 // core.Retrier.WantsFirstRowMemo's memo
 }
 
 // mayBegin is cn.dialect.mayBegin(query), remembered for the last two
-// texts.
+// texts (seenText: by content).
 func (cn *conn) mayBegin(query string) bool {
-	for i := range cn.seen {
-		if query == cn.seen[i].text {
-			return cn.seen[i].begins
-		}
+	if i := cn.seenText(query); i >= 0 {
+		return cn.seen[i].begins
 	}
 	b := cn.dialect.mayBegin(query)
-	cn.seen[cn.next] = textSeen{query, b}
+	cn.seen[cn.next] = textSeen{text: query, begins: b}
 	cn.next ^= 1
 	return b
 }
@@ -353,7 +355,7 @@ func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.Na
 		return cn.queryRetried(ctx, query, nil, args, err)
 	}
 	rs := newRows(ctx, ri, cn, query, nil, false)
-	if cn.r.WantsFirstRow(query) {
+	if cn.wantsFirstRow(query) {
 		// rows.first written out for the connection's own rows and
 		// buffer, as most queries have them: one call less.
 		if n := len(ri.Columns()); rs.owned && n <= cap(cn.head) {
@@ -434,7 +436,7 @@ func (cn *conn) queryAttempt(ctx, actx context.Context, query string, s *stmt, a
 	}
 	if err == nil {
 		rs := newRows(ctx, ri, cn, query, cancel, false)
-		if !cn.r.WantsFirstRow(query) {
+		if !cn.wantsFirstRow(query) {
 			// No rule would retry an error before the first row: it is met
 			// while the caller reads, as a later one is, at no cost here.
 			return rs.handed(), nil

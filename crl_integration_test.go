@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -365,6 +366,114 @@ func TestRealPgxTransactionTheTextDidNotShow(t *testing.T) {
 	var n int64
 	require.NoError(t, admin.QueryRow("SELECT last_value FROM "+fn+"_seq").Scan(&n))
 	assert.Equal(t, int64(1), n, "executions")
+}
+
+// A query whose text is built anew for each call, as GORM builds its
+// statements, on a driver that runs a statement without preparing it:
+// the connection knows it again by its content (the direct path), and
+// whether its first row is read inside the attempt is remembered with it
+// for the policy in effect. Its function fails as a deadlock victim on
+// every odd value of its sequence: under a rule for updates, the error is
+// met once; after a reload of the properties file to a rule for selects,
+// the same text is retried and succeeds; reloaded back, it is not. On
+// MariaDB the error comes after the columns, before the first row (read
+// inside the attempt only while a rule could retry it: a memo of the
+// policy before would miss the retry); pgx reads the first row in its
+// QueryContext. Every form of a query: Query and QueryRow.
+func TestRealTextBuiltAnewFollowsAReloadedPolicy(t *testing.T) {
+	for _, d := range realDBs {
+		t.Run(d.name, func(t *testing.T) {
+			dsn := d.dsn(t)
+			admin, err := sql.Open(d.driver, dsn)
+			require.NoError(t, err)
+			defer admin.Close()
+			fn, used := oddFailing(t, d, admin)
+			// restart makes next the sequence's next value.
+			restart := func(next int) {
+				_, err := admin.Exec(fmt.Sprintf("ALTER SEQUENCE %s_seq RESTART WITH %d", fn, next))
+				require.NoError(t, err)
+			}
+			path := filepath.Join(t.TempDir(), "crl.properties")
+			write := func(filter string) {
+				require.NoError(t, os.WriteFile(path, []byte("retryExec={1213,40P01:2,0+0:"+filter+"}\n"), 0o644))
+			}
+			write("update")
+			db, err := crl.Open(d.driver, dsn, config.WithPropertiesFile(path))
+			require.NoError(t, err)
+			defer db.Close()
+			db.SetMaxOpenConns(1) // one connection, which remembers the text
+			rt, ok := crl.RuntimeOf(db)
+			require.True(t, ok)
+			ctx := context.Background()
+			query := func() string { return "SELECT " + fn + "()" } // built anew each call
+			for _, form := range []struct {
+				name string
+				run  func() error
+			}{
+				{"Query", func() error {
+					rows, err := db.QueryContext(ctx, query())
+					if err != nil {
+						return err
+					}
+					defer rows.Close()
+					for rows.Next() {
+					}
+					return rows.Err()
+				}},
+				{"QueryRow", func() error {
+					var v int64
+					return db.QueryRowContext(ctx, query()).Scan(&v)
+				}},
+			} {
+				restart(2) // even: no error
+				require.NoError(t, form.run(), "%s: the first run: the text is seen", form.name)
+				for _, c := range []struct {
+					filter  string
+					retried bool
+				}{{"update", false}, {"select", true}, {"update", false}} {
+					write(c.filter)
+					require.NoError(t, rt.Reload())
+					restart(3) // odd: an error, then even
+					err := form.run()
+					if c.retried {
+						require.NoError(t, err, "%s, %s", form.name, c.filter)
+						assert.Equal(t, int64(4), used(), "%s, %s: two attempts", form.name, c.filter)
+					} else {
+						assertDeadlock(t, d, err)
+						assert.Equal(t, int64(3), used(), "%s, %s: one attempt", form.name, c.filter)
+					}
+				}
+			}
+		})
+	}
+}
+
+// oddFailing creates a function of the test's own that fails as a
+// deadlock victim (1213, 40P01) on every odd value it draws from its
+// sequence and else returns 7, dropped at the test's end; it returns the
+// function's name and how to read the sequence's last value drawn.
+func oddFailing(t *testing.T, d realDB, admin *sql.DB) (string, func() int64) {
+	t.Helper()
+	fn := fmt.Sprintf("crl_odd_%d_%d", time.Now().UnixNano()%1e9, rand.IntN(1000))
+	create, last := "CREATE SEQUENCE "+fn+"_seq NOCACHE", "SELECT next_not_cached_value - 1 FROM "+fn+"_seq"
+	body := "CREATE FUNCTION " + fn + "() RETURNS INT NOT DETERMINISTIC BEGIN IF MOD(NEXTVAL(" + fn + "_seq), 2) = 1 THEN " +
+		"SIGNAL SQLSTATE '40001' SET MYSQL_ERRNO = 1213, MESSAGE_TEXT = 'Deadlock found (injected)'; END IF; RETURN 7; END"
+	if d.driver != "mysql" {
+		create, last = "CREATE SEQUENCE "+fn+"_seq", "SELECT last_value FROM "+fn+"_seq"
+		body = "CREATE FUNCTION " + fn + "() RETURNS int LANGUAGE plpgsql AS $$ BEGIN IF nextval('" + fn + "_seq') % 2 = 1 THEN " +
+			"RAISE EXCEPTION 'deadlock detected (injected)' USING ERRCODE = '40P01'; END IF; RETURN 7; END $$"
+	}
+	_, err := admin.Exec(create)
+	require.NoError(t, err)
+	t.Cleanup(func() { admin.Exec("DROP SEQUENCE " + fn + "_seq") }) //nolint:errcheck // best effort
+	_, err = admin.Exec(body)
+	require.NoError(t, err)
+	t.Cleanup(func() { admin.Exec("DROP FUNCTION " + fn) }) //nolint:errcheck // best effort
+	return fn, func() int64 {
+		var n int64
+		require.NoError(t, admin.QueryRow(last).Scan(&n))
+		return n
+	}
 }
 
 // realDBNamed returns the real server of realDBs named name.

@@ -3,6 +3,9 @@ package crl_test
 import (
 	"context"
 	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -40,7 +43,8 @@ func (o *opCounter) RulesReloaded(core.RulesReloaded) {}
 // its own, with the rule's waits; an observer that counts operations sees
 // one per statement, retried or not; a caller that opted out of retries
 // gets the first error. Every kind: the connection's Exec, Query and
-// QueryRow, a prepared statement's Exec and Query.
+// QueryRow, a prepared statement's Exec and Query; the connection's
+// statements run again in a string built anew, as GORM builds its texts.
 func TestASeenStatementsDirectAttemptIsRetried(t *testing.T) {
 	ctx := context.Background()
 	readRows := mssqltest.Rows([]string{"balance"}, []any{int64(90)})
@@ -82,7 +86,9 @@ func TestASeenStatementsDirectAttemptIsRetried(t *testing.T) {
 			require.NoError(t, tc.run(ctx, db, st, tc.query), "the first run: the text is seen")
 			srv.Handle(tc.query, mssqltest.Error(1205), mssqltest.Error(1205), tc.reply)
 			before := srv.Count(tc.query)
-			require.NoError(t, tc.run(ctx, db, st, tc.query))
+			// A text built anew for the call (GORM's): the same content in
+			// other bytes, seen as well.
+			require.NoError(t, tc.run(ctx, db, st, strings.Clone(tc.query)))
 			assert.Equal(t, 3, srv.Count(tc.query)-before, "attempts")
 			assert.Equal(t, coretest.Seconds(2, 4), clock.Sleeps(), "waits")
 			assert.EqualValues(t, 2, obs.statements.Load(), "one operation per statement")
@@ -109,4 +115,71 @@ func readBalance(rows *sql.Rows, err error) error {
 		}
 	}
 	return rows.Err()
+}
+
+// Whether a query's first row is read inside its attempt (where an error
+// met before it is retried) is remembered per text, for the policy in
+// effect: a reload of the properties file between two runs of the same
+// text changes it either way. Under a rule for updates, an error before a
+// select's first row is met while the caller reads; under a rule for
+// selects, it is retried. Every form of a query: a prepared statement's,
+// which remembers the answer itself, and Query and QueryRow in a string
+// built anew each time, which go-mssqldb prepares for each call (the
+// connection's memo: TestRealTextBuiltAnewFollowsAReloadedPolicy).
+func TestTheFirstRowFollowsAReloadedPolicy(t *testing.T) {
+	ctx := context.Background()
+	columns := []string{"balance"}
+	for _, tc := range []struct {
+		name string
+		run  func(db *sql.DB, st *sql.Stmt) error
+	}{
+		{"Query", func(db *sql.DB, _ *sql.Stmt) error {
+			return readBalance(db.QueryContext(ctx, strings.Clone(read)))
+		}},
+		{"QueryRow", func(db *sql.DB, _ *sql.Stmt) error {
+			var b int64
+			return db.QueryRowContext(ctx, strings.Clone(read)).Scan(&b)
+		}},
+		{"StmtQuery", func(_ *sql.DB, st *sql.Stmt) error { return readBalance(st.QueryContext(ctx)) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := mssqltest.NewServer(t)
+			path := filepath.Join(t.TempDir(), "mssql-jdbc.properties")
+			write := func(rules string) {
+				require.NoError(t, os.WriteFile(path, []byte("retryExec="+rules+"\n"), 0o644))
+			}
+			write("{1205:3,0+0:update}")
+			db, _ := open(t, srv, "", config.WithPropertiesFile(path))
+			db.SetMaxOpenConns(1) // one connection, which remembers the text
+			rt, ok := crl.RuntimeOf(db)
+			require.True(t, ok)
+			st, err := db.PrepareContext(ctx, read)
+			require.NoError(t, err)
+			t.Cleanup(func() { assert.NoError(t, st.Close()) })
+			srv.Handle(read, mssqltest.Rows(columns, []any{int64(90)}))
+			require.NoError(t, tc.run(db, st), "the first run: the text is seen")
+
+			for _, c := range []struct {
+				rules   string
+				retried bool
+			}{
+				{"{1205:3,0+0:update}", false},
+				{"{1205:3,0+0:select}", true},
+				{"{1205:3,0+0:update}", false},
+			} {
+				write(c.rules)
+				require.NoError(t, rt.Reload())
+				srv.Handle(read, mssqltest.RowsThenError(1205, columns), mssqltest.Rows(columns, []any{int64(90)}))
+				before := srv.Count(read)
+				err := tc.run(db, st)
+				if c.retried {
+					require.NoError(t, err, c.rules)
+					assert.Equal(t, 2, srv.Count(read)-before, "%s: attempts", c.rules)
+				} else {
+					requireNumber(t, err, 1205)
+					assert.Equal(t, 1, srv.Count(read)-before, "%s: attempts", c.rules)
+				}
+			}
+		})
+	}
 }

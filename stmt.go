@@ -15,6 +15,7 @@ type stmt struct {
 	query    string
 	gen      uint64 // the connection's gen it was prepared on
 	mayBegin bool   // query may begin a transaction (txDialect.mayBegin), read once
+	first    uint64 // whether its query's first row is read in the attempt: core.Retrier.WantsFirstRowMemo's memo
 
 	// The optional interfaces of inner, found once per driver statement.
 	execer  driver.StmtExecContext
@@ -153,7 +154,7 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 		return cn.queryRetried(ctx, s.query, s, args, err)
 	}
 	rs := newRows(ctx, ri, cn, s.query, nil, false)
-	if cn.r.WantsFirstRow(s.query) {
+	if cn.r.WantsFirstRowMemo(s.query, &s.first) {
 		// rows.first written out, as conn.QueryContext has it.
 		if n := len(ri.Columns()); rs.owned && n <= cap(cn.head) {
 			head := cn.head[:n]

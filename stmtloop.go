@@ -38,23 +38,55 @@ func (cn *conn) ordinary(ctx context.Context, query string, n int) (ok, settle b
 }
 
 // seenPlain reports whether query is one of the last two texts the
-// connection ran (mayBegin) and begins no transaction. A text is known by
-// its bytes' address: a query that is a constant, or a string the
-// caller keeps, costs a comparison; another takes the other path, which
-// reads it.
+// connection ran (mayBegin) and begins no transaction. The first of
+// them (seen[0]), when query is that string again (a constant, or a
+// string the caller keeps), is known by its bytes' address at the cost
+// of a comparison; the other, or a text built anew for each call (GORM's,
+// an ORM's), by content (seenText: a length that differs ends the
+// comparison, the same address too). It inlines.
 func (cn *conn) seenPlain(query string) bool {
-	switch s := &cn.seen; {
-	case sameText(s[0].text, query):
-		return !s[0].begins
-	case sameText(s[1].text, query):
-		return !s[1].begins
+	if s := &cn.seen[0]; sameText(s.text, query) {
+		return !s.begins
 	}
-	return false
+	i := cn.seenText(query)
+	return i >= 0 && !cn.seen[i].begins
 }
 
 // sameText reports whether a and b are the same bytes in memory.
 func sameText(a, b string) bool {
 	return len(a) == len(b) && unsafe.StringData(a) == unsafe.StringData(b)
+}
+
+// seenText returns the index in cn.seen of the text whose content is
+// query's, or -1. The entry keeps query from now on: the caller's string
+// of the call before is not held past it, and what the statement asks of
+// the memo next (wantsFirstRow) is known by address again.
+func (cn *conn) seenText(query string) int {
+	for i := range cn.seen {
+		if query == cn.seen[i].text {
+			cn.seen[i].text = query
+			return i
+		}
+	}
+	return -1
+}
+
+// wantsFirstRow is cn.r.WantsFirstRow(query), remembered with query's
+// entry in cn.seen (core.Retrier.WantsFirstRowMemo) when it has one, as
+// it has on the paths of a query (seenPlain, mayBegin): known by address
+// on the direct path, which seenPlain just took; by content on the
+// statement loop's, whose textControl compares without keeping query.
+func (cn *conn) wantsFirstRow(query string) bool {
+	switch s := &cn.seen; {
+	case sameText(s[0].text, query):
+		return cn.r.WantsFirstRowMemo(query, &s[0].first)
+	case sameText(s[1].text, query):
+		return cn.r.WantsFirstRowMemo(query, &s[1].first)
+	}
+	if i := cn.seenText(query); i >= 0 {
+		return cn.r.WantsFirstRowMemo(query, &cn.seen[i].first)
+	}
+	return cn.r.WantsFirstRow(query)
 }
 
 // settle gives the loop a statement whose first attempt, run directly,

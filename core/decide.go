@@ -67,6 +67,36 @@ func (r *Retrier) WantsFirstRow(query string) bool {
 	return r.timed || r.policy.Load().Statement.mayRetry(query)
 }
 
+// WantsFirstRowMemo is WantsFirstRow(query), where memo remembers its
+// answer for query: memo is query's own, kept by the caller (a
+// connection's last texts, a prepared statement) and zeroed when the
+// text changes (zero holds no answer); core writes there the answer and
+// the generation of the policy that gave it. While that policy is the
+// current one the answer costs an atomic load and a comparison instead
+// of reading the query's first keyword; a policy swapped in since
+// (SetPolicy, a reload of the properties file) is asked again
+// (firstRowAsk). It does not allocate.
+func (r *Retrier) WantsFirstRowMemo(query string, memo *uint64) bool {
+	if *memo&^1 != r.gen.Load() {
+		r.firstRowAsk(query, memo)
+	}
+	return *memo&1 != 0
+}
+
+// firstRowAsk is WantsFirstRowMemo when memo holds no answer of the
+// current policy: it writes WantsFirstRow's answer in memo (its low bit)
+// beside the generation of the policy (Retrier.gen, even), read before
+// the policy: a policy swapped in meanwhile answers under the
+// generation before its own, which the next call finds old and asks
+// again, never the other way round.
+func (r *Retrier) firstRowAsk(query string, memo *uint64) {
+	m := r.gen.Load()
+	if r.WantsFirstRow(query) {
+		m |= 1
+	}
+	*memo = m
+}
+
 // decide is Decide for any kind of loop but the connection loop.
 // attemptTimedOut says that the attempt's own time limit (queryTimeout)
 // ran out while the caller's context was alive.

@@ -46,3 +46,44 @@ func TestWantsFirstRow(t *testing.T) {
 	require.NoError(t, r.SetPolicy(core.Policy{Statement: s}))
 	assert.True(t, r.WantsFirstRow(sel), "the policy swapped in")
 }
+
+// WantsFirstRowMemo answers as WantsFirstRow, for the text its memo is
+// kept for, under the policy in effect: a policy swapped in between two
+// calls with the same memo is asked again, whichever way its answer
+// goes; an observer told of ends wants the first row whatever the memo.
+func TestWantsFirstRowMemoFollowsThePolicy(t *testing.T) {
+	policy := func(rules string) core.Policy {
+		t.Helper()
+		s, err := core.ParseStatementRules(rules)
+		require.NoError(t, err)
+		return core.Policy{Statement: s}
+	}
+	const sel = "SELECT 1"
+	r, err := core.NewRetrier(policy("{1205:3,1:select}"), core.Options{})
+	require.NoError(t, err)
+	var memo uint64
+	assert.True(t, r.WantsFirstRowMemo(sel, &memo), "asked")
+	assert.NotZero(t, memo, "the answer remembered")
+	assert.True(t, r.WantsFirstRowMemo(sel, &memo), "remembered")
+	for _, c := range []struct {
+		rules string
+		want  bool
+	}{
+		{"{1205:3,1:update}", false},
+		{"{1205:3,1:update,select}", true},
+		{"{1205:3,1:update}", false},
+		{"", false},
+		{"{1205:3,1}", true},
+	} {
+		require.NoError(t, r.SetPolicy(policy(c.rules)))
+		assert.Equal(t, c.want, r.WantsFirstRowMemo(sel, &memo), "%q, asked", c.rules)
+		assert.Equal(t, c.want, r.WantsFirstRowMemo(sel, &memo), "%q, remembered", c.rules)
+		assert.Equal(t, r.WantsFirstRow(sel), r.WantsFirstRowMemo(sel, &memo), "%q: as WantsFirstRow", c.rules)
+	}
+
+	r, err = core.NewRetrier(policy(""), core.Options{Observer: core.NopObserver{}})
+	require.NoError(t, err)
+	memo = 0
+	assert.True(t, r.WantsFirstRowMemo(sel, &memo), "an observer told of ends")
+	assert.True(t, r.WantsFirstRowMemo(sel, &memo), "an observer told of ends, remembered")
+}

@@ -43,6 +43,7 @@ type Options struct {
 type Retrier struct {
 	policy   atomic.Pointer[Policy]
 	direct   atomic.Pointer[Policy] // the policy when a first attempt may run directly, else nil (see statement)
+	gen      atomic.Uint64          // twice the policies stored (store): the current one's generation, even and not zero (WantsFirstRowMemo)
 	quiet    bool                   // no breaker, and no observer but one that only counts: a first attempt has nobody to ask or tell
 	clock    Clock
 	observer Observer
@@ -132,6 +133,7 @@ func (r *Retrier) store(p *Policy) {
 	}
 	r.policy.Store(p)
 	r.direct.Store(direct)
+	r.gen.Add(2) // after the policy: see firstRowAsk
 }
 
 // Policy returns the current policy.

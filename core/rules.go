@@ -301,8 +301,9 @@ func (s *StatementRules) summarise() {
 // mayRetry reports whether some rule could retry an error of query: a
 // rule with retries whose filter matches it. False means that no error
 // of query is retried, whatever it is. It does not allocate, and inlines
-// (Retrier.WantsFirstRow, on every query's path): rules that name no
-// statement answer without a call.
+// (Retrier.WantsFirstRow, on the path of every query whose answer no memo
+// holds: WantsFirstRowMemo): rules that name no statement answer without
+// a call.
 func (s *StatementRules) mayRetry(query string) bool {
 	return s.unfiltered || s.mayRetryFiltered(query)
 }
