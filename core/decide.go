@@ -75,26 +75,32 @@ func (r *Retrier) WantsFirstRow(query string) bool {
 // current one the answer costs an atomic load and a comparison instead
 // of reading the query's first keyword; a policy swapped in since
 // (SetPolicy, a reload of the properties file) is asked again
-// (firstRowAsk). It does not allocate.
+// (firstRowMemo). It does not allocate.
 func (r *Retrier) WantsFirstRowMemo(query string, memo *uint64) bool {
-	if *memo&^1 != r.gen.Load() {
-		r.firstRowAsk(query, memo)
+	if r.timed || r.policy.Load().Statement.unfiltered {
+		return true // no filter to read: nothing to remember
 	}
-	return *memo&1 != 0
+	return r.firstRowMemo(query, memo)
 }
 
-// firstRowAsk is WantsFirstRowMemo when memo holds no answer of the
-// current policy: it writes WantsFirstRow's answer in memo (its low bit)
-// beside the generation of the policy (Retrier.gen, even), read before
-// the policy: a policy swapped in meanwhile answers under the
-// generation before its own, which the next call finds old and asks
-// again, never the other way round.
-func (r *Retrier) firstRowAsk(query string, memo *uint64) {
+// firstRowMemo is WantsFirstRowMemo for rules whose filters name
+// statements: memo's answer while its policy is the current one, else
+// WantsFirstRow's, written in memo (its low bit) beside the generation of
+// the policy (Retrier.gen, even), read before the policy: a policy
+// swapped in meanwhile answers under the generation before its own,
+// which the next call finds old and asks again, never the other way
+// round.
+func (r *Retrier) firstRowMemo(query string, memo *uint64) bool {
 	m := r.gen.Load()
-	if r.WantsFirstRow(query) {
+	if *memo&^1 == m {
+		return *memo&1 != 0
+	}
+	wants := r.WantsFirstRow(query)
+	if wants {
 		m |= 1
 	}
 	*memo = m
+	return wants
 }
 
 // decide is Decide for any kind of loop but the connection loop.

@@ -133,7 +133,7 @@ func (r *Retrier) store(p *Policy) {
 	}
 	r.policy.Store(p)
 	r.direct.Store(direct)
-	r.gen.Add(2) // after the policy: see firstRowAsk
+	r.gen.Add(2) // after the policy: see firstRowMemo
 }
 
 // Policy returns the current policy.
