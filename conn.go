@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
-	"sync/atomic"
 
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
@@ -12,9 +11,9 @@ import (
 
 // conn is a connection of the driver layer over a connection of the
 // chain below (inner). database/sql uses a connection from one goroutine
-// at a time; only broken is read from another (IsValid, ResetSession).
-// It has every optional interface; database/sql gets it under a type
-// with those of the driver's connection (offer, iface.go).
+// at a time, under the connection's lock. It has every optional
+// interface; database/sql gets it under a type with those of the
+// driver's connection (offer, iface.go).
 type conn struct {
 	inner driver.Conn
 	c     *layerConnector
@@ -34,8 +33,7 @@ type conn struct {
 	text      txText     // a transaction BeginTx did not begin (txtext.go)
 	dialect   *txDialect // how the family's statement texts begin and end one (txscan.go)
 	gen       uint64     // how many times the connection was replaced (revive); statements re-prepare after
-	skipsArgs bool       // the driver answered driver.ErrSkip to a statement with arguments (go-sql-driver/mysql without interpolateParams): database/sql prepares those
-	broken    atomic.Bool
+	detour    detour     // the connection's reasons to keep a statement off the direct path, broken and skipsArgs among them (detour.go)
 
 	// The rows of the connection's queries (rows.go): one wrapper and the
 	// buffer of its first row, handed out while no other rows of the
@@ -91,7 +89,6 @@ func newConn(inner driver.Conn, c *layerConnector) *conn {
 // use makes inner, a new session, the connection under cn.
 func (cn *conn) use(inner driver.Conn) {
 	cn.inner = inner
-	cn.newSession(inner)
 	cn.execer, _ = inner.(driver.ExecerContext)
 	cn.execerOld, _ = inner.(driver.Execer) //nolint:staticcheck // database/sql's fallback too
 	cn.queryer, _ = inner.(driver.QueryerContext)
@@ -100,7 +97,17 @@ func (cn *conn) use(inner driver.Conn) {
 	cn.resetter, _ = inner.(driver.SessionResetter)
 	cn.validator, _ = inner.(driver.Validator)
 	cn.beginner, _ = inner.(driver.ConnBeginTx)
-	cn.skipsArgs = false
+	cn.detour = cn.detour&detourTx | cn.legacyDetour() // not broken, ErrSkip not seen yet
+	cn.newSession(inner)
+}
+
+// legacyDetour is detourLegacy when the driver's connection lacks
+// ExecerContext or QueryerContext, else nothing.
+func (cn *conn) legacyDetour() detour {
+	if cn.execer == nil || cn.queryer == nil {
+		return detourLegacy
+	}
+	return 0
 }
 
 // textSeen is a statement text and whether it may begin a transaction.
@@ -175,7 +182,7 @@ func (cn *conn) noteBroken(err error) {
 		return
 	}
 	if core.IsBadConn(err) || cn.r.Failover(err) || !cn.innerValid() {
-		cn.broken.Store(true)
+		cn.markBroken()
 	}
 }
 
@@ -191,7 +198,7 @@ func (cn *conn) innerValid() bool {
 // unless the error was not the break itself (a time-out that the driver
 // ended by closing its connection, which the rule retries).
 func (cn *conn) revive(ctx context.Context) error {
-	if !cn.broken.Load() {
+	if !cn.isBroken() {
 		return nil
 	}
 	return cn.reconnect(ctx)
@@ -207,9 +214,8 @@ func (cn *conn) reconnect(ctx context.Context) error {
 		return err
 	}
 	old := cn.inner
-	cn.use(inner)
+	cn.use(inner) // no longer broken
 	cn.gen++
-	cn.broken.Store(false)
 	// The old connection is broken: the error of its Close says nothing
 	// the statement's error has not said.
 	_ = old.Close()
@@ -251,18 +257,22 @@ func (cn *conn) prepareInner(ctx context.Context, query string) (driver.Stmt, er
 // (begun by BeginTx or as text) and a unit, else once. A connection
 // without ExecerContext or Execer answers driver.ErrSkip: database/sql
 // then prepares the statement; so does a statement with arguments that
-// an injected fault would fail (fault.go).
+// an injected fault would fail (fault.go). Most statements take the
+// direct path (ordinary); all else is out of line (execAside), so that
+// the frame of that path is small.
 func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if ok, settle := cn.ordinary(ctx, query, len(args)); ok { // most statements: stmtloop.go
+	if ok, settle := cn.ordinary(ctx, query, len(args)); ok { // stmtloop.go
 		res, err := cn.execer.ExecContext(ctx, query, args)
-		if err != nil {
-			return cn.execRetried(ctx, query, args, err)
-		}
-		if settle {
-			cn.settle(ctx, query, false)
+		if err != nil || settle {
+			return cn.execDirectEnd(ctx, query, args, res, err)
 		}
 		return res, nil
 	}
+	return cn.execAside(ctx, query, args)
+}
+
+// execAside is ExecContext for a statement off the direct path.
+func (cn *conn) execAside(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	if cn.execer == nil && cn.execerOld == nil || cn.skipped(query, len(args), kindExec) {
 		return nil, driver.ErrSkip
 	}
@@ -314,7 +324,7 @@ func (cn *conn) execLegacy(ctx context.Context, query string, args []driver.Name
 // answered so to a statement with arguments (skipsArgs), or an injected
 // fault would fail it (fault.go).
 func (cn *conn) skipped(query string, n int, k config.StatementKind) bool {
-	return n > 0 && (cn.skipsArgs || cn.faulty() && cn.matches(query, k))
+	return n > 0 && (cn.skipsArgs() || cn.faulty() && cn.matches(query, k))
 }
 
 // noteSkip notes a driver that answers driver.ErrSkip to a statement with
@@ -324,7 +334,7 @@ func (cn *conn) skipped(query string, n int, k config.StatementKind) bool {
 // driver could answer.
 func (cn *conn) noteSkip(err error, args []driver.NamedValue) {
 	if err == driver.ErrSkip && len(args) > 0 && cn.noLegacyForm() {
-		cn.skipsArgs = true
+		cn.detour |= detourSkips
 	}
 }
 
@@ -495,7 +505,7 @@ func (cn *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, 
 		return nil, err
 	}
 	cn.ownTx = tx{inner: ti, cn: cn, unit: u, ctx: ctx, underCtx: cn.c.commitUnderContext}
-	cn.tx = &cn.ownTx
+	cn.setTx(&cn.ownTx)
 	cn.startRecording(cn.tx, opts, noRetry)
 	if u != nil {
 		u.Began(cn.r, &cn.rec)
@@ -535,18 +545,16 @@ func (cn *conn) Ping(ctx context.Context) error {
 	return nil
 }
 
-// ResetSession refuses a broken connection, else resets the one below
-// when it can be reset.
+// ResetSession refuses a broken connection, else forgets the session's
+// transaction and its unit and resets the connection below when it can
+// be reset. A connection in none of those states (no detourSession bit:
+// the unit of a transaction begun as text is set only while the texts
+// say it runs) has nothing to forget.
 func (cn *conn) ResetSession(ctx context.Context) error {
-	if cn.broken.Load() {
-		return driver.ErrBadConn
-	}
-	if cn.tx != nil {
-		cn.tx.detach()
-	}
-	cn.text.unit = nil
-	if cn.dialect.resetEnds {
-		cn.text.state = txState{} // the driver's reset rolls the session's transaction back
+	if cn.detour&detourSession != 0 {
+		if err := cn.resetState(); err != nil {
+			return err
+		}
 	}
 	if cn.resetter != nil {
 		return cn.resetter.ResetSession(ctx)
@@ -554,9 +562,25 @@ func (cn *conn) ResetSession(ctx context.Context) error {
 	return nil
 }
 
+// resetState is ResetSession's refusal of a broken connection, and its
+// forgetting of the session's transaction and its unit.
+func (cn *conn) resetState() error {
+	if cn.isBroken() {
+		return driver.ErrBadConn
+	}
+	if cn.tx != nil {
+		cn.tx.detach()
+	}
+	cn.text.unit = nil
+	if cn.dialect.resetEnds {
+		cn.setTextState(txState{}) // the driver's reset rolls the session's transaction back
+	}
+	return nil
+}
+
 // IsValid reports whether the connection may go back to the pool.
 func (cn *conn) IsValid() bool {
-	return !cn.broken.Load() && cn.innerValid()
+	return !cn.isBroken() && cn.innerValid()
 }
 
 // CheckNamedValue is the connection's check of an argument, or

@@ -21,20 +21,39 @@ import (
 // ordinary reports whether the statement query with n arguments, run by
 // the connection with ctx, takes the direct path: the connection has
 // the context forms, the statement is not answered driver.ErrSkip for
-// its arguments, its text was seen before and begins no transaction, it
-// runs outside a transaction (begun by BeginTx or as text) and a unit, on
-// a connection that is not broken, with no fault injected, and the loop
-// has nobody to ask before the attempt (core.Retrier.Direct, whose
-// settle it returns).
+// its arguments, it runs outside a transaction (begun by BeginTx or as
+// text) on a connection that is not broken (no bit of cn.detour holds
+// it: one load when none is set), its text was seen before and begins no
+// transaction, it runs in no unit, and the loop has nobody to ask before
+// the attempt (core.Retrier.Direct, whose settle it returns; an injected
+// fault is such a one: the faults hold the Retrier).
 func (cn *conn) ordinary(ctx context.Context, query string, n int) (ok, settle bool) {
-	if cn.execer == nil || cn.queryer == nil || n > 0 && cn.skipsArgs || !cn.seenPlain(query) {
-		return false, false
+	if cn.detour != 0 {
+		return cn.ordinaryHeld(ctx, query, n)
 	}
-	d := cn.text.driver // inTextTx, inlined
-	if cn.tx != nil || cn.broken.Load() || cn.faulty() || d == nil && cn.text.state.in() || d != nil && d.TxStatus() != 'I' || config.UnitOf(ctx) != nil {
+	if !cn.seenPlain(query) || config.UnitOf(ctx) != nil {
 		return false, false
 	}
 	return cn.r.Direct()
+}
+
+// ordinaryHeld is ordinary on a connection with a bit of cn.detour set:
+// out of line, so that ordinary's frame keeps only what its common case
+// needs.
+func (cn *conn) ordinaryHeld(ctx context.Context, query string, n int) (ok, settle bool) {
+	if cn.held(cn.detour&^argless(n)) || !cn.seenPlain(query) || config.UnitOf(ctx) != nil {
+		return false, false
+	}
+	return cn.r.Direct()
+}
+
+// argless is detourSkips for a statement without arguments (n == 0),
+// which the bit does not hold, else nothing.
+func argless(n int) detour {
+	if n == 0 {
+		return detourSkips
+	}
+	return 0
 }
 
 // seenPlain reports whether query is one of the last two texts the
@@ -62,6 +81,17 @@ func sameText(a, b string) bool {
 // earns.
 func (cn *conn) settle(ctx context.Context, query string, rows bool) {
 	_ = cn.r.Run(ctx, &core.Op{Ran: true, Query: query, Rows: rows}, nil) // nil: no attempt runs
+}
+
+// execDirectEnd ends an Exec whose first attempt ran directly and
+// returned res and err, when it failed (execRetried) or its success is to
+// be settled.
+func (cn *conn) execDirectEnd(ctx context.Context, query string, args []driver.NamedValue, res driver.Result, err error) (driver.Result, error) {
+	if err != nil {
+		return cn.execRetried(ctx, query, args, err)
+	}
+	cn.settle(ctx, query, false)
+	return res, nil
 }
 
 // execRetried hands an Exec's first attempt, run directly and failed
@@ -139,10 +169,11 @@ func (cn *conn) queryLoop(ctx context.Context, query string, args []driver.Named
 
 // ordinary is conn.ordinary for an execution of the prepared statement:
 // prepared on the connection it runs on (not replaced since), its text
-// begins no transaction, and the connection's checks hold.
+// begins no transaction, and the connection's checks of the session
+// (detourSession), the unit and the Retrier's hold.
 func (s *stmt) ordinary(ctx context.Context) (ok, settle bool) {
 	cn := s.cn
-	if s.mayBegin || s.gen != cn.gen || cn.tx != nil || cn.broken.Load() || cn.faulty() || cn.inTextTx() || config.UnitOf(ctx) != nil {
+	if s.mayBegin || s.gen != cn.gen || cn.detour&detourSession != 0 && cn.held(cn.detour&detourSession) || config.UnitOf(ctx) != nil {
 		return false, false
 	}
 	return cn.r.Direct()
