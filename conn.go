@@ -29,11 +29,11 @@ type conn struct {
 	validator driver.Validator
 	beginner  driver.ConnBeginTx
 
-	tx        *tx        // the transaction running on the connection, nil outside one
-	text      txText     // a transaction BeginTx did not begin (txtext.go)
-	dialect   *txDialect // how the family's statement texts begin and end one (txscan.go)
-	gen       uint64     // how many times the connection was replaced (revive); statements re-prepare after
-	detour    detour     // the connection's reasons to keep a statement off the direct path, broken and skipsArgs among them (detour.go)
+	tx      *tx        // the transaction running on the connection, nil outside one
+	text    txText     // a transaction BeginTx did not begin (txtext.go)
+	dialect *txDialect // how the family's statement texts begin and end one (txscan.go)
+	gen     uint64     // how many times the connection was replaced (revive); statements re-prepare after
+	detour  detour     // the connection's reasons to keep a statement off the direct path, broken and skipsArgs among them (detour.go)
 
 	// The rows of the connection's queries (rows.go): one wrapper and the
 	// buffer of its first row, handed out while no other rows of the
