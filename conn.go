@@ -19,7 +19,9 @@ type conn struct {
 	c     *layerConnector
 	r     *core.Retrier
 
-	// The optional interfaces of inner, found once per inner connection.
+	// The optional interfaces of inner, found once per inner connection;
+	// checker, resetter and validator are never nil (none: what
+	// database/sql does without one, noChecker and the rest).
 	execer    driver.ExecerContext
 	execerOld driver.Execer
 	queryer   driver.QueryerContext
@@ -93,9 +95,16 @@ func (cn *conn) use(inner driver.Conn) {
 	cn.execerOld, _ = inner.(driver.Execer) //nolint:staticcheck // database/sql's fallback too
 	cn.queryer, _ = inner.(driver.QueryerContext)
 	cn.queryOld, _ = inner.(driver.Queryer) //nolint:staticcheck // database/sql's fallback too
-	cn.checker, _ = inner.(driver.NamedValueChecker)
-	cn.resetter, _ = inner.(driver.SessionResetter)
-	cn.validator, _ = inner.(driver.Validator)
+	cn.checker, cn.resetter, cn.validator = noChecker{}, noResetter{}, noValidator{}
+	if c, ok := inner.(driver.NamedValueChecker); ok {
+		cn.checker = c
+	}
+	if r, ok := inner.(driver.SessionResetter); ok {
+		cn.resetter = r
+	}
+	if v, ok := inner.(driver.Validator); ok {
+		cn.validator = v
+	}
 	cn.beginner, _ = inner.(driver.ConnBeginTx)
 	cn.detour = cn.detour&detourTx | cn.legacyDetour() // not broken, ErrSkip not seen yet
 	cn.newSession(inner)
@@ -109,6 +118,25 @@ func (cn *conn) legacyDetour() detour {
 	}
 	return 0
 }
+
+// What a driver connection without NamedValueChecker, SessionResetter or
+// Validator gets in its place: database/sql's answer without one, so that
+// the layer's methods call it without a test.
+type (
+	noChecker   struct{}
+	noResetter  struct{}
+	noValidator struct{}
+)
+
+// CheckNamedValue answers driver.ErrSkip: database/sql's default
+// conversion.
+func (noChecker) CheckNamedValue(*driver.NamedValue) error { return driver.ErrSkip }
+
+// ResetSession resets nothing.
+func (noResetter) ResetSession(context.Context) error { return nil }
+
+// IsValid reports that the connection is usable: nothing tells otherwise.
+func (noValidator) IsValid() bool { return true }
 
 // textSeen is a statement text and whether it may begin a transaction.
 type textSeen struct {
@@ -188,9 +216,7 @@ func (cn *conn) noteBroken(err error) {
 
 // innerValid reports whether the connection below says it is usable
 // (driver.Validator); true when it cannot tell.
-func (cn *conn) innerValid() bool {
-	return cn.validator == nil || cn.validator.IsValid()
-}
+func (cn *conn) innerValid() bool { return cn.validator.IsValid() }
 
 // revive replaces a broken connection with a new one of the pool's
 // connector (under the connection loop), before a retry of a statement
@@ -258,10 +284,23 @@ func (cn *conn) prepareInner(ctx context.Context, query string) (driver.Stmt, er
 // without ExecerContext or Execer answers driver.ErrSkip: database/sql
 // then prepares the statement; so does a statement with arguments that
 // an injected fault would fail (fault.go). Most statements take the
-// direct path (ordinary); all else is out of line (execAside), so that
-// the frame of that path is small.
+// direct path (ordinary, stmtloop.go), whose test without a detour bit is
+// written out here (ordinary's cost is over the inliner's budget): the
+// path is then one frame, which calls ctx.Value and the driver. All else
+// is out of line (execAside).
 func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if ok, settle := cn.ordinary(ctx, query, len(args)); ok { // stmtloop.go
+	var ok, settle bool
+	if cn.detour == 0 {
+		if cn.seenPlain(query) && config.UnitOf(ctx) == nil { // ordinary, as there
+			var lean bool
+			if ok, settle, lean = cn.r.DirectLean(); !lean {
+				ok, settle = cn.r.Direct()
+			}
+		}
+	} else {
+		ok, settle = cn.ordinaryHeld(ctx, query, len(args))
+	}
+	if ok {
 		res, err := cn.execer.ExecContext(ctx, query, args)
 		if err != nil || settle {
 			return cn.execDirectEnd(ctx, query, args, res, err)
@@ -552,19 +591,13 @@ func (cn *conn) Ping(ctx context.Context) error {
 // say it runs) has nothing to forget.
 func (cn *conn) ResetSession(ctx context.Context) error {
 	if cn.detour&detourSession != 0 {
-		if err := cn.resetState(); err != nil {
-			return err
-		}
+		return cn.resetHeld(ctx)
 	}
-	if cn.resetter != nil {
-		return cn.resetter.ResetSession(ctx)
-	}
-	return nil
+	return cn.resetter.ResetSession(ctx)
 }
 
-// resetState is ResetSession's refusal of a broken connection, and its
-// forgetting of the session's transaction and its unit.
-func (cn *conn) resetState() error {
+// resetHeld is ResetSession on a connection with a detourSession bit set.
+func (cn *conn) resetHeld(ctx context.Context) error {
 	if cn.isBroken() {
 		return driver.ErrBadConn
 	}
@@ -575,7 +608,7 @@ func (cn *conn) resetState() error {
 	if cn.dialect.resetEnds {
 		cn.setTextState(txState{}) // the driver's reset rolls the session's transaction back
 	}
-	return nil
+	return cn.resetter.ResetSession(ctx)
 }
 
 // IsValid reports whether the connection may go back to the pool.
@@ -586,10 +619,7 @@ func (cn *conn) IsValid() bool {
 // CheckNamedValue is the connection's check of an argument, or
 // driver.ErrSkip (database/sql's default conversion) without one.
 func (cn *conn) CheckNamedValue(nv *driver.NamedValue) error {
-	if cn.checker != nil {
-		return cn.checker.CheckNamedValue(nv)
-	}
-	return driver.ErrSkip
+	return cn.checker.CheckNamedValue(nv)
 }
 
 // Close closes the connection below.

@@ -70,10 +70,7 @@ func (s *stmt) CheckNamedValue(nv *driver.NamedValue) error {
 	if s.checker != nil {
 		return s.checker.CheckNamedValue(nv)
 	}
-	if c := s.cn.checker; c != nil { // conn.CheckNamedValue, one call less
-		return c.CheckNamedValue(nv)
-	}
-	return driver.ErrSkip
+	return s.cn.checker.CheckNamedValue(nv) // conn.CheckNamedValue, one call less
 }
 
 // Exec is ExecContext with context.Background() (database/sql calls

@@ -27,6 +27,8 @@ import (
 // transaction, it runs in no unit, and the loop has nobody to ask before
 // the attempt (core.Retrier.Direct, whose settle it returns; an injected
 // fault is such a one: the faults hold the Retrier).
+//
+// conn.ExecContext writes its test out (keep the two alike).
 func (cn *conn) ordinary(ctx context.Context, query string, n int) (ok, settle bool) {
 	if cn.detour != 0 {
 		return cn.ordinaryHeld(ctx, query, n)
@@ -34,7 +36,7 @@ func (cn *conn) ordinary(ctx context.Context, query string, n int) (ok, settle b
 	if !cn.seenPlain(query) || config.UnitOf(ctx) != nil {
 		return false, false
 	}
-	return cn.r.Direct()
+	return cn.direct()
 }
 
 // ordinaryHeld is ordinary on a connection with a bit of cn.detour set:
@@ -43,6 +45,14 @@ func (cn *conn) ordinary(ctx context.Context, query string, n int) (ok, settle b
 func (cn *conn) ordinaryHeld(ctx context.Context, query string, n int) (ok, settle bool) {
 	if cn.held(cn.detour&^argless(n)) || !cn.seenPlain(query) || config.UnitOf(ctx) != nil {
 		return false, false
+	}
+	return cn.direct()
+}
+
+// direct is cn.r.Direct, its lean case inlined.
+func (cn *conn) direct() (ok, settle bool) {
+	if ok, settle, lean := cn.r.DirectLean(); lean {
+		return ok, settle
 	}
 	return cn.r.Direct()
 }

@@ -301,20 +301,26 @@ func (r *Retrier) Run(ctx context.Context, op *Op, fn func(ctx context.Context) 
 // operation does. Not direct (settle then says nothing): run the
 // operation whole through Run; so too while a Hold holds.
 //
-// Without Refresh and an observer (lean) it is two atomic loads.
+// Without Refresh and an observer it is DirectLean.
 func (r *Retrier) Direct() (direct, settle bool) {
-	if !r.lean {
-		return r.directTold()
+	if direct, settle, lean := r.DirectLean(); lean {
+		return direct, settle
 	}
-	return r.direct.Load() != nil, !r.budget.isFull()
-}
-
-// directTold is Direct with a Refresh or an observer.
-func (r *Retrier) directTold() (direct, settle bool) {
 	if r.refresh != nil {
 		r.refresh() // may swap the policy: load it after
 	}
 	return r.direct.Load() != nil, r.observer != nil || !r.budget.isFull()
+}
+
+// DirectLean is Direct for a Retrier without Options.Refresh and an
+// observer (lean), which have nothing to be called or counted: two atomic
+// loads, small enough to be inlined into a caller's success path. Another
+// Retrier answers lean false (and nothing else): ask Direct.
+func (r *Retrier) DirectLean() (direct, settle, lean bool) {
+	if !r.lean {
+		return false, false, false
+	}
+	return r.direct.Load() != nil, !r.budget.isFull(), true
 }
 
 // statement is Run for a plain statement, and Do: its first attempt runs
