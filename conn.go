@@ -516,11 +516,11 @@ var errNamedArgs = errors.New("sql: driver does not support the use of Named Par
 // plainValues returns args' values; named arguments are an error.
 func plainValues(args []driver.NamedValue) ([]driver.Value, error) {
 	v := make([]driver.Value, len(args))
-	for i, a := range args {
-		if a.Name != "" {
+	for i := range args { // by index: a copy of each argument costs more than the loop
+		if args[i].Name != "" {
 			return nil, errNamedArgs
 		}
-		v[i] = a.Value
+		v[i] = args[i].Value
 	}
 	return v, nil
 }

@@ -3,6 +3,8 @@ package crl
 import (
 	"context"
 	"database/sql/driver"
+
+	"github.com/crl-go/crl/config"
 )
 
 // stmt is a prepared statement of the driver layer: its executions run
@@ -15,6 +17,7 @@ type stmt struct {
 	query    string
 	gen      uint64 // the connection's gen it was prepared on
 	mayBegin bool   // query may begin a transaction (txDialect.mayBegin), read once
+	numInput int    // the driver statement's NumInput, read once per driver statement
 
 	// The optional interfaces of inner, found once per driver statement.
 	execer  driver.StmtExecContext
@@ -56,13 +59,16 @@ func (s *stmt) use(si driver.Stmt) {
 	s.execer, _ = si.(driver.StmtExecContext)
 	s.queryer, _ = si.(driver.StmtQueryContext)
 	s.checker, _ = si.(driver.NamedValueChecker)
+	s.numInput = si.NumInput()
 }
 
 // Close closes the driver's statement.
 func (s *stmt) Close() error { return s.inner.Close() }
 
-// NumInput returns the driver statement's count of placeholders.
-func (s *stmt) NumInput() int { return s.inner.NumInput() }
+// NumInput returns the driver statement's count of placeholders, which
+// database/sql asks at every execution: read when it was prepared (a
+// statement's placeholders do not change).
+func (s *stmt) NumInput() int { return s.numInput }
 
 // CheckNamedValue is the statement's check of an argument, else the
 // connection's, as database/sql looks for them.
@@ -93,18 +99,35 @@ func (s *stmt) textControl() (control, in bool) {
 }
 
 // ExecContext executes the statement: under the statement loop outside a
-// transaction (begun by BeginTx or as text) and a unit, else once.
+// transaction (begun by BeginTx or as text) and a unit, else once. Most
+// executions take the direct path (stmt.ordinary, stmtloop.go), whose
+// test without a detourSession bit is written out here, as
+// conn.ExecContext writes out its own; all else is out of line
+// (execAside).
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	if ok, settle := s.ordinary(ctx); ok { // most executions: stmtloop.go
-		res, err := s.execInner(ctx, args)
-		if err != nil {
-			return s.execRetried(ctx, args, err)
+	var ok, settle bool
+	if cn := s.cn; cn.detour&detourSession == 0 {
+		if !s.mayBegin && s.gen == cn.gen && config.UnitOf(ctx) == nil { // stmt.ordinary, as there
+			var lean bool
+			if ok, settle, lean = cn.r.DirectLean(); !lean {
+				ok, settle = cn.r.Direct()
+			}
 		}
-		if settle {
-			s.cn.settle(ctx, s.query, false)
+	} else {
+		ok, settle = s.ordinaryHeld(ctx)
+	}
+	if ok {
+		res, err := s.execDriver(ctx, args) // no fault: they hold the Retrier
+		if err != nil || settle {
+			return s.execDirectEnd(ctx, args, res, err)
 		}
 		return res, nil
 	}
+	return s.execAside(ctx, args)
+}
+
+// execAside is ExecContext for an execution off the direct path.
+func (s *stmt) execAside(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
 	if text, in := s.textControl(); text || s.cn.alone(ctx) {
 		res, err := s.execInner(ctx, args)
 		if t := s.cn.recording(); t != nil {
@@ -170,13 +193,19 @@ func (s *stmt) revive(ctx context.Context) error {
 	return nil
 }
 
-// execInner executes the driver's statement, as database/sql would.
+// execInner executes the driver's statement, as database/sql would, once
+// the injected faults let it.
 func (s *stmt) execInner(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
 	if s.cn.faulty() { // the call only then: the success path inlines the test
 		if err := s.cn.fail(s.query, kindExec); err != nil {
 			return nil, err
 		}
 	}
+	return s.execDriver(ctx, args)
+}
+
+// execDriver executes the driver's statement, as database/sql would.
+func (s *stmt) execDriver(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
 	if s.execer != nil {
 		return s.execer.ExecContext(ctx, args)
 	}

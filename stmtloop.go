@@ -180,13 +180,38 @@ func (cn *conn) queryLoop(ctx context.Context, query string, args []driver.Named
 // ordinary is conn.ordinary for an execution of the prepared statement:
 // prepared on the connection it runs on (not replaced since), its text
 // begins no transaction, and the connection's checks of the session
-// (detourSession), the unit and the Retrier's hold.
+// (detourSession), the unit and the Retrier's hold. stmt.ExecContext
+// writes its test out (keep the two alike).
 func (s *stmt) ordinary(ctx context.Context) (ok, settle bool) {
 	cn := s.cn
-	if s.mayBegin || s.gen != cn.gen || cn.detour&detourSession != 0 && cn.held(cn.detour&detourSession) || config.UnitOf(ctx) != nil {
+	if cn.detour&detourSession != 0 {
+		return s.ordinaryHeld(ctx)
+	}
+	if s.mayBegin || s.gen != cn.gen || config.UnitOf(ctx) != nil {
 		return false, false
 	}
-	return cn.r.Direct()
+	return cn.direct()
+}
+
+// ordinaryHeld is stmt.ordinary on a connection with a detourSession bit
+// set.
+func (s *stmt) ordinaryHeld(ctx context.Context) (ok, settle bool) {
+	cn := s.cn
+	if cn.held(cn.detour&detourSession) || s.mayBegin || s.gen != cn.gen || config.UnitOf(ctx) != nil {
+		return false, false
+	}
+	return cn.direct()
+}
+
+// execDirectEnd ends an execution whose first attempt ran directly and
+// returned res and err, when it failed (execRetried) or its success is to
+// be settled.
+func (s *stmt) execDirectEnd(ctx context.Context, args []driver.NamedValue, res driver.Result, err error) (driver.Result, error) {
+	if err != nil {
+		return s.execRetried(ctx, args, err)
+	}
+	s.cn.settle(ctx, s.query, false)
+	return res, nil
 }
 
 // execRetried hands an execution's first attempt, run directly and
