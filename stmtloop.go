@@ -17,6 +17,13 @@ import (
 // when it failed, or when its success must still be counted or earn the
 // retry budget. Every other statement runs under the loop whole, each
 // of its conditions checked on its own (conn.ExecContext and the rest).
+//
+// The test is cheap on purpose: the connection's reasons are one word
+// (detour.go), the text is known by its address (seenPlain), the unit is
+// one ctx.Value, and the pool's reasons are two atomic loads
+// (core.Retrier.DirectLean) when nobody is to be called or counted. The
+// Execs write the test out, so that their path is one frame that calls
+// ctx.Value and the driver and nothing else of the layer's.
 
 // ordinary reports whether the statement query with n arguments, run by
 // the connection with ctx, takes the direct path: the connection has
