@@ -590,10 +590,10 @@ func (cn *conn) Ping(ctx context.Context) error {
 // the unit of a transaction begun as text is set only while the texts
 // say it runs) has nothing to forget.
 func (cn *conn) ResetSession(ctx context.Context) error {
-	if cn.detour&detourSession != 0 {
-		return cn.resetHeld(ctx)
+	if cn.detour&detourSession == 0 {
+		return cn.resetter.ResetSession(ctx)
 	}
-	return cn.resetter.ResetSession(ctx)
+	return cn.resetHeld(ctx)
 }
 
 // resetHeld is ResetSession on a connection with a detourSession bit set.

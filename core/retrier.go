@@ -46,6 +46,7 @@ type Retrier struct {
 	direct   atomic.Pointer[Policy] // the policy when a first attempt may run directly, else nil (see statement)
 	quiet    bool                   // no breaker, and no observer but one that only counts: a first attempt has nobody to ask or tell
 	lean     bool                   // no refresh and no observer: Direct reads the policy and the budget only
+	leanPath atomic.Pointer[Policy] // direct when lean, else nil: DirectLean's one load
 	mu       sync.Mutex             // orders the stores of direct (store, Hold)
 	holds    int                    // Hold's holds not released yet, under mu
 	clock    Clock
@@ -141,11 +142,15 @@ func (r *Retrier) store(p *Policy) {
 // statement's first attempt may run directly (nobody to ask or tell, no
 // QueryTimeout, nothing held), else nil.
 func (r *Retrier) storeDirect() {
-	var direct *Policy
+	var direct, lean *Policy
 	if p := r.policy.Load(); r.quiet && p.QueryTimeout <= 0 && r.holds == 0 {
 		direct = p
 	}
+	if r.lean {
+		lean = direct
+	}
 	r.direct.Store(direct)
+	r.leanPath.Store(lean)
 }
 
 // Hold takes statements' first attempts off the direct path until the
@@ -317,10 +322,10 @@ func (r *Retrier) Direct() (direct, settle bool) {
 // loads, small enough to be inlined into a caller's success path. Another
 // Retrier answers lean false (and nothing else): ask Direct.
 func (r *Retrier) DirectLean() (direct, settle, lean bool) {
-	if !r.lean {
-		return false, false, false
+	if r.leanPath.Load() != nil {
+		return true, !r.budget.isFull(), true
 	}
-	return r.direct.Load() != nil, !r.budget.isFull(), true
+	return false, false, r.lean
 }
 
 // statement is Run for a plain statement, and Do: its first attempt runs
