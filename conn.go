@@ -283,31 +283,61 @@ func (cn *conn) prepareInner(ctx context.Context, query string) (driver.Stmt, er
 // (begun by BeginTx or as text) and a unit, else once. A connection
 // without ExecerContext or Execer answers driver.ErrSkip: database/sql
 // then prepares the statement; so does a statement with arguments that
-// an injected fault would fail (fault.go). Most statements take the
-// direct path (ordinary, stmtloop.go), whose test without a detour bit is
-// written out here (ordinary's cost is over the inliner's budget): the
-// path is then one frame, which calls ctx.Value and the driver. All else
-// is out of line (execAside).
+// an injected fault would fail (fault.go).
+//
+// Most statements take the direct path (ordinary, stmtloop.go), whose
+// common case is written out here (ordinary's cost is over the inliner's
+// budget; keep the two alike): no detour bit, a text seen before that
+// begins no transaction, no unit, and a lean Retrier that lets the
+// attempt run directly. The path is then one frame, which calls
+// ctx.Value and the driver; every other case is out of line.
 func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	var ok, settle bool
-	if cn.detour == 0 {
-		if cn.seenPlain(query) && config.UnitOf(ctx) == nil { // ordinary, as there
-			var lean bool
-			if ok, settle, lean = cn.r.DirectLean(); !lean {
-				ok, settle = cn.r.Direct()
-			}
-		}
-	} else {
-		ok, settle = cn.ordinaryHeld(ctx, query, len(args))
+	if cn.detour != 0 || !cn.seenPlain(query) {
+		return cn.execHeld(ctx, query, args)
 	}
-	if ok {
-		res, err := cn.execer.ExecContext(ctx, query, args)
-		if err != nil || settle {
-			return cn.execDirectEnd(ctx, query, args, res, err)
-		}
-		return res, nil
+	if config.UnitOf(ctx) != nil {
+		return cn.execAside(ctx, query, args) // ordinary says no in a unit
 	}
-	return cn.execAside(ctx, query, args)
+	direct, settle, lean := cn.r.DirectLean()
+	if !direct {
+		return cn.execTold(ctx, query, args, lean)
+	}
+	res, err := cn.execer.ExecContext(ctx, query, args)
+	if err != nil || settle {
+		return cn.execDirectEnd(ctx, query, args, res, err)
+	}
+	return res, nil
+}
+
+// execHeld is ExecContext for a statement on a connection with a detour
+// bit, or whose text was not seen plain: ordinary decides.
+func (cn *conn) execHeld(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	ok, settle := cn.ordinary(ctx, query, len(args))
+	return cn.execDirectOr(ctx, query, args, ok, settle)
+}
+
+// execTold is ExecContext for a statement that core.Retrier.DirectLean
+// did not let through: off the direct path, unless the Retrier is not
+// lean and Direct lets it through.
+func (cn *conn) execTold(ctx context.Context, query string, args []driver.NamedValue, lean bool) (driver.Result, error) {
+	ok, settle := false, false
+	if !lean {
+		ok, settle = cn.r.Direct()
+	}
+	return cn.execDirectOr(ctx, query, args, ok, settle)
+}
+
+// execDirectOr runs query directly when ok (settle: ordinary's), else
+// off the direct path.
+func (cn *conn) execDirectOr(ctx context.Context, query string, args []driver.NamedValue, ok, settle bool) (driver.Result, error) {
+	if !ok {
+		return cn.execAside(ctx, query, args)
+	}
+	res, err := cn.execer.ExecContext(ctx, query, args)
+	if err != nil || settle {
+		return cn.execDirectEnd(ctx, query, args, res, err)
+	}
+	return res, nil
 }
 
 // execAside is ExecContext for a statement off the direct path.

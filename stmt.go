@@ -99,31 +99,58 @@ func (s *stmt) textControl() (control, in bool) {
 }
 
 // ExecContext executes the statement: under the statement loop outside a
-// transaction (begun by BeginTx or as text) and a unit, else once. Most
-// executions take the direct path (stmt.ordinary, stmtloop.go), whose
-// test without a detourSession bit is written out here, as
-// conn.ExecContext writes out its own; all else is out of line
-// (execAside).
+// transaction (begun by BeginTx or as text) and a unit, else once. As
+// conn.ExecContext writes out conn.ordinary's common case, it writes out
+// stmt.ordinary's (stmtloop.go; keep the two alike); every other case is
+// out of line.
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	var ok, settle bool
-	if cn := s.cn; cn.detour&detourSession == 0 {
-		if !s.mayBegin && s.gen == cn.gen && config.UnitOf(ctx) == nil { // stmt.ordinary, as there
-			var lean bool
-			if ok, settle, lean = cn.r.DirectLean(); !lean {
-				ok, settle = cn.r.Direct()
-			}
-		}
-	} else {
-		ok, settle = s.ordinaryHeld(ctx)
+	cn := s.cn
+	if cn.detour&detourSession != 0 || s.mayBegin || s.gen != cn.gen {
+		return s.execHeld(ctx, args)
 	}
-	if ok {
-		res, err := s.execDriver(ctx, args) // no fault: they hold the Retrier
-		if err != nil || settle {
-			return s.execDirectEnd(ctx, args, res, err)
-		}
-		return res, nil
+	if config.UnitOf(ctx) != nil {
+		return s.execAside(ctx, args) // stmt.ordinary says no in a unit
 	}
-	return s.execAside(ctx, args)
+	direct, settle, lean := cn.r.DirectLean()
+	if !direct {
+		return s.execTold(ctx, args, lean)
+	}
+	res, err := s.execDriver(ctx, args) // no fault: they hold the Retrier
+	if err != nil || settle {
+		return s.execDirectEnd(ctx, args, res, err)
+	}
+	return res, nil
+}
+
+// execHeld is ExecContext for an execution on a connection with a
+// detourSession bit, of a text that may begin a transaction, or of a
+// statement prepared on a connection replaced since: stmt.ordinary
+// decides.
+func (s *stmt) execHeld(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	ok, settle := s.ordinary(ctx)
+	return s.execDirectOr(ctx, args, ok, settle)
+}
+
+// execTold is conn.execTold for the prepared statement.
+func (s *stmt) execTold(ctx context.Context, args []driver.NamedValue, lean bool) (driver.Result, error) {
+	ok, settle := false, false
+	if !lean {
+		ok, settle = s.cn.r.Direct()
+	}
+	return s.execDirectOr(ctx, args, ok, settle)
+}
+
+// execDirectOr runs the execution directly when ok (settle: ordinary's),
+// else off the direct path.
+func (s *stmt) execDirectOr(ctx context.Context, args []driver.NamedValue, ok, settle bool) (driver.Result, error) {
+	if !ok {
+		return s.execAside(ctx, args)
+	}
+	res, err := s.execDriver(ctx, args)
+	if err != nil || settle {
+		return s.execDirectEnd(ctx, args, res, err)
+	}
+	return res, nil
 }
 
 // execAside is ExecContext for an execution off the direct path.
