@@ -292,11 +292,11 @@ func (cn *conn) prepareInner(ctx context.Context, query string) (driver.Stmt, er
 // attempt run directly. The path is then one frame, which calls
 // ctx.Value and the driver; every other case is out of line.
 func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if cn.detour != 0 || !cn.seenPlain(query) {
+	if cn.detour != 0 {
 		return cn.execHeld(ctx, query, args)
 	}
-	if config.UnitOf(ctx) != nil {
-		return cn.execAside(ctx, query, args) // ordinary says no in a unit
+	if config.UnitOf(ctx) != nil || !cn.seenPlain(query) {
+		return cn.execAside(ctx, query, args) // ordinary says no
 	}
 	direct, settle, lean := cn.r.DirectLean()
 	if !direct {
