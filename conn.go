@@ -310,9 +310,13 @@ func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.Nam
 }
 
 // execHeld is ExecContext for a statement on a connection with a detour
-// bit, or whose text was not seen plain: ordinary decides.
+// bit: ordinary decides (as it does with one), at once for the bits that
+// always hold (a transaction's statements come here).
 func (cn *conn) execHeld(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	ok, settle := cn.ordinary(ctx, query, len(args))
+	if cn.detour&detourAlways != 0 {
+		return cn.execAside(ctx, query, args)
+	}
+	ok, settle := cn.ordinaryHeld(ctx, query, len(args))
 	return cn.execDirectOr(ctx, query, args, ok, settle)
 }
 

@@ -45,6 +45,10 @@ const (
 // on.
 const detourSession = detourTx | detourText | detourAsk | detourBroken
 
+// detourAlways are the bits that hold every statement of the connection,
+// whatever its arguments and the driver's word.
+const detourAlways = detourLegacy | detourTx | detourText | detourBroken
+
 // held reports whether the bits d of cn.detour keep a statement off the
 // direct path: any of them but detourAsk, or detourAsk when the driver
 // says the session is in a transaction. It is asked only when a bit is

@@ -38,6 +38,9 @@ import (
 // conn.ExecContext writes its test out (keep the two alike).
 func (cn *conn) ordinary(ctx context.Context, query string, n int) (ok, settle bool) {
 	if cn.detour != 0 {
+		if cn.detour&detourAlways != 0 {
+			return false, false // a transaction's statements, among others
+		}
 		return cn.ordinaryHeld(ctx, query, n)
 	}
 	if !cn.seenPlain(query) || config.UnitOf(ctx) != nil {
@@ -46,9 +49,9 @@ func (cn *conn) ordinary(ctx context.Context, query string, n int) (ok, settle b
 	return cn.direct()
 }
 
-// ordinaryHeld is ordinary on a connection with a bit of cn.detour set:
-// out of line, so that ordinary's frame keeps only what its common case
-// needs.
+// ordinaryHeld is ordinary on a connection with a bit of cn.detour set
+// that may let the statement through (detourSkips, detourAsk): out of
+// line, so that ordinary's frame keeps only what its common case needs.
 func (cn *conn) ordinaryHeld(ctx context.Context, query string, n int) (ok, settle bool) {
 	if cn.held(cn.detour&^argless(n)) || !cn.seenPlain(query) || config.UnitOf(ctx) != nil {
 		return false, false
