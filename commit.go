@@ -39,7 +39,7 @@ func endUnderContext(ctx context.Context, cn *conn, commit bool, plain func() er
 		// Too late to send anything: the connection closes, and the server
 		// rolls the transaction back. For a COMMIT that is still no
 		// success, and the error says it is a broken connection.
-		cn.broken.Store(true)
+		cn.markBroken()
 		return errors.Join(driver.ErrBadConn, err)
 	}
 	_, err := cn.execer.ExecContext(ctx, stmt, nil)
@@ -47,7 +47,7 @@ func endUnderContext(ctx context.Context, cn *conn, commit bool, plain func() er
 		return plain()
 	}
 	if err != nil && (ctx.Err() != nil || errors.Is(err, driver.ErrBadConn)) {
-		cn.broken.Store(true)
+		cn.markBroken()
 	}
 	return err
 }

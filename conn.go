@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
-	"sync/atomic"
 
 	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
@@ -12,15 +11,17 @@ import (
 
 // conn is a connection of the driver layer over a connection of the
 // chain below (inner). database/sql uses a connection from one goroutine
-// at a time; only broken is read from another (IsValid, ResetSession).
-// It has every optional interface; database/sql gets it under a type
-// with those of the driver's connection (offer, iface.go).
+// at a time, under the connection's lock. It has every optional
+// interface; database/sql gets it under a type with those of the
+// driver's connection (offer, iface.go).
 type conn struct {
 	inner driver.Conn
 	c     *layerConnector
 	r     *core.Retrier
 
-	// The optional interfaces of inner, found once per inner connection.
+	// The optional interfaces of inner, found once per inner connection;
+	// checker, resetter and validator are never nil (none: what
+	// database/sql does without one, noChecker and the rest).
 	execer    driver.ExecerContext
 	execerOld driver.Execer
 	queryer   driver.QueryerContext
@@ -30,12 +31,11 @@ type conn struct {
 	validator driver.Validator
 	beginner  driver.ConnBeginTx
 
-	tx        *tx        // the transaction running on the connection, nil outside one
-	text      txText     // a transaction BeginTx did not begin (txtext.go)
-	dialect   *txDialect // how the family's statement texts begin and end one (txscan.go)
-	gen       uint64     // how many times the connection was replaced (revive); statements re-prepare after
-	skipsArgs bool       // the driver answered driver.ErrSkip to a statement with arguments (go-sql-driver/mysql without interpolateParams): database/sql prepares those
-	broken    atomic.Bool
+	tx      *tx        // the transaction running on the connection, nil outside one
+	text    txText     // a transaction BeginTx did not begin (txtext.go)
+	dialect *txDialect // how the family's statement texts begin and end one (txscan.go)
+	gen     uint64     // how many times the connection was replaced (revive); statements re-prepare after
+	detour  detour     // the connection's reasons to keep a statement off the direct path, broken and skipsArgs among them (detour.go)
 
 	// The rows of the connection's queries (rows.go): one wrapper and the
 	// buffer of its first row, handed out while no other rows of the
@@ -94,17 +94,52 @@ func newConn(inner driver.Conn, c *layerConnector) *conn {
 // use makes inner, a new session, the connection under cn.
 func (cn *conn) use(inner driver.Conn) {
 	cn.inner = inner
-	cn.newSession(inner)
 	cn.execer, _ = inner.(driver.ExecerContext)
 	cn.execerOld, _ = inner.(driver.Execer) //nolint:staticcheck // database/sql's fallback too
 	cn.queryer, _ = inner.(driver.QueryerContext)
 	cn.queryOld, _ = inner.(driver.Queryer) //nolint:staticcheck // database/sql's fallback too
-	cn.checker, _ = inner.(driver.NamedValueChecker)
-	cn.resetter, _ = inner.(driver.SessionResetter)
-	cn.validator, _ = inner.(driver.Validator)
+	cn.checker, cn.resetter, cn.validator = noChecker{}, noResetter{}, noValidator{}
+	if c, ok := inner.(driver.NamedValueChecker); ok {
+		cn.checker = c
+	}
+	if r, ok := inner.(driver.SessionResetter); ok {
+		cn.resetter = r
+	}
+	if v, ok := inner.(driver.Validator); ok {
+		cn.validator = v
+	}
 	cn.beginner, _ = inner.(driver.ConnBeginTx)
-	cn.skipsArgs = false
+	cn.detour = cn.detour&detourTx | cn.legacyDetour() // not broken, ErrSkip not seen yet
+	cn.newSession(inner)
 }
+
+// legacyDetour is detourLegacy when the driver's connection lacks
+// ExecerContext or QueryerContext, else nothing.
+func (cn *conn) legacyDetour() detour {
+	if cn.execer == nil || cn.queryer == nil {
+		return detourLegacy
+	}
+	return 0
+}
+
+// What a driver connection without NamedValueChecker, SessionResetter or
+// Validator gets in its place: database/sql's answer without one, so that
+// the layer's methods call it without a test.
+type (
+	noChecker   struct{}
+	noResetter  struct{}
+	noValidator struct{}
+)
+
+// CheckNamedValue answers driver.ErrSkip: database/sql's default
+// conversion.
+func (noChecker) CheckNamedValue(*driver.NamedValue) error { return driver.ErrSkip }
+
+// ResetSession resets nothing.
+func (noResetter) ResetSession(context.Context) error { return nil }
+
+// IsValid reports that the connection is usable: nothing tells otherwise.
+func (noValidator) IsValid() bool { return true }
 
 // textSeen is a statement text, whether it may begin a transaction, and
 // whether the first row of its query is read inside the attempt (first).
@@ -178,15 +213,13 @@ func (cn *conn) noteBroken(err error) {
 		return
 	}
 	if core.IsBadConn(err) || cn.r.Failover(err) || !cn.innerValid() {
-		cn.broken.Store(true)
+		cn.markBroken()
 	}
 }
 
 // innerValid reports whether the connection below says it is usable
 // (driver.Validator); true when it cannot tell.
-func (cn *conn) innerValid() bool {
-	return cn.validator == nil || cn.validator.IsValid()
-}
+func (cn *conn) innerValid() bool { return cn.validator.IsValid() }
 
 // revive replaces a broken connection with a new one of the pool's
 // connector (under the connection loop), before a retry of a statement
@@ -194,7 +227,7 @@ func (cn *conn) innerValid() bool {
 // unless the error was not the break itself (a time-out that the driver
 // ended by closing its connection, which the rule retries).
 func (cn *conn) revive(ctx context.Context) error {
-	if !cn.broken.Load() {
+	if !cn.isBroken() {
 		return nil
 	}
 	return cn.reconnect(ctx)
@@ -210,9 +243,8 @@ func (cn *conn) reconnect(ctx context.Context) error {
 		return err
 	}
 	old := cn.inner
-	cn.use(inner)
+	cn.use(inner) // no longer broken
 	cn.gen++
-	cn.broken.Store(false)
 	// The old connection is broken: the error of its Close says nothing
 	// the statement's error has not said.
 	_ = old.Close()
@@ -255,17 +287,68 @@ func (cn *conn) prepareInner(ctx context.Context, query string) (driver.Stmt, er
 // without ExecerContext or Execer answers driver.ErrSkip: database/sql
 // then prepares the statement; so does a statement with arguments that
 // an injected fault would fail (fault.go).
+//
+// Most statements take the direct path (ordinary, stmtloop.go), whose
+// common case is written out here (ordinary's cost is over the inliner's
+// budget; keep the two alike): no detour bit, a text seen before that
+// begins no transaction, no unit, and a lean Retrier that lets the
+// attempt run directly. The path is then one frame, which calls
+// ctx.Value and the driver; every other case is out of line.
 func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if ok, settle := cn.ordinary(ctx, query, len(args)); ok { // most statements: stmtloop.go
-		res, err := cn.execer.ExecContext(ctx, query, args)
-		if err != nil {
-			return cn.execRetried(ctx, query, args, err)
-		}
-		if settle {
-			cn.settle(ctx, query, false)
-		}
-		return res, nil
+	if cn.detour != 0 {
+		return cn.execHeld(ctx, query, args)
 	}
+	if config.UnitOf(ctx) != nil || !cn.seenPlain(query) {
+		return cn.execAside(ctx, query, args) // ordinary says no
+	}
+	direct, settle, lean := cn.r.DirectLean()
+	if !direct {
+		return cn.execTold(ctx, query, args, lean)
+	}
+	res, err := cn.execer.ExecContext(ctx, query, args)
+	if err != nil || settle {
+		return cn.execDirectEnd(ctx, query, args, res, err)
+	}
+	return res, nil
+}
+
+// execHeld is ExecContext for a statement on a connection with a detour
+// bit: ordinary decides (as it does with one), at once for the bits that
+// always hold (a transaction's statements come here).
+func (cn *conn) execHeld(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if cn.detour&detourAlways != 0 {
+		return cn.execAside(ctx, query, args)
+	}
+	ok, settle := cn.ordinaryHeld(ctx, query, len(args))
+	return cn.execDirectOr(ctx, query, args, ok, settle)
+}
+
+// execTold is ExecContext for a statement that core.Retrier.DirectLean
+// did not let through: off the direct path, unless the Retrier is not
+// lean and Direct lets it through.
+func (cn *conn) execTold(ctx context.Context, query string, args []driver.NamedValue, lean bool) (driver.Result, error) {
+	ok, settle := false, false
+	if !lean {
+		ok, settle = cn.r.Direct()
+	}
+	return cn.execDirectOr(ctx, query, args, ok, settle)
+}
+
+// execDirectOr runs query directly when ok (settle: ordinary's), else
+// off the direct path.
+func (cn *conn) execDirectOr(ctx context.Context, query string, args []driver.NamedValue, ok, settle bool) (driver.Result, error) {
+	if !ok {
+		return cn.execAside(ctx, query, args)
+	}
+	res, err := cn.execer.ExecContext(ctx, query, args)
+	if err != nil || settle {
+		return cn.execDirectEnd(ctx, query, args, res, err)
+	}
+	return res, nil
+}
+
+// execAside is ExecContext for a statement off the direct path.
+func (cn *conn) execAside(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	if cn.execer == nil && cn.execerOld == nil || cn.skipped(query, len(args), kindExec) {
 		return nil, driver.ErrSkip
 	}
@@ -317,7 +400,7 @@ func (cn *conn) execLegacy(ctx context.Context, query string, args []driver.Name
 // answered so to a statement with arguments (skipsArgs), or an injected
 // fault would fail it (fault.go).
 func (cn *conn) skipped(query string, n int, k config.StatementKind) bool {
-	return n > 0 && (cn.skipsArgs || cn.faulty() && cn.matches(query, k))
+	return n > 0 && (cn.skipsArgs() || cn.faulty() && cn.matches(query, k))
 }
 
 // noteSkip notes a driver that answers driver.ErrSkip to a statement with
@@ -327,7 +410,7 @@ func (cn *conn) skipped(query string, n int, k config.StatementKind) bool {
 // driver could answer.
 func (cn *conn) noteSkip(err error, args []driver.NamedValue) {
 	if err == driver.ErrSkip && len(args) > 0 && cn.noLegacyForm() {
-		cn.skipsArgs = true
+		cn.detour |= detourSkips
 	}
 }
 
@@ -505,11 +588,11 @@ var errNamedArgs = errors.New("sql: driver does not support the use of Named Par
 // plainValues returns args' values; named arguments are an error.
 func plainValues(args []driver.NamedValue) ([]driver.Value, error) {
 	v := make([]driver.Value, len(args))
-	for i, a := range args {
-		if a.Name != "" {
+	for i := range args { // by index: a copy of each argument costs more than the loop
+		if args[i].Name != "" {
 			return nil, errNamedArgs
 		}
-		v[i] = a.Value
+		v[i] = args[i].Value
 	}
 	return v, nil
 }
@@ -533,7 +616,7 @@ func (cn *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, 
 		return nil, err
 	}
 	cn.ownTx = tx{inner: ti, cn: cn, unit: u, ctx: ctx, underCtx: cn.c.commitUnderContext}
-	cn.tx = &cn.ownTx
+	cn.setTx(&cn.ownTx)
 	cn.startRecording(cn.tx, opts, noRetry)
 	if u != nil {
 		u.Began(cn.r, &cn.rec)
@@ -573,10 +656,21 @@ func (cn *conn) Ping(ctx context.Context) error {
 	return nil
 }
 
-// ResetSession refuses a broken connection, else resets the one below
-// when it can be reset.
+// ResetSession refuses a broken connection, else forgets the session's
+// transaction and its unit and resets the connection below when it can
+// be reset. A connection in none of those states (no detourSession bit:
+// the unit of a transaction begun as text is set only while the texts
+// say it runs) has nothing to forget.
 func (cn *conn) ResetSession(ctx context.Context) error {
-	if cn.broken.Load() {
+	if cn.detour&detourSession == 0 {
+		return cn.resetter.ResetSession(ctx)
+	}
+	return cn.resetHeld(ctx)
+}
+
+// resetHeld is ResetSession on a connection with a detourSession bit set.
+func (cn *conn) resetHeld(ctx context.Context) error {
+	if cn.isBroken() {
 		return driver.ErrBadConn
 	}
 	if cn.tx != nil {
@@ -584,26 +678,20 @@ func (cn *conn) ResetSession(ctx context.Context) error {
 	}
 	cn.text.unit = nil
 	if cn.dialect.resetEnds {
-		cn.text.state = txState{} // the driver's reset rolls the session's transaction back
+		cn.setTextState(txState{}) // the driver's reset rolls the session's transaction back
 	}
-	if cn.resetter != nil {
-		return cn.resetter.ResetSession(ctx)
-	}
-	return nil
+	return cn.resetter.ResetSession(ctx)
 }
 
 // IsValid reports whether the connection may go back to the pool.
 func (cn *conn) IsValid() bool {
-	return !cn.broken.Load() && cn.innerValid()
+	return !cn.isBroken() && cn.innerValid()
 }
 
 // CheckNamedValue is the connection's check of an argument, or
 // driver.ErrSkip (database/sql's default conversion) without one.
 func (cn *conn) CheckNamedValue(nv *driver.NamedValue) error {
-	if cn.checker != nil {
-		return cn.checker.CheckNamedValue(nv)
-	}
-	return driver.ErrSkip
+	return cn.checker.CheckNamedValue(nv)
 }
 
 // Close closes the connection below.

@@ -85,7 +85,7 @@ func (t *tx) Rollback() error {
 // which the next transaction resets.
 func (t *tx) detach() {
 	if t.cn.tx == t {
-		t.cn.tx = nil
+		t.cn.setTx(nil)
 		if t.unit != nil {
 			t.unit.Ended(&t.cn.rec)
 		}

@@ -8,7 +8,9 @@ import "github.com/crl-go/crl/config"
 // set before reaching the driver, so
 // an injected error goes through the same loop, budget, breaker, record
 // and events as the driver's own. Without a fault the set is nil: one
-// atomic load per statement.
+// atomic load per statement. The direct path (stmtloop.go) asks nothing:
+// while a fault is injected, the pool's Retrier is held
+// (core.Retrier.Hold), so that no statement takes that path.
 //
 // A statement with arguments that a fault would fail, run by the
 // connection (ExecContext, QueryContext), is answered driver.ErrSkip

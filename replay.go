@@ -248,7 +248,7 @@ func (t *tx) abandon(err error) {
 // only when the connection broke (a transaction the server already ended
 // answers one that says so).
 func (t *tx) rollbackForReplay(context.Context) error {
-	if err := t.endInner(false); err != nil && t.cn.broken.Load() {
+	if err := t.endInner(false); err != nil && t.cn.isBroken() {
 		return err
 	}
 	return nil

@@ -3,6 +3,8 @@ package crl
 import (
 	"context"
 	"database/sql/driver"
+
+	"github.com/crl-go/crl/config"
 )
 
 // stmt is a prepared statement of the driver layer: its executions run
@@ -16,6 +18,7 @@ type stmt struct {
 	gen      uint64 // the connection's gen it was prepared on
 	mayBegin bool   // query may begin a transaction (txDialect.mayBegin), read once
 	first    uint64 // whether its query's first row is read in the attempt: core.Retrier.WantsFirstRowMemo's memo
+	numInput int    // the driver statement's NumInput, read once per driver statement
 
 	// The optional interfaces of inner, found once per driver statement.
 	execer  driver.StmtExecContext
@@ -57,13 +60,16 @@ func (s *stmt) use(si driver.Stmt) {
 	s.execer, _ = si.(driver.StmtExecContext)
 	s.queryer, _ = si.(driver.StmtQueryContext)
 	s.checker, _ = si.(driver.NamedValueChecker)
+	s.numInput = si.NumInput()
 }
 
 // Close closes the driver's statement.
 func (s *stmt) Close() error { return s.inner.Close() }
 
-// NumInput returns the driver statement's count of placeholders.
-func (s *stmt) NumInput() int { return s.inner.NumInput() }
+// NumInput returns the driver statement's count of placeholders, which
+// database/sql asks at every execution: read when it was prepared (a
+// statement's placeholders do not change).
+func (s *stmt) NumInput() int { return s.numInput }
 
 // CheckNamedValue is the statement's check of an argument, else the
 // connection's, as database/sql looks for them.
@@ -71,10 +77,7 @@ func (s *stmt) CheckNamedValue(nv *driver.NamedValue) error {
 	if s.checker != nil {
 		return s.checker.CheckNamedValue(nv)
 	}
-	if c := s.cn.checker; c != nil { // conn.CheckNamedValue, one call less
-		return c.CheckNamedValue(nv)
-	}
-	return driver.ErrSkip
+	return s.cn.checker.CheckNamedValue(nv) // conn.CheckNamedValue, one call less
 }
 
 // Exec is ExecContext with context.Background() (database/sql calls
@@ -97,18 +100,62 @@ func (s *stmt) textControl() (control, in bool) {
 }
 
 // ExecContext executes the statement: under the statement loop outside a
-// transaction (begun by BeginTx or as text) and a unit, else once.
+// transaction (begun by BeginTx or as text) and a unit, else once. As
+// conn.ExecContext writes out conn.ordinary's common case, it writes out
+// stmt.ordinary's (stmtloop.go; keep the two alike); every other case is
+// out of line.
 func (s *stmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	if ok, settle := s.ordinary(ctx); ok { // most executions: stmtloop.go
-		res, err := s.execInner(ctx, args)
-		if err != nil {
-			return s.execRetried(ctx, args, err)
-		}
-		if settle {
-			s.cn.settle(ctx, s.query, false)
-		}
-		return res, nil
+	cn := s.cn
+	if cn.detour&detourSession != 0 || s.mayBegin || s.gen != cn.gen {
+		return s.execHeld(ctx, args)
 	}
+	if config.UnitOf(ctx) != nil {
+		return s.execAside(ctx, args) // stmt.ordinary says no in a unit
+	}
+	direct, settle, lean := cn.r.DirectLean()
+	if !direct {
+		return s.execTold(ctx, args, lean)
+	}
+	res, err := s.execDriver(ctx, args) // no fault: they hold the Retrier
+	if err != nil || settle {
+		return s.execDirectEnd(ctx, args, res, err)
+	}
+	return res, nil
+}
+
+// execHeld is ExecContext for an execution on a connection with a
+// detourSession bit, of a text that may begin a transaction, or of a
+// statement prepared on a connection replaced since: stmt.ordinary
+// decides.
+func (s *stmt) execHeld(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
+	ok, settle := s.ordinary(ctx)
+	return s.execDirectOr(ctx, args, ok, settle)
+}
+
+// execTold is conn.execTold for the prepared statement.
+func (s *stmt) execTold(ctx context.Context, args []driver.NamedValue, lean bool) (driver.Result, error) {
+	ok, settle := false, false
+	if !lean {
+		ok, settle = s.cn.r.Direct()
+	}
+	return s.execDirectOr(ctx, args, ok, settle)
+}
+
+// execDirectOr runs the execution directly when ok (settle: ordinary's),
+// else off the direct path.
+func (s *stmt) execDirectOr(ctx context.Context, args []driver.NamedValue, ok, settle bool) (driver.Result, error) {
+	if !ok {
+		return s.execAside(ctx, args)
+	}
+	res, err := s.execDriver(ctx, args)
+	if err != nil || settle {
+		return s.execDirectEnd(ctx, args, res, err)
+	}
+	return res, nil
+}
+
+// execAside is ExecContext for an execution off the direct path.
+func (s *stmt) execAside(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
 	if text, in := s.textControl(); text || s.cn.alone(ctx) {
 		res, err := s.execInner(ctx, args)
 		if t := s.cn.recording(); t != nil {
@@ -220,13 +267,19 @@ func (s *stmt) revive(ctx context.Context) error {
 	return nil
 }
 
-// execInner executes the driver's statement, as database/sql would.
+// execInner executes the driver's statement, as database/sql would, once
+// the injected faults let it.
 func (s *stmt) execInner(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
 	if s.cn.faulty() { // the call only then: the success path inlines the test
 		if err := s.cn.fail(s.query, kindExec); err != nil {
 			return nil, err
 		}
 	}
+	return s.execDriver(ctx, args)
+}
+
+// execDriver executes the driver's statement, as database/sql would.
+func (s *stmt) execDriver(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
 	if s.execer != nil {
 		return s.execer.ExecContext(ctx, args)
 	}

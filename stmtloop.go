@@ -17,24 +17,63 @@ import (
 // when it failed, or when its success must still be counted or earn the
 // retry budget. Every other statement runs under the loop whole, each
 // of its conditions checked on its own (conn.ExecContext and the rest).
+//
+// The test is cheap on purpose: the connection's reasons are one word
+// (detour.go), the text is known by its address (seenPlain), the unit is
+// one ctx.Value, and the pool's reasons are two atomic loads
+// (core.Retrier.DirectLean) when nobody is to be called or counted. The
+// Execs write the test out, so that their path is one frame that calls
+// ctx.Value and the driver and nothing else of the layer's.
 
 // ordinary reports whether the statement query with n arguments, run by
 // the connection with ctx, takes the direct path: the connection has
 // the context forms, the statement is not answered driver.ErrSkip for
-// its arguments, its text was seen before and begins no transaction, it
-// runs outside a transaction (begun by BeginTx or as text) and a unit, on
-// a connection that is not broken, with no fault injected, and the loop
-// has nobody to ask before the attempt (core.Retrier.Direct, whose
-// settle it returns).
+// its arguments, it runs outside a transaction (begun by BeginTx or as
+// text) on a connection that is not broken (no bit of cn.detour holds
+// it: one load when none is set), its text was seen before and begins no
+// transaction, it runs in no unit, and the loop has nobody to ask before
+// the attempt (core.Retrier.Direct, whose settle it returns; an injected
+// fault is such a one: the faults hold the Retrier).
+//
+// conn.ExecContext writes its test out (keep the two alike).
 func (cn *conn) ordinary(ctx context.Context, query string, n int) (ok, settle bool) {
-	if cn.execer == nil || cn.queryer == nil || n > 0 && cn.skipsArgs || !cn.seenPlain(query) {
+	if cn.detour != 0 {
+		if cn.detour&detourAlways != 0 {
+			return false, false // a transaction's statements, among others
+		}
+		return cn.ordinaryHeld(ctx, query, n)
+	}
+	if !cn.seenPlain(query) || config.UnitOf(ctx) != nil {
 		return false, false
 	}
-	d := cn.text.driver // inTextTx, inlined
-	if cn.tx != nil || cn.broken.Load() || cn.faulty() || d == nil && cn.text.state.in() || d != nil && d.TxStatus() != 'I' || config.UnitOf(ctx) != nil {
+	return cn.direct()
+}
+
+// ordinaryHeld is ordinary on a connection with a bit of cn.detour set
+// that may let the statement through (detourSkips, detourAsk): out of
+// line, so that ordinary's frame keeps only what its common case needs.
+func (cn *conn) ordinaryHeld(ctx context.Context, query string, n int) (ok, settle bool) {
+	if cn.held(cn.detour&^argless(n)) || !cn.seenPlain(query) || config.UnitOf(ctx) != nil {
 		return false, false
+	}
+	return cn.direct()
+}
+
+// direct is cn.r.Direct, its lean case inlined.
+func (cn *conn) direct() (ok, settle bool) {
+	if ok, settle, lean := cn.r.DirectLean(); lean {
+		return ok, settle
 	}
 	return cn.r.Direct()
+}
+
+// argless is detourSkips for a statement without arguments (n == 0),
+// which the bit does not hold, else nothing.
+func argless(n int) detour {
+	if n == 0 {
+		return detourSkips
+	}
+	return 0
 }
 
 // seenPlain reports whether query is one of the last two texts the
@@ -96,6 +135,17 @@ func (cn *conn) settle(ctx context.Context, query string, rows bool) {
 	_ = cn.r.Run(ctx, &core.Op{Ran: true, Query: query, Rows: rows}, nil) // nil: no attempt runs
 }
 
+// execDirectEnd ends an Exec whose first attempt ran directly and
+// returned res and err, when it failed (execRetried) or its success is to
+// be settled.
+func (cn *conn) execDirectEnd(ctx context.Context, query string, args []driver.NamedValue, res driver.Result, err error) (driver.Result, error) {
+	if err != nil {
+		return cn.execRetried(ctx, query, args, err)
+	}
+	cn.settle(ctx, query, false)
+	return res, nil
+}
+
 // execRetried hands an Exec's first attempt, run directly and failed
 // with err, to the statement loop.
 func (cn *conn) execRetried(ctx context.Context, query string, args []driver.NamedValue, err error) (driver.Result, error) {
@@ -149,13 +199,39 @@ func (cn *conn) queryLoop(ctx context.Context, query string, args []driver.Named
 
 // ordinary is conn.ordinary for an execution of the prepared statement:
 // prepared on the connection it runs on (not replaced since), its text
-// begins no transaction, and the connection's checks hold.
+// begins no transaction, and the connection's checks of the session
+// (detourSession), the unit and the Retrier's hold. stmt.ExecContext
+// writes its test out (keep the two alike).
 func (s *stmt) ordinary(ctx context.Context) (ok, settle bool) {
 	cn := s.cn
-	if s.mayBegin || s.gen != cn.gen || cn.tx != nil || cn.broken.Load() || cn.faulty() || cn.inTextTx() || config.UnitOf(ctx) != nil {
+	if cn.detour&detourSession != 0 {
+		return s.ordinaryHeld(ctx)
+	}
+	if s.mayBegin || s.gen != cn.gen || config.UnitOf(ctx) != nil {
 		return false, false
 	}
-	return cn.r.Direct()
+	return cn.direct()
+}
+
+// ordinaryHeld is stmt.ordinary on a connection with a detourSession bit
+// set.
+func (s *stmt) ordinaryHeld(ctx context.Context) (ok, settle bool) {
+	cn := s.cn
+	if cn.held(cn.detour&detourSession) || s.mayBegin || s.gen != cn.gen || config.UnitOf(ctx) != nil {
+		return false, false
+	}
+	return cn.direct()
+}
+
+// execDirectEnd ends an execution whose first attempt ran directly and
+// returned res and err, when it failed (execRetried) or its success is to
+// be settled.
+func (s *stmt) execDirectEnd(ctx context.Context, args []driver.NamedValue, res driver.Result, err error) (driver.Result, error) {
+	if err != nil {
+		return s.execRetried(ctx, args, err)
+	}
+	s.cn.settle(ctx, s.query, false)
+	return res, nil
 }
 
 // execRetried hands an execution's first attempt, run directly and

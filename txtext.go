@@ -56,7 +56,7 @@ func (cn *conn) textControlRead(query string) (control, in bool) {
 // transaction; was: the session was in one before it. A transaction that
 // query began keeps the Unit of ctx, as BeginTx's does.
 func (cn *conn) noteText(ctx context.Context, query string, err error, was bool) {
-	cn.text.state = cn.dialect.walk(query, cn.text.state, err != nil)
+	cn.setTextState(cn.dialect.walk(query, cn.text.state, err != nil))
 	switch now := cn.inTextTx(); {
 	case !now:
 		cn.text.unit = nil
@@ -88,6 +88,8 @@ func (cn *conn) ranOnceRecord(ctx context.Context, query string, err error, text
 // a new one.
 func (cn *conn) newSession(inner driver.Conn) {
 	cn.text = txText{driver: driverTxStatus(inner)}
+	cn.detour &^= detourText
+	cn.setDetour(detourAsk, cn.text.driver != nil)
 }
 
 // driverTxStatus returns the driver's own word on the session's

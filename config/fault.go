@@ -52,9 +52,13 @@ type faultEntry struct{ f Fault }
 
 // AddFault adds f to the faults of the pool whose Runtime r is, after
 // those already there (the first one whose Fail returns an error wins),
-// and returns what removes it; calling remove again does nothing.
+// and returns what removes it; calling remove again does nothing. While
+// f is there, the pool's Retrier is held (core.Retrier.Hold): no
+// statement's first attempt runs directly, past the faults; the driver
+// layer's direct path asks nothing else of them.
 func (r *Runtime) AddFault(f Fault) (remove func()) {
 	e := &faultEntry{f: f}
+	release := r.retrier.Hold() // before f can be met
 	r.swapFaults(func(old []*faultEntry) []*faultEntry { return append(old[:len(old):len(old)], e) })
 	var once atomic.Bool
 	return func() {
@@ -70,12 +74,14 @@ func (r *Runtime) AddFault(f Fault) (remove func()) {
 			}
 			return kept
 		})
+		release() // once f is gone
 	}
 }
 
 // Faults returns the faults added to the pool, in order; nil when there
 // are none (always, unless a test injected one), or r is nil. The driver
-// layer asks it before every statement: one atomic load.
+// layer asks it before every statement that does not run directly (see
+// AddFault) and every COMMIT: one atomic load.
 func (r *Runtime) Faults() []Fault {
 	if r == nil {
 		return nil

@@ -52,13 +52,9 @@ type mark struct {
 
 // markOf reads ctx's mark with one lookup.
 func markOf(ctx context.Context) mark {
-	switch v := ctx.Value(unitKey{}).(type) {
-	case *Unit:
-		return mark{unit: v}
-	case withoutRetry:
-		return mark{unit: v.unit, noRetry: true}
-	}
-	return mark{}
+	v := ctx.Value(unitKey{})
+	_, noRetry := v.(withoutRetry)
+	return mark{unit: unitIn(v), noRetry: noRetry}
 }
 
 // UnitContext returns ctx carrying u, in place of what it carried: given a
@@ -93,8 +89,20 @@ func (c *unitContext) Value(key any) any {
 	return c.Context.Value(key)
 }
 
-// UnitOf returns the Unit ctx carries, nil when none.
-func UnitOf(ctx context.Context) *Unit { return markOf(ctx).unit }
+// UnitOf returns the Unit ctx carries, nil when none. It is small
+// enough to be inlined: the lookup is a statement's only call for it.
+func UnitOf(ctx context.Context) *Unit { return unitIn(ctx.Value(unitKey{})) }
+
+// unitIn returns the Unit of v, a value of unitKey.
+func unitIn(v any) *Unit {
+	switch v := v.(type) {
+	case *Unit:
+		return v
+	case withoutRetry:
+		return v.unit
+	}
+	return nil
+}
 
 // UnitMark returns UnitOf(ctx) and NoRetry(ctx), with one lookup: the
 // driver layer's BeginTx asks both.

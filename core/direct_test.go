@@ -149,3 +149,68 @@ func TestDirectSaysWhoMustBeAskedFirst(t *testing.T) {
 	require.NoError(t, r.Run(ctx, &core.Op{Ran: true, Query: "update t"}, nil))
 	assert.Greater(t, level(), below, "the success given to Run earned")
 }
+
+// TestDirectLeanIsDirectWithNobodyToCall: DirectLean answers as Direct
+// for a Retrier without Refresh and an observer, and says lean false,
+// and nothing else, for one with either.
+func TestDirectLeanIsDirectWithNobodyToCall(t *testing.T) {
+	rules := mustRules(t, "{1205:2,1}")
+	breaker, err := core.NewBreaker(core.BreakerSettings{Failures: 5}, nil)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		name string
+		p    core.Policy
+		o    core.Options
+		lean bool
+	}{
+		{"nothing", core.Policy{Statement: rules}, core.Options{}, true},
+		{"full budget", core.Policy{Statement: rules}, core.Options{Budget: defaultBudget(t)}, true},
+		{"breaker", core.Policy{Statement: rules}, core.Options{Breaker: breaker}, true},
+		{"queryTimeout", core.Policy{Statement: rules, QueryTimeout: time.Second}, core.Options{}, true},
+		{"counting observer", core.Policy{Statement: rules}, core.Options{Observer: &untimedObserver{}}, false},
+		{"refresh", core.Policy{Statement: rules}, core.Options{Refresh: func() {}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _ := newRetrier(t, tc.p, tc.o)
+			direct, settle, lean := r.DirectLean()
+			require.Equal(t, tc.lean, lean, "lean")
+			if !lean {
+				assert.False(t, direct || settle, "not lean: nothing else")
+				return
+			}
+			wantDirect, wantSettle := r.Direct()
+			assert.Equal(t, wantDirect, direct, "direct")
+			assert.Equal(t, wantSettle, settle, "settle")
+		})
+	}
+}
+
+// TestHoldTakesFirstAttemptsOffTheDirectPath: while a hold holds, Direct
+// and DirectLean answer not direct and Run runs a statement through the
+// loop (as it does with nobody to ask, its outcome the same); holds add
+// up, a second release does nothing, and a policy set meanwhile keeps
+// them.
+func TestHoldTakesFirstAttemptsOffTheDirectPath(t *testing.T) {
+	rules := mustRules(t, "{1205:2,1}")
+	r, _ := newRetrier(t, core.Policy{Statement: rules}, core.Options{})
+	direct := func() bool {
+		d, _ := r.Direct()
+		dl, _, _ := r.DirectLean()
+		require.Equal(t, d, dl, "DirectLean as Direct")
+		return d
+	}
+	require.True(t, direct())
+	release1 := r.Hold()
+	assert.False(t, direct(), "held")
+	release2 := r.Hold()
+	release1()
+	release1()
+	assert.False(t, direct(), "held by the second hold; a second release does nothing")
+	require.NoError(t, r.SetPolicy(core.Policy{Statement: rules}))
+	assert.False(t, direct(), "a new policy keeps the hold")
+	calls := 0
+	require.NoError(t, r.Run(context.Background(), nil, failing(&calls, serverError{1205})), "held, Run still retries")
+	assert.Equal(t, 2, calls)
+	release2()
+	assert.True(t, direct(), "every hold released")
+}

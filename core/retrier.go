@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -45,6 +46,10 @@ type Retrier struct {
 	direct   atomic.Pointer[Policy] // the policy when a first attempt may run directly, else nil (see statement)
 	gen      atomic.Uint64          // twice the policies stored (store): the current one's generation, even and not zero (WantsFirstRowMemo)
 	quiet    bool                   // no breaker, and no observer but one that only counts: a first attempt has nobody to ask or tell
+	lean     bool                   // no refresh and no observer: Direct reads the policy and the budget only
+	leanPath atomic.Pointer[Policy] // direct when lean, else nil: DirectLean's one load
+	mu       sync.Mutex             // orders the stores of direct (store, Hold)
+	holds    int                    // Hold's holds not released yet, under mu
 	clock    Clock
 	observer Observer
 	budget   *Budget
@@ -76,6 +81,7 @@ func NewRetrier(p Policy, o Options) (*Retrier, error) {
 		r.ender, r.timed = observerEnds(r.observer)
 	}
 	r.quiet = !r.timed && r.breaker == nil
+	r.lean = r.refresh == nil && r.observer == nil
 	r.store(&p)
 	return r, nil
 }
@@ -127,13 +133,49 @@ func (r *Retrier) SetPolicy(p Policy) error {
 // store makes p the policy. An operation that starts meanwhile runs under
 // the old policy or the new one, either whole.
 func (r *Retrier) store(p *Policy) {
-	var direct *Policy
-	if r.quiet && p.QueryTimeout <= 0 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.policy.Store(p)
+	r.gen.Add(2) // after the policy: see firstRowMemo
+	r.storeDirect()
+}
+
+// storeDirect sets direct for the policy, under mu: the policy when a
+// statement's first attempt may run directly (nobody to ask or tell, no
+// QueryTimeout, nothing held), else nil.
+func (r *Retrier) storeDirect() {
+	var direct, lean *Policy
+	if p := r.policy.Load(); r.quiet && p.QueryTimeout <= 0 && r.holds == 0 {
 		direct = p
 	}
-	r.policy.Store(p)
+	if r.lean {
+		lean = direct
+	}
 	r.direct.Store(direct)
-	r.gen.Add(2) // after the policy: see firstRowMemo
+	r.leanPath.Store(lean)
+}
+
+// Hold takes statements' first attempts off the direct path until the
+// release it returns is called (a second call does nothing): Direct
+// answers false and Run runs them through the loop, for a caller that asks
+// something before every attempt, which a direct attempt would not (the
+// driver layer's injected faults, config.Runtime.AddFault). Holds add up;
+// the direct path comes back when all are released.
+func (r *Retrier) Hold() (release func()) {
+	r.mu.Lock()
+	r.holds++
+	r.storeDirect()
+	r.mu.Unlock()
+	var once atomic.Bool
+	return func() {
+		if once.Swap(true) {
+			return
+		}
+		r.mu.Lock()
+		r.holds--
+		r.storeDirect()
+		r.mu.Unlock()
+	}
 }
 
 // Policy returns the current policy.
@@ -264,12 +306,28 @@ func (r *Retrier) Run(ctx context.Context, op *Op, fn func(ctx context.Context) 
 // on the budget meanwhile (the statements that start after that retry
 // earn). Direct calls Options.Refresh first, as the start of an
 // operation does. Not direct (settle then says nothing): run the
-// operation whole through Run.
+// operation whole through Run; so too while a Hold holds.
+//
+// Without Refresh and an observer it is DirectLean.
 func (r *Retrier) Direct() (direct, settle bool) {
+	if direct, settle, lean := r.DirectLean(); lean {
+		return direct, settle
+	}
 	if r.refresh != nil {
 		r.refresh() // may swap the policy: load it after
 	}
 	return r.direct.Load() != nil, r.observer != nil || !r.budget.isFull()
+}
+
+// DirectLean is Direct for a Retrier without Options.Refresh and an
+// observer (lean), which have nothing to be called or counted: two atomic
+// loads, small enough to be inlined into a caller's success path. Another
+// Retrier answers lean false (and nothing else): ask Direct.
+func (r *Retrier) DirectLean() (direct, settle, lean bool) {
+	if r.leanPath.Load() != nil {
+		return true, !r.budget.isFull(), true
+	}
+	return false, false, r.lean
 }
 
 // statement is Run for a plain statement, and Do: its first attempt runs
