@@ -439,19 +439,7 @@ func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.Na
 	}
 	rs := newRows(ctx, ri, cn, query, nil, false)
 	if cn.wantsFirstRow(query) {
-		// rows.first written out for the connection's own rows and
-		// buffer, as most queries have them: one call less.
-		if n := len(ri.Columns()); rs.owned && n <= cap(cn.head) {
-			head := cn.head[:n]
-			if err = ri.Next(head); err == nil {
-				rs.head, rs.state = head, rowsHead
-			} else {
-				err = rs.firstEnded(head, err)
-			}
-		} else {
-			err = rs.first(n)
-		}
-		if err != nil {
+		if err = rs.first(len(ri.Columns())); err != nil {
 			return cn.queryRetried(ctx, query, nil, args, err)
 		}
 	}

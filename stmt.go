@@ -202,18 +202,7 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 	}
 	rs := newRows(ctx, ri, cn, s.query, nil, false)
 	if cn.r.WantsFirstRowMemo(s.query, &s.first) {
-		// rows.first written out, as conn.QueryContext has it.
-		if n := len(ri.Columns()); rs.owned && n <= cap(cn.head) {
-			head := cn.head[:n]
-			if err = ri.Next(head); err == nil {
-				rs.head, rs.state = head, rowsHead
-			} else {
-				err = rs.firstEnded(head, err)
-			}
-		} else {
-			err = rs.first(n)
-		}
-		if err != nil {
+		if err = rs.first(len(ri.Columns())); err != nil {
 			return cn.queryRetried(ctx, s.query, s, args, err)
 		}
 	}
