@@ -88,17 +88,9 @@ func TestAQueryNoRuleRetriesIsNotReadAhead(t *testing.T) {
 // runs the text twice, so that the second runs on the path of a text
 // seen before.
 func TestRowsHaveTheDriversResultSets(t *testing.T) {
-	dsn := os.Getenv("CRL_MYSQL_DSN")
-	if dsn == "" {
-		t.Skip("CRL_MYSQL_DSN not set")
-	}
-	dsn += map[bool]string{true: "&", false: "?"}[strings.Contains(dsn, "?")] + "multiStatements=true"
-	plain, err := sql.Open("mysql", dsn)
-	require.NoError(t, err)
-	defer plain.Close()
-	db, err := crl.Open("mysql", dsn)
-	require.NoError(t, err)
-	defer db.Close()
+	plain, db := plainAndLayer(t, "CRL_MYSQL_DSN", "mysql", func(dsn string) string {
+		return dsn + map[bool]string{true: "&", false: "?"}[strings.Contains(dsn, "?")] + "multiStatements=true"
+	})
 	const text = "SELECT 1 AS a; SELECT 2 AS b, 'x' AS c"
 	for i := range 4 {
 		skip := i >= 2
@@ -131,16 +123,7 @@ func TestRowsHaveTheDriversResultSets(t *testing.T) {
 // have one too: NextResultSet answers false with no error, as the
 // driver's do, and the columns' types are the driver's.
 func TestRowsOfOneResultSetHaveNoOther(t *testing.T) {
-	dsn := os.Getenv("CRL_POSTGRES_DSN")
-	if dsn == "" {
-		t.Skip("CRL_POSTGRES_DSN not set")
-	}
-	plain, err := sql.Open("pgx", dsn)
-	require.NoError(t, err)
-	defer plain.Close()
-	db, err := crl.Open("pgx", dsn)
-	require.NoError(t, err)
-	defer db.Close()
+	plain, db := plainAndLayer(t, "CRL_POSTGRES_DSN", "pgx", nil)
 	const text = "SELECT 7::int4 AS a, 'x'::varchar(5) AS b, 1.5::numeric(4,2) AS c"
 	for i := range 2 {
 		got, err := db.Query(text)
@@ -174,4 +157,26 @@ func columnTypes(t *testing.T, db *sql.DB, text string, set int) []*sql.ColumnTy
 	types, err := rows.ColumnTypes()
 	require.NoError(t, err)
 	return types
+}
+
+// plainAndLayer opens two pools over the DSN of the environment variable
+// env (the test is skipped without it), changed by dsnOf when not nil:
+// database/sql alone with driverName, and crl.Open over the same driver.
+// Both close at the test's end.
+func plainAndLayer(t *testing.T, env, driverName string, dsnOf func(string) string) (plain, layer *sql.DB) {
+	t.Helper()
+	dsn := os.Getenv(env)
+	if dsn == "" {
+		t.Skip(env + " not set")
+	}
+	if dsnOf != nil {
+		dsn = dsnOf(dsn)
+	}
+	plain, err := sql.Open(driverName, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { plain.Close() })
+	layer, err = crl.Open(driverName, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { layer.Close() })
+	return plain, layer
 }
