@@ -426,7 +426,16 @@ func (cn *conn) noLegacyForm() bool {
 // Queryer answers driver.ErrSkip, as does a statement with arguments that
 // an injected fault would fail.
 func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	ok, settle := cn.ordinary(ctx, query, len(args))
+	var ok, settle bool
+	if cn.detour == 0 && config.UnitOf(ctx) == nil && cn.seenPlain(query) {
+		// ordinary's common case written out, as ExecContext has it.
+		var lean bool
+		if ok, settle, lean = cn.r.DirectLean(); !lean {
+			ok, settle = cn.r.Direct()
+		}
+	} else if cn.detour != 0 {
+		ok, settle = cn.ordinary(ctx, query, len(args))
+	}
 	if !ok {
 		return cn.queryOther(ctx, query, args)
 	}

@@ -177,7 +177,16 @@ func (s *stmt) execAside(ctx context.Context, args []driver.NamedValue) (driver.
 // outside a transaction (begun by BeginTx or as text) and a unit, its
 // first row read inside each attempt; else once.
 func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	ok, settle := s.ordinary(ctx)
+	var ok, settle bool
+	if cn := s.cn; cn.detour&detourSession == 0 && !s.mayBegin && s.gen == cn.gen && config.UnitOf(ctx) == nil {
+		// ordinary's common case written out, as ExecContext has it.
+		var lean bool
+		if ok, settle, lean = cn.r.DirectLean(); !lean {
+			ok, settle = cn.r.Direct()
+		}
+	} else if cn.detour&detourSession != 0 {
+		ok, settle = s.ordinary(ctx)
+	}
 	if !ok {
 		return s.queryOther(ctx, args)
 	}

@@ -19,11 +19,12 @@ import (
 // of its conditions checked on its own (conn.ExecContext and the rest).
 //
 // The test is cheap on purpose: the connection's reasons are one word
-// (detour.go), the text is known by its address (seenPlain), the unit is
-// one ctx.Value, and the pool's reasons are two atomic loads
+// (detour.go), the text is known by its address or its bytes (seenPlain),
+// the unit is one ctx.Value, and the pool's reasons are two atomic loads
 // (core.Retrier.DirectLean) when nobody is to be called or counted. The
-// Execs write the test out, so that their path is one frame that calls
-// ctx.Value and the driver and nothing else of the layer's.
+// Execs and the queries write the test's common case out, so that an
+// Exec's path is one frame that calls ctx.Value and the driver and
+// nothing else of the layer's, and a query's adds only its rows.
 
 // ordinary reports whether the statement query with n arguments, run by
 // the connection with ctx, takes the direct path: the connection has
@@ -35,7 +36,8 @@ import (
 // the attempt (core.Retrier.Direct, whose settle it returns; an injected
 // fault is such a one: the faults hold the Retrier).
 //
-// conn.ExecContext writes its test out (keep the two alike).
+// conn.ExecContext and conn.QueryContext write its common case out (keep
+// the three alike).
 func (cn *conn) ordinary(ctx context.Context, query string, n int) (ok, settle bool) {
 	if cn.detour != 0 {
 		if cn.detour&detourAlways != 0 {
@@ -200,8 +202,8 @@ func (cn *conn) queryLoop(ctx context.Context, query string, args []driver.Named
 // ordinary is conn.ordinary for an execution of the prepared statement:
 // prepared on the connection it runs on (not replaced since), its text
 // begins no transaction, and the connection's checks of the session
-// (detourSession), the unit and the Retrier's hold. stmt.ExecContext
-// writes its test out (keep the two alike).
+// (detourSession), the unit and the Retrier's hold. stmt.ExecContext and
+// stmt.QueryContext write its common case out (keep the three alike).
 func (s *stmt) ordinary(ctx context.Context) (ok, settle bool) {
 	cn := s.cn
 	if cn.detour&detourSession != 0 {
