@@ -83,7 +83,7 @@ func TestCountingObserverKeepsTheDirectPath(t *testing.T) {
 }
 
 // TestDirectSaysWhoMustBeAskedFirst: a statement's first attempt may run
-// outside Run (Direct) only when nobody is asked or told before it and no
+// outside Run (Direct, and DirectLean where it answers) only when nobody is asked or told before it and no
 // queryTimeout bounds it; its success must be given to Run (settle) when
 // an observer counts operations or the budget is not full, and then Run
 // counts it once and lets the budget earn; a failure given to Run is
@@ -94,24 +94,35 @@ func TestDirectSaysWhoMustBeAskedFirst(t *testing.T) {
 	breaker, err := core.NewBreaker(core.BreakerSettings{Failures: 5}, nil)
 	require.NoError(t, err)
 	for _, tc := range []struct {
-		name           string
-		p              core.Policy
-		o              core.Options
-		direct, settle bool
+		name                 string
+		p                    core.Policy
+		o                    core.Options
+		direct, settle, lean bool
 	}{
-		{"nothing", core.Policy{Statement: rules}, core.Options{}, true, false},
-		{"full budget", core.Policy{Statement: rules}, core.Options{Budget: defaultBudget(t)}, true, false},
-		{"counting observer", core.Policy{Statement: rules}, core.Options{Observer: &untimedObserver{}}, true, true},
-		{"timed observer", core.Policy{Statement: rules}, core.Options{Observer: &endObserver{}}, false, false},
-		{"breaker", core.Policy{Statement: rules}, core.Options{Breaker: breaker}, false, false},
-		{"queryTimeout", core.Policy{Statement: rules, QueryTimeout: time.Second}, core.Options{}, false, false},
+		{"nothing", core.Policy{Statement: rules}, core.Options{}, true, false, true},
+		{"full budget", core.Policy{Statement: rules}, core.Options{Budget: defaultBudget(t)}, true, false, true},
+		{"counting observer", core.Policy{Statement: rules}, core.Options{Observer: &untimedObserver{}}, true, true, false},
+		{"timed observer", core.Policy{Statement: rules}, core.Options{Observer: &endObserver{}}, false, false, false},
+		{"breaker", core.Policy{Statement: rules}, core.Options{Breaker: breaker}, false, false, true},
+		{"queryTimeout", core.Policy{Statement: rules, QueryTimeout: time.Second}, core.Options{}, false, false, true},
+		{"refresh", core.Policy{Statement: rules}, core.Options{Refresh: func() {}}, true, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, _ := newRetrier(t, tc.p, tc.o)
+			// DirectLean answers as Direct for a Retrier without Refresh
+			// and an observer, and says lean false, and nothing else, for
+			// one with either.
+			leanDirect, leanSettle, lean := r.DirectLean()
+			require.Equal(t, tc.lean, lean, "lean")
 			direct, settle := r.Direct()
 			assert.Equal(t, tc.direct, direct, "direct")
 			if direct {
 				assert.Equal(t, tc.settle, settle, "settle")
+			}
+			if lean {
+				assert.Equal(t, [2]bool{direct, settle}, [2]bool{leanDirect, leanSettle}, "DirectLean as Direct")
+			} else {
+				assert.False(t, leanDirect || leanSettle, "not lean: nothing else")
 			}
 		})
 	}
@@ -148,41 +159,6 @@ func TestDirectSaysWhoMustBeAskedFirst(t *testing.T) {
 	require.True(t, settle, "a budget below full earns from a success: it settles")
 	require.NoError(t, r.Run(ctx, &core.Op{Ran: true, Query: "update t"}, nil))
 	assert.Greater(t, level(), below, "the success given to Run earned")
-}
-
-// TestDirectLeanIsDirectWithNobodyToCall: DirectLean answers as Direct
-// for a Retrier without Refresh and an observer, and says lean false,
-// and nothing else, for one with either.
-func TestDirectLeanIsDirectWithNobodyToCall(t *testing.T) {
-	rules := mustRules(t, "{1205:2,1}")
-	breaker, err := core.NewBreaker(core.BreakerSettings{Failures: 5}, nil)
-	require.NoError(t, err)
-	for _, tc := range []struct {
-		name string
-		p    core.Policy
-		o    core.Options
-		lean bool
-	}{
-		{"nothing", core.Policy{Statement: rules}, core.Options{}, true},
-		{"full budget", core.Policy{Statement: rules}, core.Options{Budget: defaultBudget(t)}, true},
-		{"breaker", core.Policy{Statement: rules}, core.Options{Breaker: breaker}, true},
-		{"queryTimeout", core.Policy{Statement: rules, QueryTimeout: time.Second}, core.Options{}, true},
-		{"counting observer", core.Policy{Statement: rules}, core.Options{Observer: &untimedObserver{}}, false},
-		{"refresh", core.Policy{Statement: rules}, core.Options{Refresh: func() {}}, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r, _ := newRetrier(t, tc.p, tc.o)
-			direct, settle, lean := r.DirectLean()
-			require.Equal(t, tc.lean, lean, "lean")
-			if !lean {
-				assert.False(t, direct || settle, "not lean: nothing else")
-				return
-			}
-			wantDirect, wantSettle := r.Direct()
-			assert.Equal(t, wantDirect, direct, "direct")
-			assert.Equal(t, wantSettle, settle, "settle")
-		})
-	}
 }
 
 // TestHoldTakesFirstAttemptsOffTheDirectPath: while a hold holds, Direct
