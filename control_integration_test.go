@@ -87,10 +87,7 @@ func requireOwnDeadlock(t *testing.T, d realDB, err error) {
 func TestWithoutRetryOnRealServers(t *testing.T) {
 	for _, d := range realDBs {
 		t.Run(d.name, func(t *testing.T) {
-			dsn := d.dsn(t)
-			admin, err := sql.Open(d.driver, dsn)
-			require.NoError(t, err)
-			t.Cleanup(func() { assert.NoError(t, admin.Close()) })
+			dsn, admin := d.admin(t)
 			db, err := crl.Open(d.driver, dsn, crl.WithRetryExec(d.rules))
 			require.NoError(t, err)
 			t.Cleanup(func() { assert.NoError(t, db.Close()) })

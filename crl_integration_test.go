@@ -113,6 +113,17 @@ func (d realDB) dsn(t *testing.T) string {
 	return dsn + "?" + d.params
 }
 
+// admin returns the server's DSN (dsn) and a plain pool over it, for the
+// test's own statements, closed at the test's end.
+func (d realDB) admin(t *testing.T) (string, *sql.DB) {
+	t.Helper()
+	dsn := d.dsn(t)
+	admin, err := sql.Open(d.driver, dsn)
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, admin.Close()) })
+	return dsn, admin
+}
+
 type retryCount struct {
 	core.NopObserver
 	n atomic.Int64
@@ -335,12 +346,9 @@ func TestRealTextTransactionIsNotRetriedAlone(t *testing.T) {
 // so, and the statement that fails with 40P01 in it runs once.
 func TestRealPgxTransactionTheTextDidNotShow(t *testing.T) {
 	d := realDBNamed(t, "postgres")
-	dsn := d.dsn(t)
-	admin, err := sql.Open(d.driver, dsn)
-	require.NoError(t, err)
-	defer admin.Close()
+	dsn, admin := d.admin(t)
 	fn := fmt.Sprintf("crl_fail_%d_%d", time.Now().UnixNano()%1e9, rand.IntN(1000))
-	_, err = admin.Exec("CREATE SEQUENCE " + fn + "_seq")
+	_, err := admin.Exec("CREATE SEQUENCE " + fn + "_seq")
 	require.NoError(t, err)
 	defer admin.Exec("DROP SEQUENCE " + fn + "_seq") //nolint:errcheck // best effort
 	_, err = admin.Exec("CREATE FUNCTION " + fn + "() RETURNS int LANGUAGE plpgsql AS $$ BEGIN PERFORM nextval('" + fn +
@@ -383,10 +391,7 @@ func TestRealPgxTransactionTheTextDidNotShow(t *testing.T) {
 func TestRealTextBuiltAnewFollowsAReloadedPolicy(t *testing.T) {
 	for _, d := range realDBs {
 		t.Run(d.name, func(t *testing.T) {
-			dsn := d.dsn(t)
-			admin, err := sql.Open(d.driver, dsn)
-			require.NoError(t, err)
-			defer admin.Close()
+			dsn, admin := d.admin(t)
 			fn, used := oddFailing(t, d, admin)
 			// restart makes next the sequence's next value.
 			restart := func(next int) {
