@@ -146,8 +146,9 @@ func (r *rows) release() {
 // first reads the first row of the driver's rows, of n columns, into
 // head, inside the attempt (into the connection's buffer for its own
 // rows): its caller asks first when a rule could retry an error before
-// the first row (WantsFirstRow). The connection's and the prepared
-// statement's QueryContext write it out for the connection's own rows.
+// the first row (WantsFirstRow). The end met instead (the rows have no
+// row) is noted for Next; the attempt's error closes the driver's rows
+// and releases these (nobody closes them).
 func (r *rows) first(n int) error {
 	head := r.cn.head
 	if !r.owned || cap(head) < n {
@@ -162,14 +163,6 @@ func (r *rows) first(n int) error {
 		r.head, r.state = head, rowsHead
 		return nil
 	}
-	return r.firstEnded(head, err)
-}
-
-// firstEnded is first when the driver's Next into head answered err, not
-// a row: the end (the rows have none, and Next answers it), or the
-// attempt's error, which closes the driver's rows and releases these
-// (nobody closes them).
-func (r *rows) firstEnded(head []driver.Value, err error) error {
 	if isEOF(err) {
 		r.state = rowsEmpty
 		return nil
