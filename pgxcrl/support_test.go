@@ -250,6 +250,19 @@ func waitFor(t testing.TB, a *pgxpool.Pool, query string, args ...any) {
 	}, 10e9, 5e6, query)
 }
 
+// begin begins a transaction on p with opts, rolled back when the test
+// ends (after a Commit or Rollback, pgx.ErrTxClosed, ignored), before
+// open's cleanup closes the pool: a test that fails inside the
+// transaction does not leave its connection held, which Pool.Close
+// would wait for until the test binary's timeout.
+func begin(t testing.TB, ctx context.Context, p *pgxcrl.Pool, opts pgx.TxOptions) pgx.Tx {
+	t.Helper()
+	tx, err := p.BeginTx(ctx, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	return tx
+}
+
 // holdRow1 begins, on a session of its own that looks for a deadlock only
 // after 10 s, a transaction that holds row 1 of tbl (its v moved by 10):
 // the other side of a real deadlock, whose victim is the pool's session.
