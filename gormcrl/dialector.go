@@ -96,11 +96,8 @@ func initialize(db *gorm.DB, inner gorm.Dialector, pool *sql.DB, opts []Option) 
 	if pool != nil {
 		p.opts = nil // crl opened the pool with them
 	}
-	if err := p.Initialize(db); err != nil {
+	if err := p.Initialize(db); err != nil { // which puts p in db.Plugins
 		return err
-	}
-	if _, ok := db.Plugins[PluginName]; !ok {
-		db.Plugins[PluginName] = p
 	}
 	db.Dialector = inner
 	return nil

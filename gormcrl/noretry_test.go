@@ -81,6 +81,11 @@ func TestNoRetryReachesEveryRead(t *testing.T) {
 			require.Same(t, first.Plugins[gormcrl.PluginName], db.Plugins[gormcrl.PluginName], "the plugin registered")
 			return db
 		}},
+		{"Initialize called directly", func(t *testing.T, s *mssqltest.Server) *gorm.DB {
+			db := openOverCrl(t, s)
+			require.NoError(t, gormcrl.New().Initialize(db))
+			return db
+		}},
 		{"db.Use over a DSN", func(t *testing.T, s *mssqltest.Server) *gorm.DB {
 			db, err := gorm.Open(sqlserver.Open(s.DSN()), &gorm.Config{Logger: logger.Discard})
 			require.NoError(t, err)

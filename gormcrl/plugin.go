@@ -72,9 +72,11 @@ func (p *Plugin) Retrier() *core.Retrier {
 	return nil
 }
 
-// Initialize takes the configuration on the first call and registers the
-// callbacks. It is idempotent: callbacks already registered are left as
-// they are, never doubled.
+// Initialize takes the configuration on the first call, registers the
+// callbacks and puts p in db.Plugins when no plugin of its name is there,
+// as db.Use would (NoRetry looks for it there: a direct call honours it
+// on reads too). It is idempotent: callbacks already registered are left
+// as they are, never doubled.
 //
 // Retries live in the driver layer, so the plugin needs a pool crl opened.
 // Over one (crl.Open's, Open's, OpenDB's) it takes that pool's
@@ -98,7 +100,11 @@ func (p *Plugin) Initialize(db *gorm.DB) error {
 		}
 		p.runtime.Store(rt)
 	}
-	return p.register(db)
+	err := p.register(db)
+	if _, ok := db.Plugins[PluginName]; !ok && err == nil && db.Plugins != nil {
+		db.Plugins[PluginName] = p
+	}
+	return err
 }
 
 // adopt returns the Runtime of the plugin over db's pool, opening the pool
