@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -25,7 +27,8 @@ import (
 // pool's Runtime, and everything they reach), so connections running on
 // every P never contend for a cache line of crl's. Every statement kind
 // of the benchmarks and a transaction run on the pools of the benchmark
-// (crl, crl-rules) and on one with a breaker and a budget of its own,
+// (crl, crl-rules), on one with a breaker and a budget of its own and on
+// one with a properties file (each operation asks whether it is due),
 // while another goroutine reads that memory with plain loads: under the
 // race detector (.ci/run) a write there, an atomic one included, is a
 // data race and fails the test; without it, the memory is compared
@@ -34,8 +37,12 @@ import (
 // sees it.
 func TestDriverLayerWritesNothingShared(t *testing.T) {
 	breaker := core.BreakerSettings{Failures: 5, OpenFor: 1e9}
-	for _, p := range append(layerPools(t)[1:3], layerPool{"crl-breaker", openLayer(t,
-		config.WithRetryExec(rules), config.WithCircuitBreaker(breaker), config.WithRetryBudget(core.BudgetSettings{}))}) {
+	props := filepath.Join(t.TempDir(), "mssql-jdbc.properties")
+	require.NoError(t, os.WriteFile(props, []byte("retryExec="+rules+"\n"), 0o600))
+	for _, p := range append(layerPools(t)[1:3],
+		layerPool{"crl-breaker", openLayer(t, config.WithRetryExec(rules), config.WithCircuitBreaker(breaker), config.WithRetryBudget(core.BudgetSettings{}))},
+		layerPool{"crl-properties", openLayer(t, config.WithPropertiesFile(props))}, // looked at again in 30 s: every statement asks
+	) {
 		t.Run(p.name, func(t *testing.T) {
 			run := layerWorkload(t, p.db)
 			run() // the texts, memos and prepared statements of a first run are the connection's
