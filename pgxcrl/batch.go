@@ -22,7 +22,7 @@ func (p *Pool) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	if err != nil {
 		return errBatchResults{err: err}
 	}
-	return &batchResults{inner: c.SendBatch(ctx, b), c: c}
+	return &batchResults{inner: c.SendBatch(ctx, b), c: c, p: p, ctx: ctx}
 }
 
 // CopyFrom copies rowSrc into tableName on a connection of the pool
@@ -37,18 +37,30 @@ func (p *Pool) CopyFrom(ctx context.Context, tableName pgx.Identifier, columnNam
 		return 0, err
 	}
 	defer c.Release()
-	return c.Conn().CopyFrom(ctx, tableName, columnNames, rowSrc)
+	n, err := c.Conn().CopyFrom(ctx, tableName, columnNames, rowSrc)
+	l := lease{p: p, c: c}
+	l.failed(ctx, err)
+	return n, err
 }
 
 // batchResults are a batch's results on a connection of the pool, which
-// goes back to the pool when they are closed.
+// goes back to the pool when they are closed: closed first when a
+// statement's result or the batch's end was an error of the class
+// failover (as lease.failed closes a statement's).
 type batchResults struct {
-	inner pgx.BatchResults
-	c     *pgxpool.Conn
+	inner    pgx.BatchResults
+	c        *pgxpool.Conn
+	p        *Pool
+	ctx      context.Context // SendBatch's
+	failover bool            // Exec met an error of the class failover
 }
 
 // Exec reads the next statement's result, as pgx.BatchResults.Exec.
-func (b *batchResults) Exec() (pgconn.CommandTag, error) { return b.inner.Exec() }
+func (b *batchResults) Exec() (pgconn.CommandTag, error) {
+	tag, err := b.inner.Exec()
+	b.failover = b.failover || err != nil && failover(b.p, err)
+	return tag, err
+}
 
 // Query reads the next statement's rows, as pgx.BatchResults.Query.
 func (b *batchResults) Query() (pgx.Rows, error) { return b.inner.Query() }
@@ -60,6 +72,9 @@ func (b *batchResults) QueryRow() pgx.Row { return b.inner.QueryRow() }
 func (b *batchResults) Close() error {
 	err := b.inner.Close()
 	if b.c != nil {
+		if b.failover || failover(b.p, err) {
+			closeConn(b.ctx, b.c)
+		}
 		b.c.Release()
 		b.c = nil
 	}

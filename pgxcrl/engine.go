@@ -64,6 +64,11 @@ func txLoop(ctx context.Context, r *core.Retrier, fn func(ctx context.Context) (
 	return r.DoTx(ctx, fn)
 }
 
+// failover reports whether err is of the class failover on its family
+// (core.Retrier.Failover: PostgreSQL 25006, 57P01, …): the connection
+// reached a server that cannot serve it now.
+func failover(p *Pool, err error) bool { return p.rt.Retrier().Failover(err) }
+
 // isBadConn reports an error that means the connection broke.
 func isBadConn(err error) bool { return core.IsBadConn(err) }
 

@@ -58,6 +58,21 @@ func (l *lease) unsent(err error) bool {
 	return !l.fixed && l.c != nil && pgconn.SafeToRetry(err) && l.c.Conn().IsClosed()
 }
 
+// failed closes the pool's connection of a statement that failed with
+// an error of the class failover (a primary demoted to read-only, a
+// server shutting down): it would reach the same server again. The next
+// attempt gets a new connection (conn), and the pool destroys a closed
+// one when it is released, so it never hands this one out again. A
+// Conn's own connection (fixed) stays the caller's.
+func (l *lease) failed(ctx context.Context, err error) {
+	if !l.fixed && l.c != nil && failover(l.p, err) {
+		closeConn(ctx, l.c)
+	}
+}
+
+// closeConn closes c, telling the server when it can within ctx.
+func closeConn(ctx context.Context, c *pgxpool.Conn) { _ = c.Conn().Close(ctx) }
+
 // exec is one attempt of Exec.
 func (l *lease) exec(ctx context.Context, sql string, args []any) (pgconn.CommandTag, error) {
 	for n := 0; ; n++ {
@@ -67,6 +82,7 @@ func (l *lease) exec(ctx context.Context, sql string, args []any) (pgconn.Comman
 		}
 		tag, err := cn.Exec(ctx, sql, args...)
 		if err == nil || n == resends || !l.unsent(err) {
+			l.failed(ctx, err)
 			return tag, err
 		}
 	}

@@ -81,6 +81,7 @@ func (r *rows) first(ctx context.Context, sql string, args []any) error {
 			}
 		}
 		if n == resends || !r.l.unsent(err) {
+			r.l.failed(ctx, err)
 			return err
 		}
 	}

@@ -34,6 +34,7 @@ type tx struct {
 	rec      core.TxRecord
 	unsure   bool  // something ran that the record does not hold (a savepoint's statements, a batch, COPY): no replay
 	rolledBy error // a replay failed and rolled the server's transaction back: the error later statements get
+	failover bool  // a statement failed with an error of the class failover: the connection is closed when the transaction ends
 }
 
 var _ pgx.Tx = (*tx)(nil)
@@ -87,13 +88,20 @@ func (p *Pool) beginOn(ctx context.Context, c *pgxpool.Conn, owned bool, opts pg
 func (t *tx) note(sql string, err error) error {
 	if err != nil {
 		t.failed = sql
+		t.failover = t.failover || failover(t.p, err)
 	}
 	return err
 }
 
-// end releases the connection of a transaction that ended.
-func (t *tx) end() {
+// end releases the connection of a transaction that ended, closed first
+// when a statement of the transaction failed with an error of the class
+// failover (as lease.failed does outside a transaction; the connection
+// of a transaction begun on a Conn stays the caller's).
+func (t *tx) end(ctx context.Context) {
 	if t.owned && t.c != nil {
+		if t.failover {
+			closeConn(ctx, t.c)
+		}
 		t.c.Release()
 		t.c = nil
 	}
@@ -248,15 +256,16 @@ func (t *tx) execFailed(ctx context.Context, sql string, arguments []any, err er
 func (t *tx) Commit(ctx context.Context) error {
 	if t.rolledBy != nil {
 		err := t.inner.Rollback(ctx)
-		t.end()
+		t.end(ctx)
 		return errors.Join(pgx.ErrTxCommitRollback, t.rolledBy, ignoreClosed(err))
 	}
 	err := t.inner.Commit(ctx)
 	if err != nil && !errors.Is(err, pgx.ErrTxClosed) {
 		err = t.recover(ctx, "COMMIT", err, t.commitAgain)
 	}
-	t.end()
-	return t.note("COMMIT", err)
+	err = t.note("COMMIT", err)
+	t.end(ctx)
+	return err
 }
 
 // commitAgain is the COMMIT of a replayed transaction.
@@ -272,7 +281,7 @@ func (t *tx) commitAgain(ctx context.Context) error {
 // pool, as pgx.Tx.Rollback; after Commit it returns pgx.ErrTxClosed.
 func (t *tx) Rollback(ctx context.Context) error {
 	err := t.inner.Rollback(ctx)
-	t.end()
+	t.end(ctx)
 	return err
 }
 
