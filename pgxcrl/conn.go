@@ -15,13 +15,21 @@ import (
 // it), so only errors the server answered are retried on it. Its
 // transactions are the pool's (Begin, BeginTx). Release it when done.
 type Conn struct {
-	c *pgxpool.Conn
-	p *Pool
+	c        *pgxpool.Conn
+	p        *Pool
+	failover bool // a statement met an error of the class failover: Release closes the connection
 }
 
-// Release returns the connection to the pool, as pgxpool.Conn.Release.
-// Calls after the first do nothing.
-func (c *Conn) Release() { c.c.Release() }
+// Release returns the connection to the pool, as pgxpool.Conn.Release;
+// after a statement of the Conn (or of a transaction begun on it) met an
+// error of the class failover, it closes the connection first, so that
+// the pool destroys it. Calls after the first do nothing.
+func (c *Conn) Release() {
+	if c.failover {
+		closeConn(context.Background(), c.c)
+	}
+	c.c.Release()
+}
 
 // Conn returns the pgx connection underneath. Statements run on it
 // directly are not retried.
@@ -29,20 +37,20 @@ func (c *Conn) Conn() *pgx.Conn { return c.c.Conn() }
 
 // Exec runs sql under the statement loop on this connection.
 func (c *Conn) Exec(ctx context.Context, sql string, arguments ...any) (pgconn.CommandTag, error) {
-	l := lease{p: c.p, c: c.c, fixed: true}
+	l := lease{p: c.p, c: c.c, held: c}
 	return execLoop(ctx, c.p.rt.Retrier(), &l, sql, arguments)
 }
 
 // Query runs sql under the statement loop on this connection; an attempt
 // ends at the first row, as the Pool's Query.
 func (c *Conn) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	rs := &rows{l: lease{p: c.p, c: c.c, fixed: true}, ctx: ctx, sql: sql}
+	rs := &rows{l: lease{p: c.p, c: c.c, held: c}, ctx: ctx, sql: sql}
 	return rs.run(args)
 }
 
 // QueryRow is Query for at most one row; its errors come from Scan.
 func (c *Conn) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	rs := &rows{l: lease{p: c.p, c: c.c, fixed: true}, ctx: ctx, sql: sql}
+	rs := &rows{l: lease{p: c.p, c: c.c, held: c}, ctx: ctx, sql: sql}
 	_, _ = rs.run(args) // the error is Scan's
 	return (*row)(rs)
 }
@@ -74,5 +82,6 @@ func (c *Conn) BeginTx(ctx context.Context, txOptions pgx.TxOptions) (pgx.Tx, er
 	if err != nil {
 		return nil, err
 	}
+	t.held = c
 	return t, nil
 }

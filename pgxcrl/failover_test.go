@@ -18,7 +18,8 @@ import (
 // layer's does (docs/semantics.md, Failover): a rule that names failover
 // runs it again on a new connection, and the pool never hands the
 // refused one out again; the connection of a transaction, a batch or a
-// COPY, which are not retried on their own, is closed when it ends. The pool has one connection, put in read-only mode
+// COPY, which are not retried on their own, is closed when it ends, and
+// an acquired Conn's at its Release. The pool has one connection, put in read-only mode
 // for each case (default_transaction_read_only: the session's server
 // refuses writes, as a demoted primary does).
 func TestFailoverTakesTheConnectionOutOfThePool(t *testing.T) {
@@ -69,6 +70,30 @@ func TestFailoverTakesTheConnectionOutOfThePool(t *testing.T) {
 		assert.NotEqual(t, before, backend(t, p), "the COPY's connection left the pool")
 		requireGone(t, a, before)
 	})
+	for _, c := range []struct {
+		name  string
+		write func(c *pgxcrl.Conn) error
+	}{
+		{"Conn", func(c *pgxcrl.Conn) error { _, err := c.Exec(ctx, "INSERT INTO "+tbl+" VALUES (400)"); return err }},
+		{"Conn's transaction", func(c *pgxcrl.Conn) error {
+			tx, err := c.Begin(ctx)
+			require.NoError(t, err)
+			_, err = tx.Exec(ctx, "INSERT INTO "+tbl+" VALUES (401)")
+			require.NoError(t, tx.Rollback(ctx))
+			return err
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := readOnlySession(t, p)
+			conn, err := p.Acquire(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, "25006", sqlState(c.write(conn)), "the caller's connection is not replaced: refused on it every time")
+			assert.False(t, conn.Conn().IsClosed(), "the caller's until its Release")
+			conn.Release()
+			assert.NotEqual(t, before, backend(t, p), "the Conn's connection left the pool at its Release")
+			requireGone(t, a, before)
+		})
+	}
 	t.Run("transaction", func(t *testing.T) {
 		before := readOnlySession(t, p)
 		tx := begin(t, ctx, p, pgx.TxOptions{})

@@ -12,11 +12,11 @@ import (
 // a connection of the pool, acquired at the first attempt and held
 // during the rule's waits (as the database/sql layer holds its
 // connection), replaced by a new one when it broke; or a Conn's own
-// connection (fixed), never replaced nor released.
+// connection (held), never replaced nor released.
 type lease struct {
-	p     *Pool
-	c     *pgxpool.Conn
-	fixed bool
+	p    *Pool
+	c    *pgxpool.Conn
+	held *Conn // the Conn whose connection c is, nil for the pool's
 }
 
 // resends is how many times a statement that pgx never sent runs again on
@@ -28,7 +28,7 @@ const resends = 2
 // broken connection goes back to the pool, which closes it.
 func (l *lease) conn(ctx context.Context) (*pgx.Conn, error) {
 	if l.c != nil {
-		if cn := l.c.Conn(); l.fixed || !cn.IsClosed() {
+		if cn := l.c.Conn(); l.held != nil || !cn.IsClosed() {
 			return cn, nil
 		}
 		l.c.Release()
@@ -44,7 +44,7 @@ func (l *lease) conn(ctx context.Context) (*pgx.Conn, error) {
 
 // release returns the pool's connection, if one is held.
 func (l *lease) release() {
-	if l.c != nil && !l.fixed {
+	if l.c != nil && l.held == nil {
 		l.c.Release()
 		l.c = nil
 	}
@@ -55,7 +55,7 @@ func (l *lease) release() {
 // statement runs again at once on a new connection, whatever it does,
 // as database/sql re-runs one that failed with driver.ErrBadConn.
 func (l *lease) unsent(err error) bool {
-	return !l.fixed && l.c != nil && pgconn.SafeToRetry(err) && l.c.Conn().IsClosed()
+	return l.held == nil && l.c != nil && pgconn.SafeToRetry(err) && l.c.Conn().IsClosed()
 }
 
 // failed closes the pool's connection of a statement that failed with
@@ -63,11 +63,16 @@ func (l *lease) unsent(err error) bool {
 // server shutting down): it would reach the same server again. The next
 // attempt gets a new connection (conn), and the pool destroys a closed
 // one when it is released, so it never hands this one out again. A
-// Conn's own connection (fixed) stays the caller's.
+// Conn's own connection stays the caller's until its Release (held).
 func (l *lease) failed(ctx context.Context, err error) {
-	if !l.fixed && l.c != nil && failover(l.p, err) {
-		closeConn(ctx, l.c)
+	if l.c == nil || !failover(l.p, err) {
+		return
 	}
+	if l.held != nil {
+		l.held.failover = true
+		return
+	}
+	closeConn(ctx, l.c)
 }
 
 // closeConn closes c, telling the server when it can within ctx.

@@ -35,6 +35,7 @@ type tx struct {
 	unsure   bool  // something ran that the record does not hold (a savepoint's statements, a batch, COPY): no replay
 	rolledBy error // a replay failed and rolled the server's transaction back: the error later statements get
 	failover bool  // a statement failed with an error of the class failover: the connection is closed when the transaction ends
+	held     *Conn // the Conn the transaction was begun on, whose Release closes its connection then
 }
 
 var _ pgx.Tx = (*tx)(nil)
@@ -96,8 +97,11 @@ func (t *tx) note(sql string, err error) error {
 // end releases the connection of a transaction that ended, closed first
 // when a statement of the transaction failed with an error of the class
 // failover (as lease.failed does outside a transaction; the connection
-// of a transaction begun on a Conn stays the caller's).
+// of a transaction begun on a Conn stays the caller's until its Release).
 func (t *tx) end(ctx context.Context) {
+	if t.held != nil && t.failover {
+		t.held.failover = true
+	}
 	if t.owned && t.c != nil {
 		if t.failover {
 			closeConn(ctx, t.c)
