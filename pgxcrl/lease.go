@@ -65,7 +65,7 @@ func (l *lease) unsent(err error) bool {
 // one when it is released, so it never hands this one out again. A
 // Conn's own connection stays the caller's until its Release (held).
 func (l *lease) failed(ctx context.Context, err error) {
-	if l.c == nil || !failover(l.p, err) {
+	if err == nil || l.c == nil || !failover(l.p, err) {
 		return
 	}
 	if l.held != nil {
