@@ -5,7 +5,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // SendBatch sends b on a connection of the pool (opened under the
@@ -22,7 +21,7 @@ func (p *Pool) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	if err != nil {
 		return errBatchResults{err: err}
 	}
-	return &batchResults{inner: c.SendBatch(ctx, b), c: c, p: p, ctx: ctx}
+	return &batchResults{inner: c.SendBatch(ctx, b), l: lease{p: p, c: c}, ctx: ctx}
 }
 
 // CopyFrom copies rowSrc into tableName on a connection of the pool
@@ -36,29 +35,36 @@ func (p *Pool) CopyFrom(ctx context.Context, tableName pgx.Identifier, columnNam
 	if err != nil {
 		return 0, err
 	}
-	defer c.Release()
-	n, err := c.Conn().CopyFrom(ctx, tableName, columnNames, rowSrc)
 	l := lease{p: p, c: c}
+	return l.copyFrom(ctx, tableName, columnNames, rowSrc)
+}
+
+// copyFrom runs CopyFrom once on the lease's connection, then releases
+// it (lease.failed first).
+func (l *lease) copyFrom(ctx context.Context, tableName pgx.Identifier, columnNames []string, rowSrc pgx.CopyFromSource) (int64, error) {
+	n, err := l.c.Conn().CopyFrom(ctx, tableName, columnNames, rowSrc)
 	l.failed(ctx, err)
+	l.release()
 	return n, err
 }
 
 // batchResults are a batch's results on a connection of the pool, which
-// goes back to the pool when they are closed: closed first when a
-// statement's result or the batch's end was an error of the class
-// failover (as lease.failed closes a statement's).
+// goes back to the pool when they are closed, or of a Conn (l.held).
+// When a statement's result or the batch's end was an error of the class
+// failover, Close hands it to lease.failed, as a statement's.
 type batchResults struct {
 	inner    pgx.BatchResults
-	c        *pgxpool.Conn
-	p        *Pool
+	l        lease
 	ctx      context.Context // SendBatch's
-	failover bool            // Exec met an error of the class failover
+	failover error           // the first error of the class failover that Exec met
 }
 
 // Exec reads the next statement's result, as pgx.BatchResults.Exec.
 func (b *batchResults) Exec() (pgconn.CommandTag, error) {
 	tag, err := b.inner.Exec()
-	b.failover = b.failover || err != nil && failover(b.p, err)
+	if b.failover == nil && err != nil && failover(b.l.p, err) {
+		b.failover = err
+	}
 	return tag, err
 }
 
@@ -71,13 +77,12 @@ func (b *batchResults) QueryRow() pgx.Row { return b.inner.QueryRow() }
 // Close closes the results and returns the connection to the pool.
 func (b *batchResults) Close() error {
 	err := b.inner.Close()
-	if b.c != nil {
-		if b.failover || failover(b.p, err) {
-			closeConn(b.ctx, b.c)
-		}
-		b.c.Release()
-		b.c = nil
+	if b.failover != nil {
+		b.l.failed(b.ctx, b.failover)
+	} else {
+		b.l.failed(b.ctx, err)
 	}
+	b.l.release()
 	return err
 }
 

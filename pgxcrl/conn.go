@@ -57,13 +57,14 @@ func (c *Conn) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 
 // SendBatch sends b on this connection once, as the Pool's SendBatch.
 func (c *Conn) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	return c.c.SendBatch(ctx, b)
+	return &batchResults{inner: c.c.SendBatch(ctx, b), l: lease{p: c.p, c: c.c, held: c}, ctx: ctx}
 }
 
 // CopyFrom copies rowSrc into tableName on this connection once, as the
 // Pool's CopyFrom.
 func (c *Conn) CopyFrom(ctx context.Context, tableName pgx.Identifier, columnNames []string, rowSrc pgx.CopyFromSource) (int64, error) {
-	return c.c.CopyFrom(ctx, tableName, columnNames, rowSrc)
+	l := lease{p: c.p, c: c.c, held: c}
+	return l.copyFrom(ctx, tableName, columnNames, rowSrc)
 }
 
 // Ping pings the server on this connection.

@@ -75,6 +75,18 @@ func TestFailoverTakesTheConnectionOutOfThePool(t *testing.T) {
 		write func(c *pgxcrl.Conn) error
 	}{
 		{"Conn", func(c *pgxcrl.Conn) error { _, err := c.Exec(ctx, "INSERT INTO "+tbl+" VALUES (400)"); return err }},
+		{"Conn's SendBatch", func(c *pgxcrl.Conn) error {
+			b := &pgx.Batch{}
+			b.Queue("INSERT INTO " + tbl + " VALUES (402)")
+			br := c.SendBatch(ctx, b)
+			_, err := br.Exec()
+			assert.Error(t, br.Close())
+			return err
+		}},
+		{"Conn's CopyFrom", func(c *pgxcrl.Conn) error {
+			_, err := c.CopyFrom(ctx, pgx.Identifier{tbl}, []string{"id"}, pgx.CopyFromRows([][]any{{403}}))
+			return err
+		}},
 		{"Conn's transaction", func(c *pgxcrl.Conn) error {
 			tx, err := c.Begin(ctx)
 			require.NoError(t, err)
