@@ -61,10 +61,10 @@ func RunInTx(ctx context.Context, db *sql.DB, opts *sql.TxOptions, fn func(*sql.
 // pool fn's statements ran on (its rules, budget, breaker, observer) and
 // the statement whose error ended the unit, for every statement and
 // transaction run with that context or one derived from it; those
-// statements are not retried on their own. A unit whose statements ran
-// only on pools crl did not open runs once, exactly as without crl, and
-// its error is returned as it is (Retry takes no options, so it tells no
-// observer; see RunInTx).
+// statements are not retried on their own (pgxcrl's pools record theirs
+// too). A unit whose statements ran only on pools crl did not open runs
+// once, exactly as without crl, and its error is returned as it is
+// (Retry takes no options, so it tells no observer; see RunInTx).
 //
 // fn must be safe to run again (crl vet finds closures that are not).
 // Given a context that carries a unit retried as a whole (Retry's own,

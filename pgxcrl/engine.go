@@ -5,19 +5,27 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 )
 
 // Every call of pgxcrl into crl's engine sits in this file: the
 // statement loop (Retrier.Run), the connection loop
-// (Retrier.Connect), the transaction loop (Retrier.DoTx) and the report
-// of an error met after a query's first row (Retrier.Unretried). The
-// rules, the classification of errors (core reads *pgconn.PgError's
-// SQLSTATE), the budget, the breaker and the observer are the Runtime's,
-// as for a database/sql pool that crl opened.
+// (Retrier.Connect), the transaction loop (Retrier.DoTx), the report
+// of an error met after a query's first row (Retrier.Unretried) and the
+// record of a unit of work (config.Unit: crl.Retry's). The rules, the
+// classification of errors (core reads *pgconn.PgError's SQLSTATE), the
+// budget, the breaker and the observer are the Runtime's, as for a
+// database/sql pool that crl opened.
 
-// execLoop runs one Exec under the statement loop of r on l.
+// execLoop runs one Exec under the statement loop of r on l; in a unit
+// (ctx carries one), once, its outcome recorded there.
 func execLoop(ctx context.Context, r *core.Retrier, l *lease, sql string, args []any) (pgconn.CommandTag, error) {
+	if u := config.UnitOf(ctx); u != nil {
+		tag, err := l.exec(ctx, sql, args)
+		u.Record(r, sql, err)
+		return tag, err
+	}
 	var tag pgconn.CommandTag
 	err := r.Run(ctx, &core.Op{Query: sql}, func(actx context.Context) error {
 		t, err := l.exec(actx, sql, args)
@@ -32,18 +40,31 @@ func execLoop(ctx context.Context, r *core.Retrier, l *lease, sql string, args [
 // queryLoop runs one Query under the statement loop of r: each attempt
 // runs the query on rs's lease and reads its first row (rows.attempt);
 // the attempt's context, bounded by a positive queryTimeout, lives while
-// the rows are read.
+// the rows are read. In a unit, one attempt, its outcome recorded there.
 func queryLoop(ctx context.Context, r *core.Retrier, rs *rows, sql string, args []any) error {
+	if u := config.UnitOf(ctx); u != nil {
+		err := rs.attempt(ctx, ctx, sql, args)
+		u.Record(r, sql, err)
+		return err
+	}
 	return r.Run(ctx, &core.Op{Query: sql, Rows: true}, func(actx context.Context) error {
 		return rs.attempt(ctx, actx, sql, args)
 	})
 }
 
 // unretried reports an error met after a query's first row: not retried,
-// charged to the budget and told to the observer as the engine says.
+// charged to the budget and told to the observer as the engine says; in
+// a unit, recorded there (the unit runs again whole).
 func unretried(ctx context.Context, r *core.Retrier, sql string, err error) {
+	if u := config.UnitOf(ctx); u != nil {
+		u.Record(r, sql, err)
+		return
+	}
 	r.Unretried(ctx, sql, err)
 }
+
+// unitOf is the unit of work ctx carries, nil when none.
+func unitOf(ctx context.Context) *config.Unit { return config.UnitOf(ctx) }
 
 // connectLoop runs the connection loop of r around acquire, whose first
 // attempt already ran and failed with first (see Pool.acquire): every

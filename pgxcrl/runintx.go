@@ -23,9 +23,16 @@ var ErrTxEndedByClosure = errors.New("pgxcrl: RunInTx commits or rolls back the 
 // new one, after the rule's wait, under the budget and breaker. A COMMIT
 // whose outcome is unknown (the connection broke) is never retried: its
 // error matches core.ErrCommitUnknown. fn must be safe to run again.
+// Given a context that carries a unit of work (crl.Retry's), it runs fn
+// once, its statements' failures recorded in the unit, which is what
+// runs again.
 func RunInTx(ctx context.Context, p *Pool, opts pgx.TxOptions, fn func(pgx.Tx) error) error {
 	if p == nil {
 		return errNilRunPool
+	}
+	if unitOf(ctx) != nil { // its statements record their failures there: the unit is what runs again
+		_, err := p.runTx(ctx, opts, fn)
+		return err
 	}
 	return txLoop(ctx, p.rt.Retrier(), func(ctx context.Context) (string, error) {
 		return p.runTx(ctx, opts, fn)

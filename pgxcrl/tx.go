@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/crl-go/crl/config"
 	"github.com/crl-go/crl/core"
 )
 
@@ -32,10 +33,11 @@ type tx struct {
 	owned    bool   // the connection was acquired for the transaction: released when it ends
 	failed   string // the statement whose error came last
 	rec      core.TxRecord
-	unsure   bool  // something ran that the record does not hold (a savepoint's statements, a batch, COPY): no replay
-	rolledBy error // a replay failed and rolled the server's transaction back: the error later statements get
-	failover bool  // a statement failed with an error of the class failover: the connection is closed when the transaction ends
-	held     *Conn // the Conn the transaction was begun on, whose Release closes its connection then
+	unsure   bool         // something ran that the record does not hold (a savepoint's statements, a batch, COPY): no replay
+	rolledBy error        // a replay failed and rolled the server's transaction back: the error later statements get
+	failover bool         // a statement failed with an error of the class failover: the connection is closed when the transaction ends
+	held     *Conn        // the Conn the transaction was begun on, whose Release closes its connection then
+	unit     *config.Unit // the unit of work the transaction was begun in (crl.Retry's), which records its failures
 }
 
 var _ pgx.Tx = (*tx)(nil)
@@ -68,13 +70,17 @@ func (p *Pool) BeginTx(ctx context.Context, txOptions pgx.TxOptions) (pgx.Tx, er
 // it.
 func (p *Pool) beginOn(ctx context.Context, c *pgxpool.Conn, owned bool, opts pgx.TxOptions) (*tx, error) {
 	inner, err := c.Conn().BeginTx(ctx, opts)
+	u := unitOf(ctx)
 	if err != nil {
 		if owned {
 			c.Release()
 		}
+		if u != nil {
+			u.Record(p.rt.Retrier(), "BEGIN", err)
+		}
 		return nil, err
 	}
-	t := &tx{inner: inner, c: c, p: p, opts: opts, owned: owned}
+	t := &tx{inner: inner, c: c, p: p, opts: opts, owned: owned, unit: u}
 	// txReplay=off (a limit of zero) leaves the transaction unrecorded:
 	// its errors come back as the driver gave them, as without replay.
 	if limit := p.rt.TxReplayLimit(); limit > 0 {
@@ -85,11 +91,15 @@ func (p *Pool) beginOn(ctx context.Context, c *pgxpool.Conn, owned bool, opts pg
 	return t, nil
 }
 
-// note notes the statement sql when it failed with err, and returns err.
+// note notes the statement sql when it failed with err, and returns err;
+// the transaction's unit, if any, records it.
 func (t *tx) note(sql string, err error) error {
 	if err != nil {
 		t.failed = sql
 		t.failover = t.failover || failover(t.p, err)
+		if t.unit != nil {
+			t.unit.Record(t.p.rt.Retrier(), sql, err)
+		}
 	}
 	return err
 }
