@@ -21,7 +21,7 @@ import (
 // execLoop runs one Exec under the statement loop of r on l; in a unit
 // (ctx carries one), once, its outcome recorded there.
 func execLoop(ctx context.Context, r *core.Retrier, l *lease, sql string, args []any) (pgconn.CommandTag, error) {
-	if u := config.UnitOf(ctx); u != nil {
+	if u := unitOf(ctx); u != nil {
 		tag, err := l.exec(ctx, sql, args)
 		u.Record(r, sql, err)
 		return tag, err
@@ -42,7 +42,7 @@ func execLoop(ctx context.Context, r *core.Retrier, l *lease, sql string, args [
 // the attempt's context, bounded by a positive queryTimeout, lives while
 // the rows are read. In a unit, one attempt, its outcome recorded there.
 func queryLoop(ctx context.Context, r *core.Retrier, rs *rows, sql string, args []any) error {
-	if u := config.UnitOf(ctx); u != nil {
+	if u := unitOf(ctx); u != nil {
 		err := rs.attempt(ctx, ctx, sql, args)
 		u.Record(r, sql, err)
 		return err
@@ -56,7 +56,7 @@ func queryLoop(ctx context.Context, r *core.Retrier, rs *rows, sql string, args 
 // charged to the budget and told to the observer as the engine says; in
 // a unit, recorded there (the unit runs again whole).
 func unretried(ctx context.Context, r *core.Retrier, sql string, err error) {
-	if u := config.UnitOf(ctx); u != nil {
+	if u := unitOf(ctx); u != nil {
 		u.Record(r, sql, err)
 		return
 	}
