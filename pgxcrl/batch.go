@@ -50,20 +50,22 @@ func (l *lease) copyFrom(ctx context.Context, tableName pgx.Identifier, columnNa
 
 // batchResults are a batch's results on a connection of the pool, which
 // goes back to the pool when they are closed, or of a Conn (l.held).
-// When a statement's result or the batch's end was an error of the class
-// failover, Close hands it to lease.failed, as a statement's.
+// Close hands the batch's first error (a statement's result, else the
+// end's) to lease.failed, as a statement's: the server skips the rest of
+// a batch after its first error, so that one says what the connection
+// met.
 type batchResults struct {
-	inner    pgx.BatchResults
-	l        lease
-	ctx      context.Context // SendBatch's
-	failover error           // the first error of the class failover that Exec met
+	inner pgx.BatchResults
+	l     lease
+	ctx   context.Context // SendBatch's
+	err   error           // the first error Exec met
 }
 
 // Exec reads the next statement's result, as pgx.BatchResults.Exec.
 func (b *batchResults) Exec() (pgconn.CommandTag, error) {
 	tag, err := b.inner.Exec()
-	if b.failover == nil && err != nil && failover(b.l.p, err) {
-		b.failover = err
+	if b.err == nil {
+		b.err = err
 	}
 	return tag, err
 }
@@ -77,11 +79,10 @@ func (b *batchResults) QueryRow() pgx.Row { return b.inner.QueryRow() }
 // Close closes the results and returns the connection to the pool.
 func (b *batchResults) Close() error {
 	err := b.inner.Close()
-	if b.failover != nil {
-		b.l.failed(b.ctx, b.failover)
-	} else {
-		b.l.failed(b.ctx, err)
+	if b.err == nil {
+		b.err = err
 	}
+	b.l.failed(b.ctx, b.err)
 	b.l.release()
 	return err
 }
