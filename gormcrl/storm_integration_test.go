@@ -75,7 +75,11 @@ func TestRealCreateUpdateStormWithBreaker(t *testing.T) {
 			require.NoError(t, db.Table(counters).Create(&stormCounter{ID: id}).Error)
 		}
 
-		const workers, perWorker = 6, 20
+		// Each worker runs perWorker units, and goes on (up to maxPerWorker)
+		// while the breaker has refused none: it opens only on two
+		// exhausted units in a row, which a loaded machine can interleave
+		// with commits for a while.
+		const workers, perWorker, maxPerWorker = 6, 20, 200
 		var (
 			mu      sync.Mutex
 			created = map[string]bool{}  // name → the Create returned nil
@@ -103,7 +107,7 @@ func TestRealCreateUpdateStormWithBreaker(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				var mine []stormItem
-				for i := 0; i < perWorker; i++ {
+				for i := 0; i < perWorker || (i < maxPerWorker && refused.Load() == 0); i++ {
 					if len(mine) > 0 && rand.IntN(2) == 0 {
 						it := &mine[rand.IntN(len(mine))]
 						it.counters = counters
