@@ -56,7 +56,8 @@ func (p *Pool) runTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) er
 		}
 	}()
 	if err := fn(unitTx{inner}); err != nil {
-		return inner.failed, errors.Join(err, ignoreClosed(inner.Rollback(ctx)))
+		failed, _ := inner.rec.Failed()
+		return failed, errors.Join(err, ignoreClosed(inner.Rollback(ctx)))
 	}
 	if err := inner.Commit(ctx); err != nil {
 		return "COMMIT", commitFailed(err)

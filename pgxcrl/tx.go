@@ -23,21 +23,21 @@ import (
 // same connection, re-sends the recorded statements and compares their
 // answers: equal, the failed statement runs again and the caller never
 // knows; different, the caller gets the original error joined with
-// core.ErrReplayDiverged (replay.go in core). It notes the text of the
-// statement whose error came last, for RunInTx's query filter.
+// core.ErrReplayDiverged (replay.go in core). Its record notes the text
+// of the statement whose error ended it, for RunInTx's query filter.
 type tx struct {
-	inner    pgx.Tx
-	c        *pgxpool.Conn
-	p        *Pool
-	opts     pgx.TxOptions
-	owned    bool   // the connection was acquired for the transaction: released when it ends
-	failed   string // the statement whose error came last
-	rec      core.TxRecord
-	unsure   bool         // something ran that the record does not hold (a savepoint's statements, a batch, COPY): no replay
-	rolledBy error        // a replay failed and rolled the server's transaction back: the error later statements get
-	failover bool         // a statement failed with an error of the class failover: the connection is closed when the transaction ends
-	held     *Conn        // the Conn the transaction was begun on, whose Release closes its connection then
-	unit     *config.Unit // the unit of work the transaction was begun in (crl.Retry's), which records its failures
+	inner      pgx.Tx
+	c          *pgxpool.Conn
+	p          *Pool
+	opts       pgx.TxOptions
+	owned      bool // the connection was acquired for the transaction: released when it ends
+	rec        core.TxRecord
+	unsure     bool         // something ran that the record does not hold (a batch, COPY, large objects): no replay
+	rolledBy   error        // a replay failed and rolled the server's transaction back: the error later statements get
+	failover   bool         // a statement failed with an error of the class failover: the connection is closed when the transaction ends
+	held       *Conn        // the Conn the transaction was begun on, whose Release closes its connection then
+	unit       *config.Unit // the unit of work the transaction was begun in (crl.Retry's), which records its failures
+	savepoints int64        // savepoints begun (Begin), which numbers the next, as pgx's
 }
 
 var _ pgx.Tx = (*tx)(nil)
@@ -91,11 +91,13 @@ func (p *Pool) beginOn(ctx context.Context, c *pgxpool.Conn, owned bool, opts pg
 	return t, nil
 }
 
-// note notes the statement sql when it failed with err, and returns err;
-// the transaction's unit, if any, records it.
+// note notes the statement sql when it failed with err in the record
+// (core.TxRecord.Fail: the statement whose error ended the transaction,
+// which a failed ROLLBACK TO SAVEPOINT after it does not replace), and
+// returns err; the transaction's unit, if any, records it.
 func (t *tx) note(sql string, err error) error {
 	if err != nil {
-		t.failed = sql
+		t.rec.Fail(sql, err)
 		t.failover = t.failover || failover(t.p, err)
 		if t.unit != nil {
 			t.unit.Record(t.p.rt.Retrier(), sql, err)
@@ -297,15 +299,6 @@ func (t *tx) Rollback(ctx context.Context) error {
 	err := t.inner.Rollback(ctx)
 	t.end(ctx)
 	return err
-}
-
-// Begin starts a pseudo nested transaction (a savepoint), as pgx.Tx.Begin.
-// Its statements run on the connection unrecorded: the transaction is no
-// longer replayed.
-func (t *tx) Begin(ctx context.Context) (pgx.Tx, error) {
-	t.unsure = true
-	inner, err := t.inner.Begin(ctx)
-	return inner, t.note("SAVEPOINT", err)
 }
 
 // CopyFrom runs a COPY in the transaction, once; the transaction is no
