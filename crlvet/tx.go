@@ -161,30 +161,42 @@ func generatedThenStatement(stack []ast.Node, from token.Pos) string {
 	if body == nil {
 		return ""
 	}
-	what, at := "", token.NoPos
+	var r generatedRead
 	ast.Inspect(body, func(n ast.Node) bool {
-		call, ok := n.(*ast.CallExpr)
-		if !ok || call.Pos() < from {
-			return true
-		}
-		sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
-		if !ok {
-			return true
-		}
-		switch {
-		case what == "" && sel.Sel.Name == "LastInsertId":
-			what, at = "LastInsertId", call.End()
-		case what == "" && statementMethods[sel.Sel.Name] && returnsInserted(call):
-			what, at = sel.Sel.Name+" … RETURNING", call.End()
-		case what != "" && at != token.NoPos && call.Pos() > at && statementMethods[sel.Sel.Name]:
-			at = token.NoPos // found: a statement after the read
+		if call, ok := n.(*ast.CallExpr); ok && call.Pos() >= from {
+			r.see(call)
 		}
 		return true
 	})
-	if what != "" && at == token.NoPos {
-		return what
+	if r.what != "" && r.at == token.NoPos {
+		return r.what
 	}
 	return ""
+}
+
+// generatedRead follows the calls of a function in source order for
+// generatedThenStatement: what read a generated value first ("" until
+// one did), and where that read ends (token.NoPos once a statement ran
+// after it).
+type generatedRead struct {
+	what string
+	at   token.Pos
+}
+
+// see notes call: the read, or a statement after it.
+func (r *generatedRead) see(call *ast.CallExpr) {
+	sel, ok := ast.Unparen(call.Fun).(*ast.SelectorExpr)
+	if !ok {
+		return
+	}
+	switch {
+	case r.what == "" && sel.Sel.Name == "LastInsertId":
+		r.what, r.at = "LastInsertId", call.End()
+	case r.what == "" && statementMethods[sel.Sel.Name] && returnsInserted(call):
+		r.what, r.at = sel.Sel.Name+" … RETURNING", call.End()
+	case r.what != "" && r.at != token.NoPos && call.Pos() > r.at && statementMethods[sel.Sel.Name]:
+		r.at = token.NoPos // found: a statement after the read
+	}
 }
 
 // enclosingBody returns the body of the innermost function in stack.
