@@ -74,16 +74,11 @@ func run(dsn string) error {
 	var srv *mssqltest.Server
 	if dsn == "" {
 		var err error
-		if srv, err = mssqltest.Start(); err != nil {
+		if srv, err = standIn(); err != nil {
 			return err
 		}
 		defer srv.Close()
 		dsn = srv.DSN()
-		srv.FailLogin(40613, 1) // a failover while we log in
-		srv.Handle(selectFirst, mssqltest.Error(1205), mssqltest.Rows([]string{"id", "name"}, []any{int64(8), "pen"}))
-		srv.Handle(insertOrder, mssqltest.Error(1205), mssqltest.Rows([]string{"id"}, []any{int64(8)}))
-		srv.Handle(renameOrder, mssqltest.Error(1205), mssqltest.Affected(1))
-		fmt.Println("mssqltest listening; scripted: a failed login, a deadlocked INSERT, SELECT and UPDATE")
 	}
 
 	fmt.Println("open (the login runs the connection loop):")
@@ -101,7 +96,35 @@ func run(dsn string) error {
 			return fmt.Errorf("migrate: %w", err)
 		}
 	}
+	if err := tour(db, srv); err != nil {
+		return err
+	}
+	if srv != nil {
+		fmt.Printf("stand-in saw %d logins, %d committed and %d rolled-back transactions\n",
+			srv.Logins(), srv.Commits(), srv.Rollbacks())
+	}
+	return nil
+}
 
+// standIn starts the in-process stand-in, scripted with a failed login
+// and a deadlock victim for each statement of the tour.
+func standIn() (*mssqltest.Server, error) {
+	srv, err := mssqltest.Start()
+	if err != nil {
+		return nil, err
+	}
+	srv.FailLogin(40613, 1) // a failover while we log in
+	srv.Handle(selectFirst, mssqltest.Error(1205), mssqltest.Rows([]string{"id", "name"}, []any{int64(8), "pen"}))
+	srv.Handle(insertOrder, mssqltest.Error(1205), mssqltest.Rows([]string{"id"}, []any{int64(8)}))
+	srv.Handle(renameOrder, mssqltest.Error(1205), mssqltest.Affected(1))
+	fmt.Println("mssqltest listening; scripted: a failed login, a deadlocked INSERT, SELECT and UPDATE")
+	return srv, nil
+}
+
+// tour runs GORM's operations one by one: an implicit transaction, a
+// query, a closure retried whole, and a query that opted out (srv, the
+// stand-in, nil on a real server, is scripted again for it).
+func tour(db *gorm.DB, srv *mssqltest.Server) error {
 	fmt.Println("Create (GORM's implicit transaction, retried as a whole):")
 	order := Order{Name: "pen"}
 	if err := db.Create(&order).Error; err != nil {
@@ -118,7 +141,7 @@ func run(dsn string) error {
 
 	fmt.Println("gormcrl.Transaction (the closure retried on a fresh transaction):")
 	runs := 0
-	err = gormcrl.Transaction(db, func(tx *gorm.DB) error {
+	err := gormcrl.Transaction(db, func(tx *gorm.DB) error {
 		runs++ //crlvet:ignore counts the runs of the closure, to print them
 		return tx.Model(&Order{ID: order.ID}).Update("name", "fountain pen").Error
 	})
@@ -134,10 +157,5 @@ func run(dsn string) error {
 	var again Order
 	err = db.Clauses(gormcrl.NoRetry).First(&again, order.ID).Error
 	fmt.Printf("  error: %v\n", err)
-
-	if srv != nil {
-		fmt.Printf("stand-in saw %d logins, %d committed and %d rolled-back transactions\n",
-			srv.Logins(), srv.Commits(), srv.Rollbacks())
-	}
 	return nil
 }

@@ -48,58 +48,72 @@ func run() error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	path := filepath.Join(dir, "mssql-jdbc.properties")
-	mtime := time.Now()
-	var writeErr error
-	write := func(content string) {
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil && writeErr == nil {
-			writeErr = err
-		}
-		// As if saved a second later, for file systems with coarse times.
-		mtime = mtime.Add(time.Second)
-		_ = os.Chtimes(path, mtime, mtime)
+	f := &propertiesFile{path: filepath.Join(dir, "mssql-jdbc.properties"), mtime: time.Now()}
+	if err := f.write("retryExec={1205:1,10ms+0}\n"); err != nil {
+		return err
 	}
-	write("retryExec={1205:1,10ms+0}\n")
 
 	// Every statement of this demo fails, which the retry budget would
 	// rightly treat as a storm: it is off so that each edit's retries show.
 	rt, driverDSN, err := config.NewRuntime("sqlserver",
-		"sqlserver://app@localhost?database=shop&retryRefresh=100ms&retryBudget=off&retryProperties="+url.PathEscape(path),
+		"sqlserver://app@localhost?database=shop&retryRefresh=100ms&retryBudget=off&retryProperties="+url.PathEscape(f.path),
 		config.WithObserver(reloads{}))
 	if err != nil {
 		return err
 	}
 	fmt.Println("driver DSN:", driverDSN)
 
-	run := func(step string, want int) error {
-		time.Sleep(150 * time.Millisecond) // let retryRefresh pass
-		attempts := 0
-		err := rt.Retrier().Do(context.Background(), "update stock set n = n - 1", func(context.Context) error {
-			attempts++
-			return deadlock{}
-		})
-		fmt.Printf("%s: %d attempts (%v)\n", step, attempts, err)
-		if attempts != want {
-			return fmt.Errorf("%s: %d attempts, want %d", step, attempts, want)
+	for _, s := range []struct {
+		edit func() error // nil: none
+		name string
+		want int // attempts
+	}{
+		{nil, "start, retryExec={1205:1,10ms+0}", 2},
+		{func() error { return f.write("retryExec={1205:3,10ms+0}\n") }, "edited to {1205:3,10ms+0}", 4},
+		{func() error { return f.write("retryExec={1205:3,10ms+0}\nretryExec={1205:two}\n") }, "broken on line 2", 4},
+		{func() error { return os.Remove(f.path) }, "deleted", 4},
+	} {
+		if s.edit != nil {
+			if err := s.edit(); err != nil {
+				return err
+			}
 		}
-		return nil
+		if err := step(rt, s.name, s.want); err != nil {
+			return err
+		}
 	}
-	if err := run("start, retryExec={1205:1,10ms+0}", 2); err != nil {
+	return nil
+}
+
+// propertiesFile is the demo's mssql-jdbc.properties.
+type propertiesFile struct {
+	path  string
+	mtime time.Time
+}
+
+// write saves content, with a modification time a second after the
+// last write's, as if saved a second later, for file systems with
+// coarse times.
+func (f *propertiesFile) write(content string) error {
+	if err := os.WriteFile(f.path, []byte(content), 0o644); err != nil {
 		return err
 	}
-	write("retryExec={1205:3,10ms+0}\n")
-	if err := run("edited to {1205:3,10ms+0}", 4); err != nil {
-		return err
+	f.mtime = f.mtime.Add(time.Second)
+	return os.Chtimes(f.path, f.mtime, f.mtime)
+}
+
+// step runs, once retryRefresh has passed, a statement that always fails
+// as a deadlock victim, and checks that it ran want attempts.
+func step(rt *config.Runtime, name string, want int) error {
+	time.Sleep(150 * time.Millisecond) // let retryRefresh pass
+	attempts := 0
+	err := rt.Retrier().Do(context.Background(), "update stock set n = n - 1", func(context.Context) error {
+		attempts++
+		return deadlock{}
+	})
+	fmt.Printf("%s: %d attempts (%v)\n", name, attempts, err)
+	if attempts != want {
+		return fmt.Errorf("%s: %d attempts, want %d", name, attempts, want)
 	}
-	write("retryExec={1205:3,10ms+0}\nretryExec={1205:two}\n")
-	if err := run("broken on line 2", 4); err != nil {
-		return err
-	}
-	if err := os.Remove(path); err != nil {
-		return err
-	}
-	if err := run("deleted", 4); err != nil {
-		return err
-	}
-	return writeErr
+	return nil
 }
