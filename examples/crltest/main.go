@@ -40,7 +40,7 @@ func main() {
 	}
 }
 
-func run(driverName, dsn string) error {
+func run(driverName, dsn string) (err error) {
 	ctx := context.Background()
 	db, err := crl.Open(driverName, dsn, crl.WithRetryExec(rules[driverName]))
 	if err != nil {
@@ -51,7 +51,7 @@ func run(driverName, dsn string) error {
 	if err := b.create(ctx, 100, 100); err != nil {
 		return err
 	}
-	defer b.drop(ctx)
+	defer func() { err = errors.Join(err, b.drop(ctx)) }()
 	if err := b.transfer(ctx, 1, 2, 10); err != nil {
 		return err
 	}
@@ -118,9 +118,10 @@ func (b *bank) create(ctx context.Context, balances ...int64) error {
 }
 
 // drop drops the tables.
-func (b *bank) drop(ctx context.Context) {
-	_, _ = b.db.ExecContext(ctx, "DROP TABLE "+b.accounts)
-	_, _ = b.db.ExecContext(ctx, "DROP TABLE "+b.journal)
+func (b *bank) drop(ctx context.Context) error {
+	_, err := b.db.ExecContext(ctx, "DROP TABLE "+b.accounts)
+	_, jerr := b.db.ExecContext(ctx, "DROP TABLE "+b.journal)
+	return errors.Join(err, jerr)
 }
 
 // errNoSuchAccount is the error of a transfer that names an account that

@@ -35,7 +35,7 @@ func openBank(t *testing.T, driverName, dsn string, create bool) (*bank, *corete
 	b := newBank(db, driverName, fmt.Sprintf("bank%d", rand.Uint32()))
 	if create {
 		require.NoError(t, b.create(context.Background(), 100, 100))
-		t.Cleanup(func() { b.drop(context.Background()) })
+		t.Cleanup(func() { assert.NoError(t, b.drop(context.Background())) })
 	}
 	return b, obs
 }

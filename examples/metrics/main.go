@@ -106,15 +106,19 @@ func run(ctx context.Context, dsn, addr string, ready func(url string)) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	shutdownErr := make(chan error, 1)
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		_ = srv.Shutdown(shutdown)
+		shutdownErr <- srv.Shutdown(shutdown)
 	}()
 	ready("http://" + ln.Addr().String() + "/metrics")
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return fmt.Errorf("example: serve: %w", err)
+	}
+	if err := <-shutdownErr; err != nil {
+		return fmt.Errorf("example: shutdown: %w", err)
 	}
 	return nil
 }
