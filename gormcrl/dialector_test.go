@@ -87,18 +87,18 @@ func TestLogNamesTheCallersLine(t *testing.T) {
 func TestLogOfRetriedOperationNamesTheCaller(t *testing.T) {
 	for _, tc := range []struct {
 		name, query string
-		run         func(db *gorm.DB, s *mssqltest.Server) (error, int) // the error, and the caller's line
+		run         func(db *gorm.DB, s *mssqltest.Server) (int, error) // the caller's line, and the error
 	}{
-		{"unit", insertOrder, func(db *gorm.DB, s *mssqltest.Server) (error, int) {
+		{"unit", insertOrder, func(db *gorm.DB, s *mssqltest.Server) (int, error) {
 			s.Handle(insertOrder, mssqltest.Error(1205), mssqltest.Error(1205), idRow(8))
 			_, _, line, _ := runtime.Caller(0)
-			return db.Create(&Order{Name: "pen"}).Error, line + 1
+			return line + 1, db.Create(&Order{Name: "pen"}).Error
 		}},
-		{"read", selectFirst, func(db *gorm.DB, s *mssqltest.Server) (error, int) {
+		{"read", selectFirst, func(db *gorm.DB, s *mssqltest.Server) (int, error) {
 			s.Handle(selectFirst, mssqltest.Error(1205), mssqltest.Error(1205), orderRow(7, "pen"))
 			var o Order
 			_, _, line, _ := runtime.Caller(0)
-			return db.First(&o, 7).Error, line + 1
+			return line + 1, db.First(&o, 7).Error
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -108,7 +108,7 @@ func TestLogOfRetriedOperationNamesTheCaller(t *testing.T) {
 			db, _ := open(t, s, &gorm.Config{Logger: lg}, gormcrl.WithRetryExec(deadlockRules))
 			s.Handle("BEGIN TRANSACTION", mssqltest.Affected(0))
 			buf.Reset()
-			err, line := tc.run(db, s)
+			line, err := tc.run(db, s)
 			require.NoError(t, err)
 			lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 			require.Len(t, lines, 2, "a file line, then the statement:\n%s", buf.String())

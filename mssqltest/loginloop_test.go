@@ -19,8 +19,8 @@ import (
 
 // connectLoop runs core's connection algorithm around the real go-mssqldb
 // connector, on a virtual clock (the waits return at once and are
-// recorded), and returns the error, the clock and the attempts made.
-func connectLoop(t *testing.T, dsn string, p core.Policy) (error, *coretest.Clock, int) {
+// recorded), and returns the clock, the attempts made and the error.
+func connectLoop(t *testing.T, dsn string, p core.Policy) (*coretest.Clock, int, error) {
 	t.Helper()
 	connector, err := mssql.NewConnector(dsn)
 	require.NoError(t, err)
@@ -36,7 +36,7 @@ func connectLoop(t *testing.T, dsn string, p core.Policy) (error, *coretest.Cloc
 		}
 		return err
 	})
-	return err, clock, attempts
+	return clock, attempts, err
 }
 
 // TestLoginLoopOverTDS: the JDBC driver's login loop inside its connection
@@ -49,7 +49,7 @@ func TestLoginLoopOverTDS(t *testing.T) {
 	t.Run("persistent 40613: 4 logins", func(t *testing.T) {
 		srv := mssqltest.NewServer(t)
 		srv.FailLogin(40613, 100)
-		err, clock, _ := connectLoop(t, srv.DSN(), core.Policy{})
+		clock, _, err := connectLoop(t, srv.DSN(), core.Policy{})
 		var me mssql.Error
 		require.ErrorAs(t, err, &me)
 		assert.Equal(t, int32(40613), me.Number)
@@ -60,14 +60,14 @@ func TestLoginLoopOverTDS(t *testing.T) {
 	t.Run("40613 three times, then in", func(t *testing.T) {
 		srv := mssqltest.NewServer(t)
 		srv.FailLogin(40613, 3)
-		err, _, _ := connectLoop(t, srv.DSN(), core.Policy{})
+		_, _, err := connectLoop(t, srv.DSN(), core.Policy{})
 		require.NoError(t, err)
 		assert.Equal(t, 4, srv.Logins())
 	})
 	t.Run("count 3: waits of the login loop", func(t *testing.T) {
 		srv := mssqltest.NewServer(t)
 		srv.FailLogin(40613, 100)
-		err, clock, _ := connectLoop(t, srv.DSN(), core.Policy{ConnectRetryCount: 3})
+		clock, _, err := connectLoop(t, srv.DSN(), core.Policy{ConnectRetryCount: 3})
 		assert.ErrorIs(t, err, core.ErrLoginTimeout)
 		assert.Equal(t, 4, srv.Logins())
 		assert.Equal(t, coretest.Seconds(0, 10, 10), clock.Sleeps())
@@ -75,14 +75,14 @@ func TestLoginLoopOverTDS(t *testing.T) {
 	t.Run("a dropped login is tried again", func(t *testing.T) {
 		srv := mssqltest.NewServer(t)
 		srv.DropLogins(1)
-		err, _, _ := connectLoop(t, srv.DSN(), core.Policy{})
+		_, _, err := connectLoop(t, srv.DSN(), core.Policy{})
 		require.NoError(t, err)
 		assert.Equal(t, 2, srv.Logins())
 	})
 	t.Run("dropped every time: the login loop only", func(t *testing.T) {
 		srv := mssqltest.NewServer(t)
 		srv.DropLogins(100)
-		err, _, _ := connectLoop(t, srv.DSN(), core.Policy{})
+		_, _, err := connectLoop(t, srv.DSN(), core.Policy{})
 		require.Error(t, err)
 		assert.ErrorIs(t, err, core.ErrNotRetryable)
 		assert.Equal(t, 2, srv.Logins())
@@ -91,14 +91,14 @@ func TestLoginLoopOverTDS(t *testing.T) {
 		srv := mssqltest.NewServer(t)
 		srv.DropLogins(1)
 		srv.FailLogin(40613, 1)
-		err, _, _ := connectLoop(t, srv.DSN(), core.Policy{})
+		_, _, err := connectLoop(t, srv.DSN(), core.Policy{})
 		require.NoError(t, err)
 		assert.Equal(t, 3, srv.Logins())
 	})
 	t.Run("login failed is fatal", func(t *testing.T) {
 		srv := mssqltest.NewServer(t)
 		srv.FailLogin(18456, 100)
-		err, _, _ := connectLoop(t, srv.DSN(), core.Policy{ConnectRetryCount: 5})
+		_, _, err := connectLoop(t, srv.DSN(), core.Policy{ConnectRetryCount: 5})
 		var me mssql.Error
 		require.ErrorAs(t, err, &me)
 		assert.Equal(t, int32(18456), me.Number)
@@ -107,7 +107,7 @@ func TestLoginLoopOverTDS(t *testing.T) {
 	t.Run("an error no rule names: the login loop's retry only, as JDBC's", func(t *testing.T) {
 		srv := mssqltest.NewServer(t)
 		srv.FailLogin(4064, 100)
-		err, clock, _ := connectLoop(t, srv.DSN(), core.Policy{})
+		clock, _, err := connectLoop(t, srv.DSN(), core.Policy{})
 		var me mssql.Error
 		require.ErrorAs(t, err, &me)
 		assert.Equal(t, int32(4064), me.Number)
@@ -120,7 +120,7 @@ func TestLoginLoopOverTDS(t *testing.T) {
 		srv.FailLogin(4060, 3)
 		conn, err := core.ParseConnectionRules("{+4060}")
 		require.NoError(t, err)
-		err, clock, _ := connectLoop(t, srv.DSN(), core.Policy{Connection: conn})
+		clock, _, err := connectLoop(t, srv.DSN(), core.Policy{Connection: conn})
 		require.NoError(t, err)
 		assert.Equal(t, 4, srv.Logins())
 		assert.Equal(t, []time.Duration{0, 0, 0}, clock.Sleeps())
@@ -130,7 +130,7 @@ func TestLoginLoopOverTDS(t *testing.T) {
 		srv.FailLogin(40613, 100)
 		conn, err := core.ParseConnectionRules("{4060}")
 		require.NoError(t, err)
-		err, _, _ = connectLoop(t, srv.DSN(), core.Policy{Connection: conn})
+		_, _, err = connectLoop(t, srv.DSN(), core.Policy{Connection: conn})
 		var me mssql.Error
 		require.ErrorAs(t, err, &me)
 		assert.Equal(t, int32(40613), me.Number)
@@ -141,7 +141,7 @@ func TestLoginLoopOverTDS(t *testing.T) {
 		require.NoError(t, err)
 		addr := ln.Addr().String()
 		require.NoError(t, ln.Close())
-		err, _, attempts := connectLoop(t, "sqlserver://sa:pass@"+addr+"?encrypt=disable&dial+timeout=2", core.Policy{})
+		_, attempts, err := connectLoop(t, "sqlserver://sa:pass@"+addr+"?encrypt=disable&dial+timeout=2", core.Policy{})
 		require.Error(t, err)
 		assert.True(t, errors.Is(err, syscall.ECONNREFUSED), "err = %v", err)
 		n, ok := core.ErrorNumber(err)
