@@ -90,9 +90,6 @@ func txLoop(ctx context.Context, r *core.Retrier, fn func(ctx context.Context) (
 // reached a server that cannot serve it now.
 func failover(p *Pool, err error) bool { return p.rt.Retrier().Failover(err) }
 
-// isBadConn reports an error that means the connection broke.
-func isBadConn(err error) bool { return core.IsBadConn(err) }
-
 // commitFailed is what a failed COMMIT means for the transaction loop
 // (core.CommitFailed): an error the server answered, unchanged; any
 // other, whose outcome is unknown, one that matches core.ErrCommitUnknown
