@@ -353,7 +353,7 @@ func (cn *conn) execAside(ctx context.Context, query string, args []driver.Named
 		return nil, driver.ErrSkip
 	}
 	if text, in := cn.textControl(query); text || cn.alone(ctx) {
-		res, err := cn.execInner(ctx, query, args)
+		res, err := cn.execOnce(ctx, query, args)
 		if err == driver.ErrSkip {
 			return nil, err
 		}
@@ -368,6 +368,50 @@ func (cn *conn) execAside(ctx context.Context, query string, args []driver.Named
 		return res, err
 	}
 	return cn.execLoop(ctx, query, args)
+}
+
+// execOnce runs query once, outside the statement loop (in a
+// transaction, a unit, as a transaction's text), bounded by a positive
+// queryTimeout as an attempt of the loop is
+// (core.Retrier.StatementContext).
+func (cn *conn) execOnce(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	sctx, end := cn.r.StatementContext(ctx, false)
+	if end == nil {
+		return cn.execInner(ctx, query, args)
+	}
+	res, err := cn.execInner(sctx, query, args)
+	end(err)
+	return res, err
+}
+
+// queryOnce runs query once (by the prepared statement s, or by the
+// connection when s is nil) outside the statement loop, bounded by a
+// positive queryTimeout as an attempt of the loop is, a bound that
+// lasts while the rows are read: cancel, for the rows, ends it when they
+// close (nil when nothing bounds the query, or it failed).
+func (cn *conn) queryOnce(ctx context.Context, s *stmt, query string, args []driver.NamedValue) (driver.Rows, context.CancelFunc, error) {
+	sctx, end := cn.r.StatementContext(ctx, true)
+	if end == nil {
+		ri, err := cn.queryBy(ctx, s, query, args)
+		return ri, nil, err
+	}
+	qctx, cancel := context.WithCancel(sctx)
+	ri, err := cn.queryBy(qctx, s, query, args)
+	end(err)
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	return ri, cancel, nil
+}
+
+// queryBy runs query by the prepared statement s, or by the connection
+// when s is nil.
+func (cn *conn) queryBy(ctx context.Context, s *stmt, query string, args []driver.NamedValue) (driver.Rows, error) {
+	if s != nil {
+		return s.queryInner(ctx, args)
+	}
+	return cn.queryInner(ctx, query, args)
 }
 
 // execInner runs query on the connection below, as database/sql would.
@@ -466,7 +510,7 @@ func (cn *conn) queryOther(ctx context.Context, query string, args []driver.Name
 		return nil, driver.ErrSkip
 	}
 	if text, in := cn.textControl(query); text || cn.alone(ctx) {
-		ri, err := cn.queryInner(ctx, query, args)
+		ri, cancel, err := cn.queryOnce(ctx, nil, query, args)
 		if err == driver.ErrSkip {
 			return nil, err
 		}
@@ -481,7 +525,7 @@ func (cn *conn) queryOther(ctx context.Context, query string, args []driver.Name
 		if text {
 			cn.noteText(ctx, query, nil, in)
 		}
-		rs := newRows(ctx, ri, cn, query, nil, true)
+		rs := newRows(ctx, ri, cn, query, cancel, true)
 		if t != nil {
 			cn.recordQuery(query, args, &rs.rows)
 		}

@@ -652,6 +652,38 @@ func (r *Retrier) attempt(o *operation, p *Policy, a attempts) (timedOut bool, e
 	return timedOut, err
 }
 
+// StatementContext returns the context of a statement that runs once,
+// outside the statement loop (in a transaction, in a unit of work, a
+// transaction's own text): ctx bounded by a positive queryTimeout, as an
+// attempt of the loop is, so that the JDBC driver's queryTimeout bounds
+// every statement. rows says that the statement's rows are read after
+// it returns: the bound then lasts while they are, until they are closed
+// or read to the end (on the Retrier's clock too, as an attempt's). end
+// is called once the statement returned, with its error; it is nil, and
+// ctx is returned as it is, when no queryTimeout bounds statements.
+func (r *Retrier) StatementContext(ctx context.Context, rows bool) (sctx context.Context, end func(err error)) {
+	if d := r.policy.Load().QueryTimeout; d > 0 {
+		return r.boundedStatement(ctx, d, rows)
+	}
+	return ctx, nil
+}
+
+// boundedStatement is StatementContext's bound of d.
+func (r *Retrier) boundedStatement(ctx context.Context, d time.Duration, rows bool) (context.Context, func(err error)) {
+	if !rows {
+		sctx, cancel := context.WithTimeout(ctx, d)
+		return sctx, func(error) { cancel() }
+	}
+	c := newRowsContext(ctx, d, r.clock)
+	return c, func(err error) {
+		if err != nil {
+			c.cancel(context.Canceled)
+		} else {
+			c.returnedRows()
+		}
+	}
+}
+
 // giveUp emits GaveUp and returns the *RetryError of a loop that stops.
 func (r *Retrier) giveUp(o *operation, attempts int, reason, err, ctxErr error, detail string) error {
 	if r.observer != nil {

@@ -19,10 +19,15 @@ import (
 // database/sql pool that crl opened.
 
 // execLoop runs one Exec under the statement loop of r on l; in a unit
-// (ctx carries one), once, its outcome recorded there.
+// (ctx carries one), once (bounded by a positive queryTimeout, as an
+// attempt is), its outcome recorded there.
 func execLoop(ctx context.Context, r *core.Retrier, l *lease, sql string, args []any) (pgconn.CommandTag, error) {
 	if u := unitOf(ctx); u != nil {
-		tag, err := l.exec(ctx, sql, args)
+		sctx, end := statementContext(ctx, r, false)
+		tag, err := l.exec(sctx, sql, args)
+		if end != nil {
+			end(err)
+		}
 		u.Record(r, sql, err)
 		return tag, err
 	}
@@ -40,16 +45,31 @@ func execLoop(ctx context.Context, r *core.Retrier, l *lease, sql string, args [
 // queryLoop runs one Query under the statement loop of r: each attempt
 // runs the query on rs's lease and reads its first row (rows.attempt);
 // the attempt's context, bounded by a positive queryTimeout, lives while
-// the rows are read. In a unit, one attempt, its outcome recorded there.
+// the rows are read. In a unit, one attempt, bounded the same way, its
+// outcome recorded there.
 func queryLoop(ctx context.Context, r *core.Retrier, rs *rows, sql string, args []any) error {
 	if u := unitOf(ctx); u != nil {
-		err := rs.attempt(ctx, ctx, sql, args)
+		actx, end := statementContext(ctx, r, true)
+		err := rs.attempt(ctx, actx, sql, args)
+		if end != nil {
+			end(err)
+		}
 		u.Record(r, sql, err)
 		return err
 	}
 	return r.Run(ctx, &core.Op{Query: sql, Rows: true}, func(actx context.Context) error {
 		return rs.attempt(ctx, actx, sql, args)
 	})
+}
+
+// statementContext is the context of a statement that runs once,
+// outside the statement loop (in a transaction, in a unit): bounded by a
+// positive queryTimeout, as an attempt of the loop is, while its rows
+// are read too when rows says it has some
+// (core.Retrier.StatementContext). end, nil when nothing bounds it, is
+// called once the statement returned, with its error.
+func statementContext(ctx context.Context, r *core.Retrier, rows bool) (sctx context.Context, end func(err error)) {
+	return r.StatementContext(ctx, rows)
 }
 
 // unretried reports an error met after a query's first row: not retried,

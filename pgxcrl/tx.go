@@ -235,13 +235,18 @@ func addRow(d *core.Digest, values [][]byte) {
 	}
 }
 
-// Exec runs sql in the transaction once, replaying the transaction after
-// an error that ended it (see tx).
+// Exec runs sql in the transaction once, bounded by a positive
+// queryTimeout, replaying the transaction after an error that ended it
+// (see tx).
 func (t *tx) Exec(ctx context.Context, sql string, arguments ...any) (pgconn.CommandTag, error) {
 	if t.rolledBy != nil {
 		return pgconn.CommandTag{}, t.rolledBack()
 	}
-	tag, err := t.inner.Exec(ctx, sql, arguments...)
+	sctx, end := statementContext(ctx, t.p.rt.Retrier(), false)
+	tag, err := t.inner.Exec(sctx, sql, arguments...)
+	if end != nil {
+		end(err)
+	}
 	if err != nil {
 		if tag, err = t.execFailed(ctx, sql, arguments, err); err != nil {
 			return tag, t.note(sql, err)

@@ -22,11 +22,13 @@ type txRows struct {
 	seen   int64 // rows (and the end) the caller read
 	digest core.Digest
 	state  rowsState
+	cancel context.CancelFunc // ends the query's bound (queryTimeout) when the rows are done
 }
 
 var _ pgx.Rows = (*txRows)(nil)
 
-// Query runs sql in the transaction once, replaying the transaction
+// Query runs sql in the transaction once, bounded by a positive
+// queryTimeout while its rows are read too, replaying the transaction
 // after an error before the first row that ended it (see tx). An error
 // met while later rows are read is returned by Err and ends the
 // transaction on the server (no replay: the caller is reading).
@@ -36,7 +38,7 @@ func (t *tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, erro
 		r.err = t.rolledBack()
 		return r, r.err
 	}
-	err := r.first(ctx, t.inner, sql, args)
+	err := r.bounded(ctx, sql, args)
 	if err != nil {
 		err = t.recover(ctx, sql, err, func(ctx context.Context) error { return r.first(ctx, t.conn(), sql, args) })
 		if err != nil {
@@ -47,6 +49,24 @@ func (t *tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, erro
 	r.idx = t.record(sql, args)
 	t.rec.RowsOpened()
 	return r, nil
+}
+
+// bounded runs the query in the transaction and reads its first row,
+// bounded by a positive queryTimeout, a bound that lasts while the rows
+// are read (done ends it).
+func (r *txRows) bounded(ctx context.Context, sql string, args []any) error {
+	qctx, end := statementContext(ctx, r.t.p.rt.Retrier(), true)
+	if end == nil {
+		return r.first(ctx, r.t.inner, sql, args)
+	}
+	qctx, r.cancel = context.WithCancel(qctx)
+	err := r.first(qctx, r.t.inner, sql, args)
+	end(err)
+	if err != nil {
+		r.cancel()
+		r.cancel = nil
+	}
+	return err
 }
 
 // QueryRow is Query for at most one row; its errors come from Scan.
@@ -121,6 +141,10 @@ func (r *txRows) done() {
 	}
 	r.state = rowsDone
 	r.inner.Close()
+	if r.cancel != nil {
+		r.cancel()
+		r.cancel = nil
+	}
 	r.t.note(r.sql, r.inner.Err())
 	r.t.rec.RowsClosed()
 }
