@@ -353,7 +353,15 @@ func (cn *conn) execAside(ctx context.Context, query string, args []driver.Named
 		return nil, driver.ErrSkip
 	}
 	if text, in := cn.textControl(query); text || cn.alone(ctx) {
-		res, err := cn.execOnce(ctx, query, args)
+		var (
+			res driver.Result
+			err error
+		)
+		if cn.r.BoundsStatements() {
+			res, err = cn.execBounded(ctx, nil, query, args)
+		} else {
+			res, err = cn.execInner(ctx, query, args)
+		}
 		if err == driver.ErrSkip {
 			return nil, err
 		}
@@ -370,28 +378,36 @@ func (cn *conn) execAside(ctx context.Context, query string, args []driver.Named
 	return cn.execLoop(ctx, query, args)
 }
 
-// execOnce runs query once, outside the statement loop (in a
-// transaction, a unit, as a transaction's text), bounded by a positive
+// execBounded runs query once, outside the statement loop (in a
+// transaction, a unit, as a transaction's text), by the prepared
+// statement s, or by the connection when s is nil, bounded by the
 // queryTimeout as an attempt of the loop is
-// (core.Retrier.StatementContext).
-func (cn *conn) execOnce(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+// (core.Retrier.StatementContext). The callers ask
+// core.Retrier.BoundsStatements first, inlined: a statement that no
+// queryTimeout bounds pays that load.
+func (cn *conn) execBounded(ctx context.Context, s *stmt, query string, args []driver.NamedValue) (driver.Result, error) {
 	sctx, end := cn.r.StatementContext(ctx, false)
-	if end == nil {
-		return cn.execInner(ctx, query, args)
+	var (
+		res driver.Result
+		err error
+	)
+	if s != nil {
+		res, err = s.execInner(sctx, args)
+	} else {
+		res, err = cn.execInner(sctx, query, args)
 	}
-	res, err := cn.execInner(sctx, query, args)
-	end(err)
+	if end != nil {
+		end(err)
+	}
 	return res, err
 }
 
-// queryOnce runs query once (by the prepared statement s, or by the
-// connection when s is nil) outside the statement loop, bounded by a
-// positive queryTimeout as an attempt of the loop is, a bound that
-// lasts while the rows are read: cancel, for the rows, ends it when they
-// close (nil when nothing bounds the query, or it failed).
-func (cn *conn) queryOnce(ctx context.Context, s *stmt, query string, args []driver.NamedValue) (driver.Rows, context.CancelFunc, error) {
+// queryBounded is execBounded for a query: the bound lasts while the
+// rows are read, and cancel, for the rows, ends it when they close (nil
+// when the query failed).
+func (cn *conn) queryBounded(ctx context.Context, s *stmt, query string, args []driver.NamedValue) (driver.Rows, context.CancelFunc, error) {
 	sctx, end := cn.r.StatementContext(ctx, true)
-	if end == nil {
+	if end == nil { // the queryTimeout changed since the caller asked
 		ri, err := cn.queryBy(ctx, s, query, args)
 		return ri, nil, err
 	}
@@ -510,7 +526,16 @@ func (cn *conn) queryOther(ctx context.Context, query string, args []driver.Name
 		return nil, driver.ErrSkip
 	}
 	if text, in := cn.textControl(query); text || cn.alone(ctx) {
-		ri, cancel, err := cn.queryOnce(ctx, nil, query, args)
+		var (
+			ri     driver.Rows
+			cancel context.CancelFunc
+			err    error
+		)
+		if cn.r.BoundsStatements() {
+			ri, cancel, err = cn.queryBounded(ctx, nil, query, args)
+		} else {
+			ri, err = cn.queryInner(ctx, query, args)
+		}
 		if err == driver.ErrSkip {
 			return nil, err
 		}

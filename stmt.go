@@ -157,7 +157,15 @@ func (s *stmt) execDirectOr(ctx context.Context, args []driver.NamedValue, ok, s
 // execAside is ExecContext for an execution off the direct path.
 func (s *stmt) execAside(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
 	if text, in := s.textControl(); text || s.cn.alone(ctx) {
-		res, err := s.execOnce(ctx, args)
+		var (
+			res driver.Result
+			err error
+		)
+		if s.cn.r.BoundsStatements() {
+			res, err = s.cn.execBounded(ctx, s, s.query, args)
+		} else {
+			res, err = s.execInner(ctx, args)
+		}
 		if t := s.cn.recording(); t != nil {
 			if err == nil {
 				res = s.cn.recordExec(s.query, args, res)
@@ -225,7 +233,16 @@ func (s *stmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driv
 // under the statement loop, or once.
 func (s *stmt) queryOther(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
 	if text, in := s.textControl(); text || s.cn.alone(ctx) {
-		ri, cancel, err := s.cn.queryOnce(ctx, s, s.query, args)
+		var (
+			ri     driver.Rows
+			cancel context.CancelFunc
+			err    error
+		)
+		if s.cn.r.BoundsStatements() {
+			ri, cancel, err = s.cn.queryBounded(ctx, s, s.query, args)
+		} else {
+			ri, err = s.queryInner(ctx, args)
+		}
 		t := s.cn.recording()
 		if err != nil && t != nil {
 			ri, err = t.query(ctx, s.query, err, func(ctx context.Context) (driver.Rows, error) { return s.queryInner(ctx, args) })
@@ -274,18 +291,6 @@ func (s *stmt) execInner(ctx context.Context, args []driver.NamedValue) (driver.
 		}
 	}
 	return s.execDriver(ctx, args)
-}
-
-// execOnce executes the statement once, outside the statement loop,
-// bounded by a positive queryTimeout (conn.execOnce).
-func (s *stmt) execOnce(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	sctx, end := s.cn.r.StatementContext(ctx, false)
-	if end == nil {
-		return s.execInner(ctx, args)
-	}
-	res, err := s.execInner(sctx, args)
-	end(err)
-	return res, err
 }
 
 // execDriver executes the driver's statement, as database/sql would.

@@ -668,6 +668,11 @@ func (r *Retrier) StatementContext(ctx context.Context, rows bool) (sctx context
 	return ctx, nil
 }
 
+// BoundsStatements reports whether a positive queryTimeout bounds
+// statements now (StatementContext then bounds one). It is small enough
+// to be inlined: a statement run once asks it at the cost of a load.
+func (r *Retrier) BoundsStatements() bool { return r.policy.Load().QueryTimeout > 0 }
+
 // boundedStatement is StatementContext's bound of d.
 func (r *Retrier) boundedStatement(ctx context.Context, d time.Duration, rows bool) (context.Context, func(err error)) {
 	if !rows {

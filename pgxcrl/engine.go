@@ -69,6 +69,9 @@ func queryLoop(ctx context.Context, r *core.Retrier, rs *rows, sql string, args 
 // (core.Retrier.StatementContext). end, nil when nothing bounds it, is
 // called once the statement returned, with its error.
 func statementContext(ctx context.Context, r *core.Retrier, rows bool) (sctx context.Context, end func(err error)) {
+	if !r.BoundsStatements() { // inlined: the cost of a statement without a bound
+		return ctx, nil
+	}
 	return r.StatementContext(ctx, rows)
 }
 

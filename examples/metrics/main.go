@@ -99,6 +99,12 @@ func run(ctx context.Context, dsn, addr string, ready func(url string)) error {
 		return err
 	}
 
+	return serve(ctx, reg, addr, ready)
+}
+
+// serve serves reg's metrics on addr until ctx ends; ready is called
+// with the metrics' URL.
+func serve(ctx context.Context, reg *prom.Registry, addr string, ready func(url string)) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("example: listen on %s: %w", addr, err)
