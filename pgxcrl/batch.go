@@ -5,6 +5,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/crl-go/crl/core"
 )
 
 // SendBatch sends b on a connection of the pool (opened under the
@@ -21,7 +23,36 @@ func (p *Pool) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	if err != nil {
 		return errBatchResults{err: err}
 	}
-	return &batchResults{inner: c.SendBatch(ctx, b), l: lease{p: p, c: c}, ctx: ctx}
+	bctx, cancel := batchContext(ctx, p.rt.Retrier())
+	return &batchResults{inner: c.SendBatch(bctx, b), l: lease{p: p, c: c}, ctx: ctx, cancel: cancel}
+}
+
+// batchContext is the context a batch is sent with: bounded by a
+// positive queryTimeout while its results are read, as a query's rows
+// are (statementContext); cancel, nil when nothing bounds it, ends the
+// bound when the results are closed.
+func batchContext(ctx context.Context, r *core.Retrier) (context.Context, context.CancelFunc) {
+	bctx, end := statementContext(ctx, r, true)
+	if end == nil {
+		return ctx, nil
+	}
+	bctx, cancel := context.WithCancel(bctx)
+	end(nil) // the bound lasts until cancel, at Close
+	return bctx, cancel
+}
+
+// boundedBatch are the results of a transaction's batch sent with a
+// queryTimeout's bound, which Close ends.
+type boundedBatch struct {
+	pgx.BatchResults
+	cancel context.CancelFunc
+}
+
+// Close closes the results and ends the bound.
+func (b boundedBatch) Close() error {
+	err := b.BatchResults.Close()
+	b.cancel()
+	return err
 }
 
 // CopyFrom copies rowSrc into tableName on a connection of the pool
@@ -55,10 +86,11 @@ func (l *lease) copyFrom(ctx context.Context, tableName pgx.Identifier, columnNa
 // a batch after its first error, so that one says what the connection
 // met.
 type batchResults struct {
-	inner pgx.BatchResults
-	l     lease
-	ctx   context.Context // SendBatch's
-	err   error           // the first error Exec met
+	inner  pgx.BatchResults
+	l      lease
+	ctx    context.Context    // SendBatch's
+	err    error              // the first error Exec met
+	cancel context.CancelFunc // ends the batch's bound (queryTimeout), nil without one
 }
 
 // Exec reads the next statement's result, as pgx.BatchResults.Exec.
@@ -79,6 +111,9 @@ func (b *batchResults) QueryRow() pgx.Row { return b.inner.QueryRow() }
 // Close closes the results and returns the connection to the pool.
 func (b *batchResults) Close() error {
 	err := b.inner.Close()
+	if b.cancel != nil {
+		b.cancel()
+	}
 	if b.err == nil {
 		b.err = err
 	}

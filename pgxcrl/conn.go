@@ -57,7 +57,8 @@ func (c *Conn) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 
 // SendBatch sends b on this connection once, as the Pool's SendBatch.
 func (c *Conn) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	return &batchResults{inner: c.c.SendBatch(ctx, b), l: lease{p: c.p, c: c.c, held: c}, ctx: ctx}
+	bctx, cancel := batchContext(ctx, c.p.rt.Retrier())
+	return &batchResults{inner: c.c.SendBatch(bctx, b), l: lease{p: c.p, c: c.c, held: c}, ctx: ctx, cancel: cancel}
 }
 
 // CopyFrom copies rowSrc into tableName on this connection once, as the

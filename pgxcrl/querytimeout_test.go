@@ -2,6 +2,7 @@ package pgxcrl_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -14,8 +15,8 @@ import (
 
 // TestQueryTimeoutBoundsStatementsRunOnce: a positive queryTimeout bounds
 // every statement, not only the statement loop's attempts: a statement
-// of a transaction (Exec, Query, QueryRow) and one run in a unit of
-// crl.Retry end with context.DeadlineExceeded once they have run for the
+// of a transaction (Exec, Query, QueryRow), a batch (of the pool, of a
+// Conn, of a transaction) and a statement run in a unit of crl.Retry end with context.DeadlineExceeded once they have run for the
 // queryTimeout, while the caller's context is alive. A transaction's
 // rows that are read in time are not cut off.
 func TestQueryTimeoutBoundsStatementsRunOnce(t *testing.T) {
@@ -49,6 +50,18 @@ func TestQueryTimeoutBoundsStatementsRunOnce(t *testing.T) {
 			var v any
 			return tx.QueryRow(ctx, sleep).Scan(&v)
 		})},
+		{"a transaction's batch", inTx(func(ctx context.Context, tx pgx.Tx) error {
+			return sendBatch(ctx, tx, sleep)
+		})},
+		{"the pool's batch", func(ctx context.Context) error {
+			return sendBatch(ctx, p, sleep)
+		}},
+		{"a Conn's batch", func(ctx context.Context) error {
+			c, err := p.Acquire(ctx)
+			require.NoError(t, err)
+			defer c.Release()
+			return sendBatch(ctx, c, sleep)
+		}},
 		{"a unit's Exec", func(ctx context.Context) error {
 			return crl.Retry(ctx, func(ctx context.Context) error {
 				_, err := p.Exec(ctx, sleep)
@@ -89,4 +102,16 @@ func TestQueryTimeoutBoundsStatementsRunOnce(t *testing.T) {
 		require.NoError(t, tx.Commit(ctx))
 		assert.Equal(t, int32(0), p.Stat().AcquiredConns())
 	})
+}
+
+// sendBatch sends a batch of the one statement sql on b and reads its
+// result: the first error.
+func sendBatch(ctx context.Context, b interface {
+	SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
+}, sql string) error {
+	batch := &pgx.Batch{}
+	batch.Queue(sql)
+	res := b.SendBatch(ctx, batch)
+	_, err := res.Exec()
+	return errors.Join(err, res.Close())
 }

@@ -318,7 +318,12 @@ func (t *tx) CopyFrom(ctx context.Context, tableName pgx.Identifier, columnNames
 // longer replayed.
 func (t *tx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	t.unsure = true
-	return t.inner.SendBatch(ctx, b)
+	bctx, cancel := batchContext(ctx, t.p.rt.Retrier())
+	res := t.inner.SendBatch(bctx, b)
+	if cancel == nil {
+		return res
+	}
+	return boundedBatch{res, cancel}
 }
 
 // LargeObjects returns the transaction's large objects, as pgx.Tx's; the
