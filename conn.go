@@ -172,8 +172,12 @@ func (cn *conn) driverConn() driver.Conn { return cn.inner }
 // (config gives the Retrier NoRetry), so that it is an operation the
 // observer sees. One ctx.Value.
 func (cn *conn) alone(ctx context.Context) bool {
-	return cn.tx != nil || config.UnitOf(ctx) != nil
+	return cn.tx != nil || inUnit(ctx)
 }
+
+// inUnit reports whether ctx carries a unit (apart from alone, which is
+// then inlined: a transaction's statements need not ask).
+func inUnit(ctx context.Context) bool { return config.UnitOf(ctx) != nil }
 
 // record records the outcome of a statement run alone: in a transaction
 // BeginTx began, its failure in the transaction's record (tx.fail; a

@@ -42,7 +42,7 @@ func (cn *conn) injected(query string, k config.StatementKind) error {
 
 // faulty reports whether faults were injected into the pool. It is
 // small enough to be inlined.
-func (cn *conn) faulty() bool { return len(cn.c.rt.Faults()) != 0 }
+func (cn *conn) faulty() bool { return cn.c.rt.HasFaults() }
 
 // fail is injected's answer when faults were injected.
 func (cn *conn) fail(query string, k config.StatementKind) error {

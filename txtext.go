@@ -37,8 +37,14 @@ func (cn *conn) inTextTx() bool {
 // may begin one.
 // The common case, in none and a text seen last, is inlined.
 func (cn *conn) textControl(query string) (control, in bool) {
-	if cn.text.driver == nil && cn.text.state == (txState{}) && query == cn.seen[0].text {
-		return cn.seen[0].begins, false
+	if cn.text.driver == nil && cn.text.state == (txState{}) {
+		// One of the last two texts, known by its address (as seenPlain
+		// knows them): most statements of a transaction repeat.
+		if s := &cn.seen; sameText(s[0].text, query) {
+			return s[0].begins, false
+		} else if sameText(s[1].text, query) {
+			return s[1].begins, false
+		}
 	}
 	return cn.textControlRead(query)
 }

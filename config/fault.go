@@ -92,6 +92,11 @@ func (r *Runtime) Faults() []Fault {
 	return nil
 }
 
+// HasFaults reports whether faults were added to the pool (Faults is not
+// empty): one atomic load, small enough to be inlined into the driver
+// layer's test before a statement.
+func (r *Runtime) HasFaults() bool { return r != nil && r.faults.Load() != nil }
+
 // swapFaults stores edit's set in place of the current one, retried
 // until no other change came between the load and the store.
 func (r *Runtime) swapFaults(edit func(old []*faultEntry) []*faultEntry) {
