@@ -353,7 +353,7 @@ func (cn *conn) execDirectOr(ctx context.Context, query string, args []driver.Na
 
 // execAside is ExecContext for a statement off the direct path.
 func (cn *conn) execAside(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if cn.execer == nil && cn.execerOld == nil || cn.skipped(query, len(args), kindExec) {
+	if cn.execer == nil && cn.execerOld == nil || cn.mayBeSkipped(len(args)) && cn.skipped(query, len(args), kindExec) {
 		return nil, driver.ErrSkip
 	}
 	if text, in := cn.textControl(query); text || cn.alone(ctx) {
@@ -467,6 +467,11 @@ func (cn *conn) skipped(query string, n int, k config.StatementKind) bool {
 	return n > 0 && (cn.skipsArgs() || cn.faulty() && cn.matches(query, k))
 }
 
+// mayBeSkipped is skipped's test that needs no call, inlined before it:
+// false for most statements (no argument, or a driver that never
+// answered driver.ErrSkip and no fault injected).
+func (cn *conn) mayBeSkipped(n int) bool { return n > 0 && (cn.skipsArgs() || cn.faulty()) }
+
 // noteSkip notes a driver that answers driver.ErrSkip to a statement with
 // arguments (database/sql then prepares it; see skipsArgs). Not for a
 // driver that runs statements through Execer or Queryer: there, as in
@@ -497,11 +502,11 @@ func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.Na
 		if ok, settle, lean = cn.r.DirectLean(); !lean {
 			ok, settle = cn.r.Direct()
 		}
-	} else if cn.detour != 0 {
-		ok, settle = cn.ordinary(ctx, query, len(args))
+	} else if cn.detour != 0 && cn.detour&detourAlways == 0 {
+		ok, settle = cn.ordinaryHeld(ctx, query, len(args)) // a bit that may let it through
 	}
 	if !ok {
-		return cn.queryOther(ctx, query, args)
+		return cn.queryOther(ctx, query, args) // a transaction's statements, among others
 	}
 	// Most queries (stmtloop.go): the first attempt runs here, as
 	// queryAttempt runs one, and goes to the loop only when it failed.
@@ -526,7 +531,7 @@ func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.Na
 // statement loop, or once (in a transaction, a unit, or as a transaction's
 // text); driver.ErrSkip where the driver or a fault says so.
 func (cn *conn) queryOther(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
-	if cn.queryer == nil && cn.queryOld == nil || cn.skipped(query, len(args), kindQuery) {
+	if cn.queryer == nil && cn.queryOld == nil || cn.mayBeSkipped(len(args)) && cn.skipped(query, len(args), kindQuery) {
 		return nil, driver.ErrSkip
 	}
 	if text, in := cn.textControl(query); text || cn.alone(ctx) {
