@@ -629,22 +629,14 @@ func (r *Retrier) attempt(o *operation, p *Policy, a attempts) (timedOut bool, e
 	switch {
 	case p.QueryTimeout <= 0 || a.l == limitNone:
 		err = a.fn(ctx)
-	case a.l == limitRows:
-		// The rows are read after fn returns: the context lives until they
-		// are closed or read to the end, or until its deadline.
-		actx := newRowsContext(ctx, p.QueryTimeout, r.clock)
-		err = a.fn(actx)
-		timedOut = err != nil && actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
-		if err != nil {
-			actx.cancel(context.Canceled)
-		} else {
-			actx.returnedRows()
-		}
 	default:
-		actx, cancel := context.WithTimeout(ctx, p.QueryTimeout)
+		// limitRows: the rows are read after fn returns, and the context
+		// lives until they are closed or read to the end, or until its
+		// deadline.
+		actx, b := r.bound(ctx, p.QueryTimeout, a.l == limitRows)
 		err = a.fn(actx)
 		timedOut = err != nil && actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
-		cancel()
+		b.end(err)
 	}
 	if err != nil && a.failed != nil {
 		o.query = a.failed()
@@ -663,7 +655,8 @@ func (r *Retrier) attempt(o *operation, p *Policy, a attempts) (timedOut bool, e
 // ctx is returned as it is, when no queryTimeout bounds statements.
 func (r *Retrier) StatementContext(ctx context.Context, rows bool) (sctx context.Context, end func(err error)) {
 	if d := r.policy.Load().QueryTimeout; d > 0 {
-		return r.boundedStatement(ctx, d, rows)
+		sctx, b := r.bound(ctx, d, rows)
+		return sctx, b.end
 	}
 	return ctx, nil
 }
@@ -673,19 +666,34 @@ func (r *Retrier) StatementContext(ctx context.Context, rows bool) (sctx context
 // to be inlined: a statement run once asks it at the cost of a load.
 func (r *Retrier) BoundsStatements() bool { return r.policy.Load().QueryTimeout > 0 }
 
-// boundedStatement is StatementContext's bound of d.
-func (r *Retrier) boundedStatement(ctx context.Context, d time.Duration, rows bool) (context.Context, func(err error)) {
+// bound is the bound of one statement's context by d, a positive
+// queryTimeout: an attempt's of the loop, or StatementContext's.
+func (r *Retrier) bound(ctx context.Context, d time.Duration, rows bool) (context.Context, statementBound) {
 	if !rows {
 		sctx, cancel := context.WithTimeout(ctx, d)
-		return sctx, func(error) { cancel() }
+		return sctx, statementBound{cancel: cancel}
 	}
 	c := newRowsContext(ctx, d, r.clock)
-	return c, func(err error) {
-		if err != nil {
-			c.cancel(context.Canceled)
-		} else {
-			c.returnedRows()
-		}
+	return c, statementBound{rows: c}
+}
+
+// statementBound ends the bound of a statement's context once the
+// statement returned: an exec's at once (cancel), a query's (rows) at
+// once when it failed, else when its rows are done.
+type statementBound struct {
+	cancel context.CancelFunc
+	rows   *rowsContext
+}
+
+// end ends the bound of a statement that returned err.
+func (b statementBound) end(err error) {
+	switch {
+	case b.rows == nil:
+		b.cancel()
+	case err != nil:
+		b.rows.cancel(context.Canceled)
+	default:
+		b.rows.returnedRows()
 	}
 }
 
