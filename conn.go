@@ -300,6 +300,9 @@ func (cn *conn) prepareInner(ctx context.Context, query string) (driver.Stmt, er
 // ctx.Value and the driver; every other case is out of line.
 func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	if cn.detour != 0 {
+		if cn.detour&detourAlways != 0 {
+			return cn.execAside(ctx, query, args) // a transaction's statements, among others
+		}
 		return cn.execHeld(ctx, query, args)
 	}
 	if config.UnitOf(ctx) != nil || !cn.seenPlain(query) {
@@ -317,12 +320,9 @@ func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.Nam
 }
 
 // execHeld is ExecContext for a statement on a connection with a detour
-// bit: ordinary decides (as it does with one), at once for the bits that
-// always hold (a transaction's statements come here).
+// bit but none of those that always hold: ordinary decides (as it does
+// with one).
 func (cn *conn) execHeld(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	if cn.detour&detourAlways != 0 {
-		return cn.execAside(ctx, query, args)
-	}
 	ok, settle := cn.ordinaryHeld(ctx, query, len(args))
 	return cn.execDirectOr(ctx, query, args, ok, settle)
 }
@@ -356,7 +356,12 @@ func (cn *conn) execAside(ctx context.Context, query string, args []driver.Named
 	if cn.execer == nil && cn.execerOld == nil || cn.mayBeSkipped(len(args)) && cn.skipped(query, len(args), kindExec) {
 		return nil, driver.ErrSkip
 	}
-	if text, in := cn.textControl(query); text || cn.alone(ctx) {
+	text, known := cn.knownText(query)
+	in := false
+	if !known {
+		text, in = cn.textControl(query)
+	}
+	if text || cn.alone(ctx) {
 		var (
 			res driver.Result
 			err error
@@ -534,7 +539,12 @@ func (cn *conn) queryOther(ctx context.Context, query string, args []driver.Name
 	if cn.queryer == nil && cn.queryOld == nil || cn.mayBeSkipped(len(args)) && cn.skipped(query, len(args), kindQuery) {
 		return nil, driver.ErrSkip
 	}
-	if text, in := cn.textControl(query); text || cn.alone(ctx) {
+	text, known := cn.knownText(query)
+	in := false
+	if !known {
+		text, in = cn.textControl(query)
+	}
+	if text || cn.alone(ctx) {
 		var (
 			ri     driver.Rows
 			cancel context.CancelFunc
@@ -690,8 +700,12 @@ func (cn *conn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, 
 		}
 		return nil, err
 	}
-	cn.ownTx = tx{inner: ti, cn: cn, unit: u, ctx: ctx, underCtx: cn.c.commitUnderContext}
-	cn.setTx(&cn.ownTx)
+	// Every field, one by one, not a value built aside and copied whole:
+	// startRecording sets the replay's others.
+	t := &cn.ownTx
+	t.inner, t.cn, t.unit, t.ctx, t.underCtx = ti, cn, u, ctx, cn.c.commitUnderContext
+	t.rp.stopped = nil
+	cn.setTx(t)
 	cn.startRecording(cn.tx, opts, noRetry)
 	if u != nil {
 		u.Began(cn.r, &cn.rec)

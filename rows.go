@@ -227,7 +227,7 @@ func (r *rows) nextOther(dest []driver.Value) error {
 		return io.EOF
 	}
 	err := r.inner.Next(dest)
-	if err != nil && err != io.EOF {
+	if err != nil && !isEOF(err) {
 		r.failed(err)
 	}
 	r.saw(dest, err)
@@ -248,16 +248,18 @@ func isEOF(err error) bool {
 // it when the rows close (Close): a transaction whose error comes while
 // rows are open is not replayed, so only closed rows' digests are read.
 func (r *rows) saw(dest []driver.Value, err error) {
-	if r.done || err != nil && err != io.EOF {
+	switch {
+	case r.done:
 		return
-	}
-	if err == io.EOF {
-		r.dg.AddEnd()
-		r.done = true
-	} else {
+	case err == nil:
 		for _, v := range dest {
 			r.dg.Add(v)
 		}
+	case isEOF(err):
+		r.dg.AddEnd()
+		r.done = true
+	default:
+		return
 	}
 	r.seen++
 }

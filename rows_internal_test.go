@@ -57,21 +57,22 @@ func fill(t *testing.T, v reflect.Value) {
 		case reflect.Interface:
 			fillInterface(t, f)
 		default:
-			t.Fatalf("rows field %s: fill a %s", v.Type().Field(i).Name, f.Kind())
+			t.Fatalf("field %s: fill a %s", v.Type().Field(i).Name, f.Kind())
 		}
 	}
 }
 
-// fillInterface sets f, an interface field of rows, to a value of its type.
+// fillInterface sets f, an interface field (of rows, of tx), to a value of
+// its type.
 func fillInterface(t *testing.T, f reflect.Value) {
 	t.Helper()
-	for _, v := range []any{context.TODO(), emptyRows{}} {
+	for _, v := range []any{context.TODO(), emptyRows{}, nopTx{}, errNilFunc} {
 		if reflect.TypeOf(v).Implements(f.Type()) {
 			f.Set(reflect.ValueOf(v))
 			return
 		}
 	}
-	t.Fatalf("rows field of type %s: no value to fill it with", f.Type())
+	t.Fatalf("field of type %s: no value to fill it with", f.Type())
 }
 
 // setsRows are driver rows with more than one result set.

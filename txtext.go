@@ -34,28 +34,31 @@ func (cn *conn) inTextTx() bool {
 
 // textControl reports whether query runs once and is noted for the
 // session's text transaction (noteText): in one (in), or when query
-// may begin one.
-// The common case, in none and a text seen last, is inlined.
+// may begin one. Its callers ask knownText first.
 func (cn *conn) textControl(query string) (control, in bool) {
-	if cn.text.driver == nil && cn.text.state == (txState{}) {
-		// One of the last two texts, known by its address (as seenPlain
-		// knows them): most statements of a transaction repeat.
-		if s := &cn.seen; sameText(s[0].text, query) {
-			return s[0].begins, false
-		} else if sameText(s[1].text, query) {
-			return s[1].begins, false
-		}
-	}
-	return cn.textControlRead(query)
-}
-
-// textControlRead is textControl past its common case.
-func (cn *conn) textControlRead(query string) (control, in bool) {
-	if cn.text.driver == nil && cn.text.state == (txState{}) {
+	if cn.detour&(detourText|detourAsk) == 0 {
 		return cn.mayBegin(query), false // in none
 	}
 	in = cn.inTextTx()
 	return in || cn.mayBegin(query), in
+}
+
+// knownText is textControl's common case, with no call so that it
+// inlines in textControl's callers, which ask it first: in no text
+// transaction (no detourText or detourAsk bit: the driver gives no word
+// of its own and the texts say none runs), and query one of the last two
+// texts, known by its address, as seenPlain knows them (most statements
+// of a transaction repeat). known is false otherwise.
+func (cn *conn) knownText(query string) (control, known bool) {
+	if s := &cn.seen; cn.detour&(detourText|detourAsk) == 0 {
+		if sameText(s[0].text, query) {
+			return s[0].begins, true
+		}
+		if sameText(s[1].text, query) {
+			return s[1].begins, true
+		}
+	}
+	return false, false
 }
 
 // noteText notes what query, run once, did to the session's text
