@@ -20,7 +20,7 @@ func TestOwnTxKeepsNothingOfTheTransactionBefore(t *testing.T) {
 	cn := textConn(t, family.MySQL, &beginConn{newScriptConn()})
 	cn.c.replayLimit = 10 // replay on
 	ctx := context.Background()
-	opts := driver.TxOptions{} // fill sets the record's to others
+	opts := driver.TxOptions{} // the default (the driver has Begin only); fill sets rp.opts to another first
 	for i := range 2 {
 		fill(t, reflect.ValueOf(&cn.ownTx).Elem())
 		got, err := cn.BeginTx(ctx, opts)

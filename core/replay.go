@@ -194,9 +194,11 @@ type recordedStatement struct {
 func (t *TxRecord) Reset(limit int) {
 	// A transaction has a few: stores, backwards so that the compiler
 	// does not make the loop a call of the runtime's clear, which costs
-	// more than a few stores.
-	for i := len(t.args) - 1; i >= 0; i-- {
-		t.args[i] = nil
+	// more than a few stores, through a local slice, whose length and
+	// array are not loaded again after each store.
+	args := t.args
+	for i := len(args) - 1; i >= 0; i-- {
+		args[i] = nil
 	}
 	if limit <= 0 {
 		limit = defaultReplayLimit
