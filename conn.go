@@ -300,10 +300,10 @@ func (cn *conn) prepareInner(ctx context.Context, query string) (driver.Stmt, er
 // ctx.Value and the driver; every other case is out of line.
 func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	if cn.detour != 0 {
-		if cn.detour&detourAlways != 0 {
-			return cn.execAside(ctx, query, args) // a transaction's statements, among others
+		if ok, settle := cn.ordinaryDetour(ctx, query, len(args)); ok {
+			return cn.execDirectOr(ctx, query, args, true, settle)
 		}
-		return cn.execHeld(ctx, query, args)
+		return cn.execAside(ctx, query, args) // a transaction's statements, among others
 	}
 	if config.UnitOf(ctx) != nil || !cn.seenPlain(query) {
 		return cn.execAside(ctx, query, args) // ordinary says no
@@ -317,14 +317,6 @@ func (cn *conn) ExecContext(ctx context.Context, query string, args []driver.Nam
 		return cn.execDirectEnd(ctx, query, args, res, err)
 	}
 	return res, nil
-}
-
-// execHeld is ExecContext for a statement on a connection with a detour
-// bit but none of those that always hold: ordinary decides (as it does
-// with one).
-func (cn *conn) execHeld(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
-	ok, settle := cn.ordinaryHeld(ctx, query, len(args))
-	return cn.execDirectOr(ctx, query, args, ok, settle)
 }
 
 // execTold is ExecContext for a statement that core.Retrier.DirectLean
@@ -507,8 +499,8 @@ func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.Na
 		if ok, settle, lean = cn.r.DirectLean(); !lean {
 			ok, settle = cn.r.Direct()
 		}
-	} else if cn.detour != 0 && cn.detour&detourAlways == 0 {
-		ok, settle = cn.ordinaryHeld(ctx, query, len(args)) // a bit that may let it through
+	} else if cn.detour != 0 {
+		ok, settle = cn.ordinaryDetour(ctx, query, len(args))
 	}
 	if !ok {
 		return cn.queryOther(ctx, query, args) // a transaction's statements, among others

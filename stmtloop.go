@@ -40,15 +40,24 @@ import (
 // the three alike).
 func (cn *conn) ordinary(ctx context.Context, query string, n int) (ok, settle bool) {
 	if cn.detour != 0 {
-		if cn.detour&detourAlways != 0 {
-			return false, false // a transaction's statements, among others
-		}
-		return cn.ordinaryHeld(ctx, query, n)
+		return cn.ordinaryDetour(ctx, query, n)
 	}
 	if !cn.seenPlain(query) || config.UnitOf(ctx) != nil {
 		return false, false
 	}
 	return cn.direct()
+}
+
+// ordinaryDetour is ordinary on a connection with a bit of cn.detour
+// set: no at once for a bit that always holds (a transaction's statements
+// among others), else ordinaryHeld decides. It inlines, in ordinary and
+// in conn.ExecContext and conn.QueryContext, which write ordinary's
+// common case out.
+func (cn *conn) ordinaryDetour(ctx context.Context, query string, n int) (ok, settle bool) {
+	if cn.detour&detourAlways == 0 {
+		ok, settle = cn.ordinaryHeld(ctx, query, n)
+	}
+	return ok, settle
 }
 
 // ordinaryHeld is ordinary on a connection with a bit of cn.detour set
