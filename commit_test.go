@@ -128,7 +128,10 @@ func TestLayerConnPassesOptionalInterfacesOn(t *testing.T) {
 	c := layerConn(t, &fakeConn{})
 	_, err := c.QueryContext(context.Background(), "select 1", nil)
 	assert.ErrorIs(t, err, driver.ErrSkip)
-	assert.ErrorIs(t, c.CheckNamedValue(&driver.NamedValue{}), driver.ErrSkip)
+	assert.ErrorIs(t, c.CheckNamedValue(&driver.NamedValue{Value: struct{}{}}), driver.ErrSkip)
+	nv := driver.NamedValue{Value: 7}
+	assert.NoError(t, c.CheckNamedValue(&nv), "database/sql's default conversion of a built-in type")
+	assert.Equal(t, int64(7), nv.Value)
 	assert.NoError(t, c.Ping(context.Background()))
 	assert.NoError(t, c.ResetSession(context.Background()))
 	assert.True(t, c.IsValid())

@@ -769,10 +769,12 @@ func (cn *conn) IsValid() bool {
 	return !cn.isBroken() && cn.innerValid()
 }
 
-// CheckNamedValue is the connection's check of an argument, or
-// driver.ErrSkip (database/sql's default conversion) without one.
+// CheckNamedValue is the connection's check of an argument; where it
+// answers driver.ErrSkip, or there is none, database/sql's default
+// conversion (knownValue, else driver.ErrSkip: database/sql's own).
+// database/sql calls it as connBase's, which holds the body (one frame).
 func (cn *conn) CheckNamedValue(nv *driver.NamedValue) error {
-	return cn.checker.CheckNamedValue(nv)
+	return (*connBase)(cn).CheckNamedValue(nv)
 }
 
 // Close closes the connection below.

@@ -219,9 +219,13 @@ func (c *connBase) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.T
 	return (*conn)(c).BeginTx(ctx, opts)
 }
 
-// CheckNamedValue is conn's.
+// CheckNamedValue is conn's: the body is here, where database/sql calls
+// it once per argument.
 func (c *connBase) CheckNamedValue(nv *driver.NamedValue) error {
-	return (*conn)(c).CheckNamedValue(nv)
+	if err := c.checker.CheckNamedValue(nv); !isError(err, &driver.ErrSkip) {
+		return err
+	}
+	return knownValue(nv)
 }
 
 // Ping is conn's.

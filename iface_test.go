@@ -20,11 +20,15 @@ import (
 // argSets are the arguments of optScenario's statements: a plain value,
 // types only the driver knows (its statement's ColumnConverter, its
 // connection's and its statement's NamedValueChecker), an argument its
-// checkers remove, a named argument, a driver.Valuer.
+// checkers remove, a named argument, a driver.Valuer, every type the
+// layer converts itself where the driver leaves it to database/sql
+// (knownValue) and types of the same kinds it leaves to database/sql, and
+// a value database/sql's conversion refuses.
 var argSets = [][]any{
 	{int64(1)}, {optdriver.Money{Cents: 250}}, {int64(2), optdriver.Drop{}},
 	{optdriver.ConnOnly{S: "a"}}, {optdriver.StmtOnly{S: "b"}},
 	{sql.Named("x", int64(3))}, {sql.NullInt64{Int64: 4, Valid: true}},
+	knownArgs, otherArgs, {uint64(1) << 63}, {[2]byte{1, 2}},
 }
 
 // optScenario runs on db what the comparison looks at, noting each call's

@@ -234,14 +234,19 @@ func (r *rows) nextOther(dest []driver.Value) error {
 	return err
 }
 
-// isEOF reports whether err is io.EOF, as err == io.EOF does, without the
-// runtime call that comparison makes once the dynamic types are the same
-// (at the end of every query's rows): io.EOF's dynamic type is a
-// pointer, so the two words of the interface values are the same
-// exactly when the values are.
-func isEOF(err error) bool {
-	e, eof := (*[2]unsafe.Pointer)(unsafe.Pointer(&err)), (*[2]unsafe.Pointer)(unsafe.Pointer(&io.EOF))
-	return e[0] == eof[0] && e[1] == eof[1] // not the arrays: their == is a call
+// isEOF reports whether err is io.EOF, as err == io.EOF does (isError),
+// at the end of every query's rows.
+func isEOF(err error) bool { return isError(err, &io.EOF) }
+
+// isError reports whether err is *target, a variable whose dynamic type
+// is a pointer (errors.New's: io.EOF, driver.ErrSkip), as err == *target
+// does, without the runtime call that comparison makes once the dynamic
+// types are the same: for such a target the two words of the interface
+// values are the same exactly when the values are. The variable's
+// address, not its value: inlined, its words are read where it is.
+func isError(err error, target *error) bool {
+	e, t := (*[2]unsafe.Pointer)(unsafe.Pointer(&err)), (*[2]unsafe.Pointer)(unsafe.Pointer(target))
+	return e[0] == t[0] && e[1] == t[1] // not the arrays: their == is a call
 }
 
 // saw notes what the caller read: a row, or the end. The record learns

@@ -21,9 +21,10 @@ type stmt struct {
 	numInput int    // the driver statement's NumInput, read once per driver statement
 
 	// The optional interfaces of inner, found once per driver statement.
-	execer  driver.StmtExecContext
-	queryer driver.StmtQueryContext
-	checker driver.NamedValueChecker
+	execer   driver.StmtExecContext
+	queryer  driver.StmtQueryContext
+	checker  driver.NamedValueChecker
+	converts bool // inner has a ColumnConverter: database/sql asks it after the checks
 }
 
 var (
@@ -60,6 +61,7 @@ func (s *stmt) use(si driver.Stmt) {
 	s.execer, _ = si.(driver.StmtExecContext)
 	s.queryer, _ = si.(driver.StmtQueryContext)
 	s.checker, _ = si.(driver.NamedValueChecker)
+	_, s.converts = si.(driver.ColumnConverter) //nolint:staticcheck // database/sql asks for it
 	s.numInput = si.NumInput()
 }
 
@@ -72,12 +74,20 @@ func (s *stmt) Close() error { return s.inner.Close() }
 func (s *stmt) NumInput() int { return s.numInput }
 
 // CheckNamedValue is the statement's check of an argument, else the
-// connection's, as database/sql looks for them.
+// connection's, as database/sql looks for them; where that answers
+// driver.ErrSkip, database/sql asks the statement's ColumnConverter when
+// it has one (the answer stays), else converts as knownValue does.
 func (s *stmt) CheckNamedValue(nv *driver.NamedValue) error {
+	var err error
 	if s.checker != nil {
-		return s.checker.CheckNamedValue(nv)
+		err = s.checker.CheckNamedValue(nv)
+	} else {
+		err = s.cn.checker.CheckNamedValue(nv) // the connection's driver check, one call less
 	}
-	return s.cn.checker.CheckNamedValue(nv) // conn.CheckNamedValue, one call less
+	if !isError(err, &driver.ErrSkip) || s.converts {
+		return err
+	}
+	return knownValue(nv)
 }
 
 // Exec is ExecContext with context.Background() (database/sql calls

@@ -194,9 +194,22 @@ var layerConnOps = []layerConnOp{
 		return rows.Close()
 	}},
 	{"CheckNamedValue", func(_ context.Context, dc any) error {
+		// database/sql's check of an argument: the connection's, then,
+		// where it answers driver.ErrSkip, database/sql's default
+		// conversion (the in-memory driver's answers that; crl's driver
+		// layer converts a built-in type itself).
 		layerNV = layerArgs[0]
-		if err := dc.(driver.NamedValueChecker).CheckNamedValue(&layerNV); err != driver.ErrSkip {
-			return fmt.Errorf("CheckNamedValue: %v, expected driver.ErrSkip", err)
+		switch err := dc.(driver.NamedValueChecker).CheckNamedValue(&layerNV); err {
+		case nil:
+		case driver.ErrSkip:
+			if layerNV.Value, err = driver.DefaultParameterConverter.ConvertValue(layerNV.Value); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("CheckNamedValue: %w, expected nil or driver.ErrSkip", err)
+		}
+		if layerNV.Value != layerArgs[0].Value {
+			return fmt.Errorf("CheckNamedValue: %#v, expected %#v", layerNV.Value, layerArgs[0].Value)
 		}
 		return nil
 	}},
