@@ -772,9 +772,11 @@ func (cn *conn) IsValid() bool {
 // CheckNamedValue is the connection's check of an argument; where it
 // answers driver.ErrSkip, or there is none, database/sql's default
 // conversion (knownValue, else driver.ErrSkip: database/sql's own).
-// database/sql calls it as connBase's, which holds the body (one frame).
 func (cn *conn) CheckNamedValue(nv *driver.NamedValue) error {
-	return (*connBase)(cn).CheckNamedValue(nv)
+	if err := cn.checker.CheckNamedValue(nv); !isError(err, &driver.ErrSkip) {
+		return err
+	}
+	return knownValue(nv)
 }
 
 // Close closes the connection below.

@@ -219,13 +219,9 @@ func (c *connBase) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.T
 	return (*conn)(c).BeginTx(ctx, opts)
 }
 
-// CheckNamedValue is conn's: the body is here, where database/sql calls
-// it once per argument.
+// CheckNamedValue is conn's.
 func (c *connBase) CheckNamedValue(nv *driver.NamedValue) error {
-	if err := c.checker.CheckNamedValue(nv); !isError(err, &driver.ErrSkip) {
-		return err
-	}
-	return knownValue(nv)
+	return (*conn)(c).CheckNamedValue(nv)
 }
 
 // Ping is conn's.
