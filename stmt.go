@@ -48,7 +48,7 @@ func (s stmtConverter) ColumnConverter(idx int) driver.ValueConverter {
 func newStmt(si driver.Stmt, cn *conn, query string) driver.Stmt {
 	s := &stmt{cn: cn, query: query, gen: cn.gen, mayBegin: cn.dialect.mayBegin(query)}
 	s.use(si)
-	if _, ok := si.(driver.ColumnConverter); ok { //nolint:staticcheck // database/sql asks for it
+	if s.converts {
 		return stmtConverter{s}
 	}
 	return s
