@@ -24,11 +24,24 @@ import (
 // layer converts itself where the driver leaves it to database/sql
 // (knownValue) and types of the same kinds it leaves to database/sql, and
 // a value database/sql's conversion refuses.
-var argSets = [][]any{
+// Each of those is a set of its own, so that a prepared statement of one
+// placeholder receives it too.
+var argSets = append([][]any{
 	{int64(1)}, {optdriver.Money{Cents: 250}}, {int64(2), optdriver.Drop{}},
 	{optdriver.ConnOnly{S: "a"}}, {optdriver.StmtOnly{S: "b"}},
 	{sql.Named("x", int64(3))}, {sql.NullInt64{Int64: 4, Valid: true}},
-	knownArgs, otherArgs, {uint64(1) << 63}, {[2]byte{1, 2}},
+	{uint64(1) << 63}, {[2]byte{1, 2}},
+}, oneEach(knownArgs, otherArgs)...)
+
+// oneEach returns each value of the lists as a set of one.
+func oneEach(lists ...[]any) [][]any {
+	var sets [][]any
+	for _, l := range lists {
+		for _, v := range l {
+			sets = append(sets, []any{v})
+		}
+	}
+	return sets
 }
 
 // optScenario runs on db what the comparison looks at, noting each call's

@@ -383,11 +383,18 @@ func checkArg(who string, nv *driver.NamedValue) error {
 	return driver.ErrSkip
 }
 
+// moneyConverter is the statement's ColumnConverter: it knows Money, and
+// converts an int16 its own way (into a string naming it), as a driver's
+// converter may convert a built-in type otherwise than database/sql's
+// default; everything else it leaves to that default.
 type moneyConverter struct{}
 
 func (moneyConverter) ConvertValue(v any) (driver.Value, error) {
-	if m, ok := v.(Money); ok {
-		return m.Cents, nil
+	switch v := v.(type) {
+	case Money:
+		return v.Cents, nil
+	case int16:
+		return fmt.Sprintf("column:int16(%d)", v), nil
 	}
 	return driver.DefaultParameterConverter.ConvertValue(v)
 }
