@@ -133,3 +133,26 @@ func TestOpenOverAForeignPool(t *testing.T) {
 		assert.ErrorIs(t, reloads[0].Err, config.ErrForeignPool)
 	})
 }
+
+// A setting refused over a pool of the caller's (gormcrl.Open with
+// options over a dialector given a Conn) is gorm.Open's error, and the
+// caller's pool stays open: GORM closes the pool it sees when a
+// dialector's Initialize fails, and the refusal takes it out of sight
+// first. Without options the same dialector opens, over the same pool.
+func TestRefusalLeavesTheCallersPoolOpen(t *testing.T) {
+	conformance.EachDatabase(t, func(t *testing.T, d conformance.Database) {
+		pool, err := sql.Open(d.Driver, d.DSN)
+		require.NoError(t, err)
+		t.Cleanup(func() { assert.NoError(t, pool.Close()) })
+		_, err = gorm.Open(gormcrl.Open(foreignDialector(d, pool), gormcrl.WithRetryExec("{deadlock:3,10ms}")),
+			&gorm.Config{Logger: logger.Discard})
+		require.ErrorIs(t, err, config.ErrForeignPoolSettings)
+		require.NoError(t, pool.Ping(), "the caller's pool is still open")
+
+		db, err := gorm.Open(gormcrl.Open(foreignDialector(d, pool)), &gorm.Config{Logger: logger.Discard})
+		require.NoError(t, err)
+		var one int
+		require.NoError(t, db.Raw("SELECT 1").Scan(&one).Error)
+		assert.Equal(t, 1, one)
+	})
+}
