@@ -56,10 +56,7 @@ type dialector struct {
 	opts           []Option
 }
 
-var (
-	_ gorm.Dialector                         = (*dialector)(nil)
-	_ interface{ Apply(*gorm.Config) error } = (*dialector)(nil)
-)
+var _ interface{ Apply(*gorm.Config) error } = (*dialector)(nil) // GORM's hook; Open's result says it is a gorm.Dialector
 
 // Initialize gives a copy of the wrapped dialector a connection pool that
 // runs the connection loop, initializes it, registers the plugin and puts
@@ -81,8 +78,8 @@ func (d *dialector) Initialize(db *gorm.DB) error {
 // (the first one registered on db's plugins stays in effect: dbresolver
 // opens its sources and replicas with a copy of the main handle's
 // gorm.Config, and each pool's own Runtime retries what runs on it), and
-// puts inner in db.Dialector. A pool that GORM did not take is closed on
-// an error; a pool of the caller's is not (see hasConn).
+// puts inner in db.Dialector. On an error, a pool that GORM did not take
+// is closed, and a Conn of the caller's is kept out of GORM's sight.
 func initialize(db *gorm.DB, inner gorm.Dialector, pool *sql.DB, opts []Option) error {
 	if err := inner.Initialize(db); err != nil {
 		if pool != nil && db.ConnPool != pool { // gorm.Open closes only the pool it sees
@@ -97,25 +94,13 @@ func initialize(db *gorm.DB, inner gorm.Dialector, pool *sql.DB, opts []Option) 
 		p.opts = nil // crl opened the pool with them
 	}
 	if err := p.Initialize(db); err != nil { // which puts p in db.Plugins
-		if pool == nil && hasConn(inner) {
-			// The caller's own pool, which the plugin refused settings
-			// for: gorm.Open closes the pool it sees when Initialize
-			// fails, and a setting given to crl in error must not close
-			// the caller's pool.
-			db.ConnPool = nil
+		if _, f, ok := copyDialector(inner); pool == nil && ok && !f.conn.IsNil() {
+			db.ConnPool = nil // the caller's Conn, which gorm.Open would close
 		}
 		return err
 	}
 	db.Dialector = inner
 	return nil
-}
-
-// hasConn reports whether d is a dialector of the shape Open reads whose
-// Conn is set: a pool of the caller's (withConnectionLoop passes such a
-// dialector on as it is).
-func hasConn(d gorm.Dialector) bool {
-	_, f, ok := copyDialector(d)
-	return ok && !f.conn.IsNil()
 }
 
 // Apply passes GORM's configuration to the wrapped dialector when it
