@@ -513,7 +513,7 @@ func (cn *conn) QueryContext(ctx context.Context, query string, args []driver.Na
 		return cn.queryRetried(ctx, query, nil, args, err)
 	}
 	rs := newRows(ctx, ri, cn, query, nil, false)
-	if cn.wantsFirstRow(query) {
+	if cn.r.EveryFirstRow() || cn.wantsFirstRow(query) {
 		if err = rs.first(len(ri.Columns())); err != nil {
 			return cn.queryRetried(ctx, query, nil, args, err)
 		}

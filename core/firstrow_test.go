@@ -87,3 +87,52 @@ func TestWantsFirstRowMemoFollowsThePolicy(t *testing.T) {
 	assert.True(t, r.WantsFirstRowMemo(sel, &memo), "an observer told of ends")
 	assert.True(t, r.WantsFirstRowMemo(sel, &memo), "an observer told of ends, remembered")
 }
+
+// EveryFirstRow is true only on the lean path and only where
+// WantsFirstRow answers true for every text: a rule with retries that
+// names no statement. It follows a policy swapped in, and a Hold.
+func TestEveryFirstRowOnlyWhereEveryQueryWantsIt(t *testing.T) {
+	policy := func(rules string) core.Policy {
+		t.Helper()
+		s, err := core.ParseStatementRules(rules)
+		require.NoError(t, err)
+		return core.Policy{Statement: s}
+	}
+	texts := []string{"SELECT 1", "  /* x */ update t set a = 1", "exec p", ""}
+	for _, c := range []struct {
+		rules string
+		every bool
+	}{
+		{"", false},
+		{"{1205:0,1}", false},
+		{"{1205:3,1}", true},
+		{"{1205:3,1:select}", false},
+		{"{1205:3,1:select}; {1222:2,1}", true},
+		{"{1205:0,1}; {1222:2,1:update}", false},
+	} {
+		r, err := core.NewRetrier(policy(c.rules), core.Options{})
+		require.NoError(t, err)
+		assert.Equal(t, c.every, r.EveryFirstRow(), "%q", c.rules)
+		if r.EveryFirstRow() {
+			for _, q := range texts {
+				assert.True(t, r.WantsFirstRow(q), "%q: %q", c.rules, q)
+			}
+		}
+	}
+
+	r, err := core.NewRetrier(policy("{1205:3,1:select}"), core.Options{})
+	require.NoError(t, err)
+	require.NoError(t, r.SetPolicy(policy("{1205:3,1}")))
+	assert.True(t, r.EveryFirstRow(), "the policy swapped in")
+	release := r.Hold()
+	assert.False(t, r.EveryFirstRow(), "held: off the lean path")
+	release()
+	assert.True(t, r.EveryFirstRow(), "released")
+
+	r, err = core.NewRetrier(policy("{1205:3,1}"), core.Options{Observer: core.NopObserver{}})
+	require.NoError(t, err)
+	assert.False(t, r.EveryFirstRow(), "an observer: not lean, WantsFirstRow is asked")
+	r, err = core.NewRetrier(core.Policy{Statement: policy("{1205:3,1}").Statement, QueryTimeout: 1}, core.Options{})
+	require.NoError(t, err)
+	assert.False(t, r.EveryFirstRow(), "a queryTimeout: not direct")
+}

@@ -330,6 +330,17 @@ func (r *Retrier) DirectLean() (direct, settle, lean bool) {
 	return false, false, r.lean
 }
 
+// EveryFirstRow reports whether the lean path's policy (DirectLean) wants
+// the first row of every query read inside its attempt: its statement
+// rules name no statement, so WantsFirstRow answers true whatever the
+// text. One load, inlined: a query on the direct path asks the text's
+// memo (WantsFirstRowMemo) only when it is false. False off the lean
+// path.
+func (r *Retrier) EveryFirstRow() bool {
+	p := r.leanPath.Load()
+	return p != nil && p.Statement.unfiltered
+}
+
 // statement is Run for a plain statement, and Do: its first attempt runs
 // directly when nobody is to be asked or told and no queryTimeout bounds
 // it, so that a success costs one atomic load of the budget (and the
