@@ -173,6 +173,8 @@ func BenchmarkSqlxExec(b *testing.B) {
 	ctx := context.Background()
 	plain, crl := sqlxPair(b)
 	layer := sqlx.NewDb(crl.DB.DB, "mysql")
+	wrapper := sqlx.NewDb(sql.OpenDB(passConnector{memConnector{}}), "mysql")
+	b.Cleanup(func() { wrapper.Close() })
 	const q = "UPDATE accounts SET balance = balance + 1 WHERE id = 1"
 	for _, bc := range []struct {
 		name string
@@ -181,6 +183,7 @@ func BenchmarkSqlxExec(b *testing.B) {
 		{"plain", func() error { _, err := plain.ExecContext(ctx, q); return err }},
 		{"layer", func() error { _, err := layer.ExecContext(ctx, q); return err }},
 		{"crl", func() error { _, err := crl.ExecContext(ctx, q); return err }},
+		{"wrapper", func() error { _, err := wrapper.ExecContext(ctx, q); return err }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()

@@ -26,8 +26,9 @@ type layerPool struct {
 
 // layerPools opens, over the same in-memory connector: database/sql
 // alone (plain), crl's driver layer with its default settings (crl) and
-// with rules (crl-rules), and otelsql's wrapper with no-op tracer and
-// meter providers (otelsql), the peer.
+// with rules (crl-rules), otelsql's wrapper with no-op tracer and
+// meter providers (otelsql), the peer, and the least a wrapper does
+// (wrapper: passConnector, every call handed on), the floor.
 func layerPools(tb testing.TB) []layerPool {
 	tb.Helper()
 	open := func(db *sql.DB, err error) *sql.DB {
@@ -45,6 +46,7 @@ func layerPools(tb testing.TB) []layerPool {
 		{"otelsql", open(otelsql.OpenDB(memConnector{},
 			otelsql.WithTracerProvider(tracenoop.NewTracerProvider()),
 			otelsql.WithMeterProvider(metricnoop.NewMeterProvider())), nil)},
+		{"wrapper", open(sql.OpenDB(passConnector{memConnector{}}), nil)},
 	}
 }
 
