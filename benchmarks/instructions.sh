@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
-# instructions.sh PATTERN [LOW] [HIGH]: the instructions one iteration of
+# instructions.sh PATTERN [LOW] [HIGH] [FUNC]: the instructions one iteration of
 # the benchmarks PATTERN selects costs, counted by valgrind's callgrind
 # (times move with the machine's load; instruction counts do not): the
 # whole program's count for HIGH iterations minus its count for LOW,
 # divided by HIGH-LOW, the median of three such differences. One P, no
 # GC and no async preemption, so that the count does not depend on the
 # scheduler. PATTERN should select one benchmark row, e.g.
-# '^BenchmarkDriverLayer$/^Exec$/^crl$'.
+# '^BenchmarkDriverLayer$/^Exec$/^crl$'. FUNC, when given, counts only
+# the instructions run inside that function (callgrind's --toggle-collect,
+# e.g. the benchmark's closure of one statement,
+# 'github.com/crl-go/crl/benchmarks.init.func2.1' for Query): the
+# benchmark's loop and the runtime's background threads left out.
 set -euo pipefail
 pattern=${1:?usage: benchmarks/instructions.sh PATTERN [LOW] [HIGH]}
 low=${2:-5000}
 high=${3:-25000}
+collect=()
+if [ -n "${4:-}" ]; then
+	collect=(--toggle-collect="$4")
+fi
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -21,7 +29,7 @@ trap 'rm -rf "$work"' EXIT
 # of SIGILL): cpu.rdtscp=off has it take its fenced RDTSC instead.
 count() {
 	(cd "$here" && GOMAXPROCS=1 GOGC=off GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off \
-		valgrind --tool=callgrind --callgrind-out-file="$work/out.$1" \
+		valgrind --tool=callgrind "${collect[@]}" --callgrind-out-file="$work/out.$1" \
 		"$work/b.test" -test.run '^$' -test.bench "$pattern" -test.benchtime "${1}x" >/dev/null 2>"$work/err") \
 		|| { cat "$work/err" >&2; exit 1; }
 	grep -E '^(summary|totals):' "$work/out.$1" | head -1 | awk '{print $2}'

@@ -331,11 +331,11 @@ func (r *Retrier) DirectLean() (direct, settle, lean bool) {
 }
 
 // EveryFirstRow reports whether the lean path's policy (DirectLean) wants
-// the first row of every query read inside its attempt: its statement
-// rules name no statement, so WantsFirstRow answers true whatever the
-// text. One load, inlined: a query on the direct path asks the text's
-// memo (WantsFirstRowMemo) only when it is false. False off the lean
-// path.
+// the first row of every query read inside its attempt: one of its
+// statement rules has retries and names no statement, so WantsFirstRow
+// answers true whatever the text. One load, inlined: a query on the
+// direct path asks the text's memo (WantsFirstRowMemo) only when it is
+// false. False off the lean path.
 func (r *Retrier) EveryFirstRow() bool {
 	p := r.leanPath.Load()
 	return p != nil && p.Statement.unfiltered
