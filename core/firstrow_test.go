@@ -15,9 +15,7 @@ import (
 func TestWantsFirstRow(t *testing.T) {
 	retrier := func(rules string, o core.Options) *core.Retrier {
 		t.Helper()
-		s, err := core.ParseStatementRules(rules)
-		require.NoError(t, err)
-		r, err := core.NewRetrier(core.Policy{Statement: s}, o)
+		r, err := core.NewRetrier(policyOf(t, rules), o)
 		require.NoError(t, err)
 		return r
 	}
@@ -52,14 +50,8 @@ func TestWantsFirstRow(t *testing.T) {
 // calls with the same memo is asked again, whichever way its answer
 // goes; an observer told of ends wants the first row whatever the memo.
 func TestWantsFirstRowMemoFollowsThePolicy(t *testing.T) {
-	policy := func(rules string) core.Policy {
-		t.Helper()
-		s, err := core.ParseStatementRules(rules)
-		require.NoError(t, err)
-		return core.Policy{Statement: s}
-	}
 	const sel = "SELECT 1"
-	r, err := core.NewRetrier(policy("{1205:3,1:select}"), core.Options{})
+	r, err := core.NewRetrier(policyOf(t, "{1205:3,1:select}"), core.Options{})
 	require.NoError(t, err)
 	var memo uint64
 	assert.True(t, r.WantsFirstRowMemo(sel, &memo), "asked")
@@ -75,13 +67,13 @@ func TestWantsFirstRowMemoFollowsThePolicy(t *testing.T) {
 		{"", false},
 		{"{1205:3,1}", true},
 	} {
-		require.NoError(t, r.SetPolicy(policy(c.rules)))
+		require.NoError(t, r.SetPolicy(policyOf(t, c.rules)))
 		assert.Equal(t, c.want, r.WantsFirstRowMemo(sel, &memo), "%q, asked", c.rules)
 		assert.Equal(t, c.want, r.WantsFirstRowMemo(sel, &memo), "%q, remembered", c.rules)
 		assert.Equal(t, r.WantsFirstRow(sel), r.WantsFirstRowMemo(sel, &memo), "%q: as WantsFirstRow", c.rules)
 	}
 
-	r, err = core.NewRetrier(policy(""), core.Options{Observer: core.NopObserver{}})
+	r, err = core.NewRetrier(policyOf(t, ""), core.Options{Observer: core.NopObserver{}})
 	require.NoError(t, err)
 	memo = 0
 	assert.True(t, r.WantsFirstRowMemo(sel, &memo), "an observer told of ends")
@@ -92,12 +84,6 @@ func TestWantsFirstRowMemoFollowsThePolicy(t *testing.T) {
 // WantsFirstRow answers true for every text: a rule with retries that
 // names no statement. It follows a policy swapped in, and a Hold.
 func TestEveryFirstRowOnlyWhereEveryQueryWantsIt(t *testing.T) {
-	policy := func(rules string) core.Policy {
-		t.Helper()
-		s, err := core.ParseStatementRules(rules)
-		require.NoError(t, err)
-		return core.Policy{Statement: s}
-	}
 	texts := []string{"SELECT 1", "  /* x */ update t set a = 1", "exec p", ""}
 	for _, c := range []struct {
 		rules string
@@ -110,7 +96,7 @@ func TestEveryFirstRowOnlyWhereEveryQueryWantsIt(t *testing.T) {
 		{"{1205:3,1:select}; {1222:2,1}", true},
 		{"{1205:0,1}; {1222:2,1:update}", false},
 	} {
-		r, err := core.NewRetrier(policy(c.rules), core.Options{})
+		r, err := core.NewRetrier(policyOf(t, c.rules), core.Options{})
 		require.NoError(t, err)
 		assert.Equal(t, c.every, r.EveryFirstRow(), "%q", c.rules)
 		if r.EveryFirstRow() {
@@ -120,19 +106,27 @@ func TestEveryFirstRowOnlyWhereEveryQueryWantsIt(t *testing.T) {
 		}
 	}
 
-	r, err := core.NewRetrier(policy("{1205:3,1:select}"), core.Options{})
+	r, err := core.NewRetrier(policyOf(t, "{1205:3,1:select}"), core.Options{})
 	require.NoError(t, err)
-	require.NoError(t, r.SetPolicy(policy("{1205:3,1}")))
+	require.NoError(t, r.SetPolicy(policyOf(t, "{1205:3,1}")))
 	assert.True(t, r.EveryFirstRow(), "the policy swapped in")
 	release := r.Hold()
 	assert.False(t, r.EveryFirstRow(), "held: off the lean path")
 	release()
 	assert.True(t, r.EveryFirstRow(), "released")
 
-	r, err = core.NewRetrier(policy("{1205:3,1}"), core.Options{Observer: core.NopObserver{}})
+	r, err = core.NewRetrier(policyOf(t, "{1205:3,1}"), core.Options{Observer: core.NopObserver{}})
 	require.NoError(t, err)
 	assert.False(t, r.EveryFirstRow(), "an observer: not lean, WantsFirstRow is asked")
-	r, err = core.NewRetrier(core.Policy{Statement: policy("{1205:3,1}").Statement, QueryTimeout: 1}, core.Options{})
+	r, err = core.NewRetrier(core.Policy{Statement: policyOf(t, "{1205:3,1}").Statement, QueryTimeout: 1}, core.Options{})
 	require.NoError(t, err)
 	assert.False(t, r.EveryFirstRow(), "a queryTimeout: not direct")
+}
+
+// policyOf is the policy of the statement rules rules.
+func policyOf(t *testing.T, rules string) core.Policy {
+	t.Helper()
+	s, err := core.ParseStatementRules(rules)
+	require.NoError(t, err)
+	return core.Policy{Statement: s}
 }
