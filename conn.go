@@ -45,7 +45,6 @@ type conn struct {
 	// these are (in a Tx or a sql.Conn) gets rows of its own.
 	own     multiRows
 	ownBusy bool
-	head    []driver.Value
 	kind    rowsKind // the type of the driver's rows last handed (multiRows.handed)
 
 	// The last two statement texts the connection ran, whether each may

@@ -29,7 +29,7 @@ type rows struct {
 	ctx    context.Context // the caller's, for the events of an error
 	query  string
 	cancel context.CancelFunc // ends a bounded attempt's context when the rows close
-	head   []driver.Value     // the first row, read by first, while state is rowsHead
+	head   []driver.Value     // the first row, read by first, while state is rowsHead; the connection's own rows keep it, emptied, as their buffer
 	state  uint8
 	alone  bool // in a transaction or a unit: record errors instead of reporting them
 	owned  bool // the connection's own rows (conn.own), free again once closed
@@ -84,11 +84,12 @@ func newRows(ctx context.Context, ri driver.Rows, cn *conn, query string, cancel
 	}
 	// Every field, one by one: no field of a query before survives, and
 	// the value is not built aside and copied whole (a test holds this
-	// list to the type's fields).
+	// list to the type's fields). head is the buffer the rows keep, its
+	// values dropped (Next, release): read only once first filled it.
 	cn.ownBusy = true
 	m := &cn.own
 	r := &m.rows
-	r.inner, r.cn, r.ctx, r.query, r.cancel, r.head = ri, cn, ctx, query, cancel, nil
+	r.inner, r.cn, r.ctx, r.query, r.cancel = ri, cn, ctx, query, cancel
 	r.state, r.alone, r.owned = rowsStreaming, alone, true
 	r.rowsRecord = rowsRecord{}
 	return m
@@ -131,7 +132,7 @@ type rowsKind struct {
 // closes them once. What they held of the caller's is dropped, so that a
 // pooled connection keeps no context, driver rows or values alive (the
 // values of a first row handed to Next were dropped there; head itself
-// is the connection's buffer).
+// is the buffer the connection's own rows keep).
 func (r *rows) release() {
 	if !r.owned {
 		return
@@ -144,23 +145,19 @@ func (r *rows) release() {
 }
 
 // first reads the first row of the driver's rows, of n columns, into
-// head, inside the attempt (into the connection's buffer for its own
-// rows): its caller asks first when a rule could retry an error before
-// the first row (WantsFirstRow). The end met instead (the rows have no
-// row) is noted for Next; the attempt's error closes the driver's rows
-// and releases these (nobody closes them).
+// head, inside the attempt (the connection's own rows read it into the
+// buffer they keep): its caller asks first when a rule could retry an
+// error before the first row (WantsFirstRow). The end met instead (the
+// rows have no row) is noted for Next; the attempt's error closes the
+// driver's rows and releases these (nobody closes them).
 func (r *rows) first(n int) error {
-	head := r.cn.head
-	if !r.owned || cap(head) < n {
-		head = make([]driver.Value, n)
-		if r.owned {
-			r.cn.head = head
-		}
+	head := r.head
+	if len(head) != n {
+		head = r.sized(n)
 	}
-	head = head[:n]
 	err := r.inner.Next(head)
 	if err == nil {
-		r.head, r.state = head, rowsHead
+		r.state = rowsHead
 		return nil
 	}
 	if isEOF(err) {
@@ -171,6 +168,17 @@ func (r *rows) first(n int) error {
 	_ = r.inner.Close() // the attempt's error is err
 	r.release()
 	return err
+}
+
+// sized makes head n values long, in the array it has when that holds
+// them (its values are nil: dropped where they were handed over).
+func (r *rows) sized(n int) []driver.Value {
+	if cap(r.head) < n {
+		r.head = make([]driver.Value, n)
+	} else {
+		r.head = r.head[:n]
+	}
+	return r.head
 }
 
 // failed handles an error met while the rows are read.

@@ -16,13 +16,16 @@ import (
 // handed to a new query, have every field as new rows of that query
 // would, whatever the query before left in them: newRows sets each field
 // by name, and a field added to rows without being set there fails here.
+// The one they keep is head, the first row's buffer, whose values were
+// dropped where they were handed over (Next, release).
 func TestOwnRowsKeepNothingOfTheQueryBefore(t *testing.T) {
 	cn := &conn{}
 	fill(t, reflect.ValueOf(&cn.own).Elem())
 	ctx := context.Background()
 	for _, alone := range []bool{false, true} {
+		buffer := cn.own.head
 		got := newRows(ctx, nil, cn, "select 1", nil, alone)
-		want := multiRows{rows{cn: cn, ctx: ctx, query: "select 1", alone: alone, owned: true}}
+		want := multiRows{rows{cn: cn, ctx: ctx, query: "select 1", head: buffer, alone: alone, owned: true}}
 		assert.Same(t, &cn.own, got, "the connection's own rows")
 		assert.True(t, reflect.DeepEqual(want, *got), "alone=%v: %+v, expected %+v", alone, *got, want)
 		got.release()
@@ -102,4 +105,54 @@ func TestHandedRowsHaveNextResultSetAsTheDriversDo(t *testing.T) {
 		}
 		require.NoError(t, got.Close())
 	}
+}
+
+// pairRows are driver rows of two columns and one row.
+type pairRows struct{ read bool }
+
+func (*pairRows) Columns() []string { return []string{"id", "name"} }
+func (*pairRows) Close() error      { return nil }
+func (r *pairRows) Next(dest []driver.Value) error {
+	if r.read {
+		return io.EOF
+	}
+	r.read = true
+	dest[0], dest[1] = int64(7), []byte("pen")
+	return nil
+}
+
+// The connection's own rows keep the first row's buffer from query to
+// query, its array reused, and none of its values: a first row handed
+// to Next, or dropped unread when the rows close, leaves nil behind, so
+// a pooled connection keeps no value of a query alive.
+func TestFirstRowBufferKeepsNoValue(t *testing.T) {
+	cn := &conn{}
+	ctx := context.Background()
+	var array *driver.Value
+	for i, handOver := range []bool{true, false, true} {
+		m := newRows(ctx, &pairRows{}, cn, "select id, name from orders", nil, false)
+		require.NoError(t, m.first(2), "query %d", i)
+		if array == nil {
+			array = &m.head[0]
+		}
+		assert.Same(t, array, &m.head[0], "query %d: the buffer's array, reused", i)
+		if handOver {
+			dest := make([]driver.Value, 2)
+			require.NoError(t, m.Next(dest), "query %d", i)
+			assert.Equal(t, []driver.Value{int64(7), []byte("pen")}, dest, "query %d: the first row", i)
+			assert.Equal(t, []driver.Value{nil, nil}, m.head, "query %d: handed over, the buffer holds nothing", i)
+			require.Equal(t, io.EOF, m.Next(dest), "query %d", i)
+		}
+		require.NoError(t, m.Close(), "query %d", i)
+		assert.Equal(t, []driver.Value{nil, nil}, cn.own.head[:2], "query %d: closed, the buffer holds nothing", i)
+		assert.False(t, cn.ownBusy, "query %d", i)
+	}
+	// A query of more columns gets a buffer that holds them.
+	m := newRows(ctx, &pairRows{}, cn, "select id, name from orders", nil, false)
+	require.NoError(t, m.first(2))
+	require.NoError(t, m.Close())
+	m = newRows(ctx, emptyRows{}, cn, "select 1", nil, false)
+	require.NoError(t, m.first(5))
+	assert.Len(t, m.head, 5)
+	require.NoError(t, m.Close())
 }
