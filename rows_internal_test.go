@@ -148,10 +148,7 @@ func TestFirstRowBufferKeepsNoValue(t *testing.T) {
 		assert.False(t, cn.ownBusy, "query %d", i)
 	}
 	// A query of more columns gets a buffer that holds them.
-	m := newRows(ctx, &pairRows{}, cn, "select id, name from orders", nil, false)
-	require.NoError(t, m.first(2))
-	require.NoError(t, m.Close())
-	m = newRows(ctx, emptyRows{}, cn, "select 1", nil, false)
+	m := newRows(ctx, emptyRows{}, cn, "select 1", nil, false)
 	require.NoError(t, m.first(5))
 	assert.Len(t, m.head, 5)
 	require.NoError(t, m.Close())
